@@ -1,0 +1,66 @@
+"""toolregistry: a registry of tools for function-calling LLMs.
+
+Importing the package is cheap: names are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "1.0.0.dev0"
+
+__all__ = [
+    "ChangeEvent",
+    "Image",
+    "Injected",
+    "Provenance",
+    "RetryPolicy",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolMetadata",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolTag",
+    "__version__",
+    "hookimpl",
+]
+
+_LAZY = {
+    "ToolRegistry": "._registry",
+    "Tool": ".tool",
+    "ToolMetadata": ".tool",
+    "ToolTag": ".tool",
+    "Provenance": ".tool",
+    "Injected": ".tool",
+    "ToolCall": ".types",
+    "ToolResult": ".types",
+    "ToolContext": ".types",
+    "Image": ".types",
+    "ChangeEvent": ".events",
+    "RetryPolicy": "._execution",
+    "hookimpl": ".hookspecs",
+}
+
+if TYPE_CHECKING:
+    from ._execution import RetryPolicy
+    from ._registry import ToolRegistry
+    from .events import ChangeEvent
+    from .hookspecs import hookimpl
+    from .tool import Injected, Provenance, Tool, ToolMetadata, ToolTag
+    from .types import Image, ToolCall, ToolContext, ToolResult
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolregistry' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

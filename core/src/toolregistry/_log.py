@@ -1,0 +1,60 @@
+"""structlog events for the whole package (``noun.verb`` names, key-value context).
+
+When the application configured structlog, events go through its configuration; otherwise
+they go to the standard library logger ``toolregistry`` (silent until logging is set up), so
+a library never prints to stdout on its own -- stdout may be an MCP stdio channel.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import structlog
+
+_fallback: Any = None
+_configured: Any = None
+
+
+def _resolve() -> Any:
+    global _fallback, _configured
+    if structlog.is_configured():
+        if _configured is None:
+            _configured = structlog.get_logger("toolregistry")
+        return _configured
+    if _fallback is None:
+        _fallback = structlog.wrap_logger(
+            logging.getLogger("toolregistry"),
+            processors=[
+                structlog.stdlib.filter_by_level,
+                structlog.processors.add_log_level,
+                structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),
+            ],
+            wrapper_class=structlog.stdlib.BoundLogger,
+        )
+    return _fallback
+
+
+class _Log:
+    """A logger that resolves its backend per event (cheap), honouring late configuration."""
+
+    def debug(self, event: str, **kw: Any) -> None:
+        _resolve().debug(event, **kw)
+
+    def info(self, event: str, **kw: Any) -> None:
+        _resolve().info(event, **kw)
+
+    def warning(self, event: str, **kw: Any) -> None:
+        _resolve().warning(event, **kw)
+
+    def error(self, event: str, **kw: Any) -> None:
+        _resolve().error(event, **kw)
+
+    def is_debug(self) -> bool:
+        """True when debug events would be emitted (skip building costly context otherwise)."""
+        if structlog.is_configured():
+            return True
+        return logging.getLogger("toolregistry").isEnabledFor(logging.DEBUG)
+
+
+log = _Log()

@@ -1,0 +1,452 @@
+"""Python signatures into JSON Schema parameter objects, and call-time argument validation.
+
+Simple signatures (str / int / float / bool, their Optional forms, lists of them, string and
+number Literals) take a fast path that writes the schema pydantic would write, without
+building a model: registering thousands of functions stays cheap. Everything else goes
+through pydantic. The validator (a pydantic model) is built on the first call, not at
+registration.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import threading
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from attrs import frozen
+
+from .errors import ToolRegistrationError
+from .types import ToolContext
+
+_PRIMS: dict[Any, dict[str, str]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+}
+_NONE_SCHEMA = {"type": "null"}
+_UNION_TYPES = (Union, types.UnionType)
+
+
+class Injected:
+    """Marks a parameter the model must not see: ``Annotated[T, Injected()]``.
+
+    At call time it receives ``context[key]`` (``key`` defaults to the parameter name) from the
+    ``context=`` mapping passed to ``invoke`` / ``execute_tool_calls``; a parameter annotated
+    :class:`~toolregistry.ToolContext` receives the whole call context instead.
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str | None = None) -> None:
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"Injected({self.key!r})" if self.key else "Injected()"
+
+
+@frozen
+class Param:
+    """One model-visible parameter of a Python tool."""
+
+    name: str
+    annotation: Any
+    default: Any
+    positional_only: bool
+    description: str | None
+
+
+@frozen
+class InjectedParam:
+    """A parameter filled at call time (``key is None``: the whole :class:`ToolContext`)."""
+
+    name: str
+    key: str | None
+    positional_only: bool
+    has_default: bool
+
+
+@frozen
+class Signature:
+    """What the kernel keeps of a function's signature."""
+
+    params: tuple[Param, ...]
+    injected: tuple[InjectedParam, ...]
+    parameters: dict[str, Any]
+
+
+def _fast_schema(annotation: Any) -> dict[str, Any] | None:
+    """The schema pydantic would emit for a simple annotation, or ``None`` (not simple)."""
+    prim = _PRIMS.get(annotation)
+    if prim is not None:
+        return dict(prim)
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}
+    origin = get_origin(annotation)
+    if origin in _UNION_TYPES:
+        args = get_args(annotation)
+        if len(args) == 2 and type(None) in args:
+            inner = _fast_schema(args[0] if args[1] is type(None) else args[1])
+            if inner is None or not inner:
+                return None
+            return {"anyOf": [inner, dict(_NONE_SCHEMA)]}
+        return None
+    if origin is list:
+        args = get_args(annotation)
+        if not args:
+            return {"items": {}, "type": "array"}
+        item = _PRIMS.get(args[0])
+        return {"items": dict(item), "type": "array"} if item is not None else None
+    if origin is Literal:
+        values = get_args(annotation)
+        if values and all(type(v) is str for v in values):
+            return {"enum": list(values), "type": "string"} if len(values) > 1 else {
+                "const": values[0], "type": "string"}
+        return None
+    return None
+
+
+def _json_default(value: Any) -> tuple[bool, Any]:
+    if value is None or type(value) in (str, int, float, bool):
+        return True, value
+    if isinstance(value, enum.Enum):
+        return _json_default(value.value)
+    if isinstance(value, (tuple, list)):
+        try:
+            return True, json.loads(json.dumps(list(value)))
+        except (TypeError, ValueError):
+            return False, None
+    return False, None
+
+
+def _injected_marker(annotation: Any) -> tuple[bool, str | None]:
+    """(is injected, key) for a parameter annotation."""
+    if annotation is ToolContext:
+        return True, None
+    if get_origin(annotation) is Annotated:
+        base, *meta = get_args(annotation)
+        for m in meta:
+            if isinstance(m, Injected) or m is Injected:
+                return True, getattr(m, "key", None) if isinstance(m, Injected) else None
+        if base is ToolContext:
+            return True, None
+    if get_origin(annotation) in _UNION_TYPES and ToolContext in get_args(annotation):
+        return True, None
+    return False, None
+
+
+def _resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # a forward reference that cannot be resolved
+        raise ToolRegistrationError(
+            f"tool {tool_name!r}: cannot resolve the type hints of {fn!r}: {exc}"
+        ) from exc
+
+
+def inspect_function(
+    fn: Callable[..., Any], tool_name: str, param_docs: Mapping[str, str]
+) -> Signature:
+    """Build the parameters schema of ``fn``; raise a clear error for what cannot be a tool."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ToolRegistrationError(f"tool {tool_name!r}: no signature for {fn!r}: {exc}") from exc
+    raw_annotations = [p.annotation for p in sig.parameters.values()]
+    needs_hints = any(isinstance(a, str) for a in raw_annotations)
+    hints = _resolve_hints(fn, tool_name) if needs_hints else {}
+
+    params: list[Param] = []
+    injected: list[InjectedParam] = []
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    slow: list[Param] = []
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise ToolRegistrationError(
+                f"tool {tool_name!r}: parameter *{p.name} cannot be expressed in a JSON schema; "
+                "declare explicit parameters (or a list parameter) instead"
+            )
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            raise ToolRegistrationError(
+                f"tool {tool_name!r}: parameter **{p.name} cannot be expressed in a JSON schema; "
+                "declare explicit keyword parameters instead"
+            )
+        annotation = hints.get(p.name, p.annotation)
+        positional_only = p.kind is inspect.Parameter.POSITIONAL_ONLY
+        is_injected, key = _injected_marker(annotation)
+        if is_injected:
+            injected.append(
+                InjectedParam(p.name, key or (None if _is_context(annotation) else p.name),
+                              positional_only, p.default is not inspect.Parameter.empty)
+            )
+            continue
+        param = Param(p.name, annotation, p.default, positional_only, param_docs.get(p.name))
+        params.append(param)
+        schema = _fast_schema(annotation)
+        if schema is None:
+            slow.append(param)
+            continue
+        if param.description:
+            schema["description"] = param.description
+        if p.default is inspect.Parameter.empty:
+            required.append(p.name)
+        else:
+            ok, value = _json_default(p.default)
+            if ok:
+                schema["default"] = value
+        properties[p.name] = schema
+
+    parameters: dict[str, Any]
+    if slow:
+        parameters = _pydantic_schema(tool_name, params)
+    else:
+        parameters = {"type": "object", "properties": properties}
+        if required:
+            parameters["required"] = required
+    return Signature(tuple(params), tuple(injected), parameters)
+
+
+def _is_context(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    if get_origin(annotation) is Annotated:
+        return get_args(annotation)[0] is ToolContext
+    return get_origin(annotation) in _UNION_TYPES and ToolContext in get_args(annotation)
+
+
+# --- pydantic path -------------------------------------------------------------------------
+
+def _field_definitions(params: tuple[Param, ...] | list[Param]) -> dict[str, Any]:
+    from pydantic import Field
+    from pydantic.fields import FieldInfo
+
+    fields: dict[str, Any] = {}
+    for i, p in enumerate(params):
+        annotation = Any if p.annotation is inspect.Parameter.empty else p.annotation
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        described = _has_description(annotation)
+        info: FieldInfo = Field(
+            default,
+            alias=p.name,
+            description=None if described else p.description,
+        )
+        fields[f"p{i}"] = (annotation, info)
+    return fields
+
+
+def _has_description(annotation: Any) -> bool:
+    if get_origin(annotation) is not Annotated:
+        return False
+    return any(getattr(m, "description", None) for m in get_args(annotation)[1:])
+
+
+def _create_model(tool_name: str, params: tuple[Param, ...] | list[Param]) -> Any:
+    from pydantic import ConfigDict, create_model
+
+    config = ConfigDict(
+        extra="forbid",
+        arbitrary_types_allowed=True,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+    )
+    model_name = "".join(c if c.isalnum() else "_" for c in tool_name) + "Arguments"
+    return create_model(model_name, __config__=config, **_field_definitions(params))
+
+
+def _pydantic_schema(tool_name: str, params: list[Param]) -> dict[str, Any]:
+    from pydantic import PydanticUserError
+    from pydantic.errors import PydanticSchemaGenerationError, PydanticInvalidForJsonSchema
+
+    failures = (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema, PydanticUserError,
+                TypeError, ValueError, NameError)
+    try:
+        model = _create_model(tool_name, params)
+        schema = model.model_json_schema(by_alias=True)
+    except failures as exc:
+        bad = _find_bad_param(tool_name, params, failures)
+        where = f"parameter {bad.name!r} (annotation {bad.annotation!r})" if bad else "a parameter"
+        raise ToolRegistrationError(
+            f"tool {tool_name!r}: {where} has no JSON schema: {_first_line(exc)}; use JSON-"
+            "compatible types (str, int, float, bool, list, dict, Literal, Enum, pydantic "
+            "models, dataclasses, TypedDict) or mark it Injected()"
+        ) from exc
+    return clean_pydantic_schema(schema)
+
+
+def _find_bad_param(tool_name: str, params: list[Param], failures: tuple[type[BaseException], ...]
+                    ) -> Param | None:
+    for p in params:
+        try:
+            _create_model(tool_name, [p]).model_json_schema(by_alias=True)
+        except failures:
+            return p
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _auto_title(name: str) -> str:
+    return name.replace("_", " ").title().strip()
+
+
+def clean_pydantic_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop the titles pydantic generates (model and field titles), keep everything else."""
+    schema.pop("title", None)
+    _strip_titles(schema)
+    for sub in schema.get("$defs", {}).values():
+        _strip_titles(sub)
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _strip_titles(node: Any) -> None:
+    if not isinstance(node, dict):
+        return
+    props = node.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            if isinstance(sub, dict):
+                if sub.get("title") == _auto_title(key):
+                    del sub["title"]
+                _strip_titles(sub)
+    for kw in ("items", "additionalProperties", "not"):
+        if isinstance(node.get(kw), dict):
+            _strip_titles(node[kw])
+    for kw in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for sub in node.get(kw, ()) or ():
+            _strip_titles(sub)
+
+
+# --- call-time validation ------------------------------------------------------------------
+
+class ArgumentsValidator:
+    """Validates model arguments for a Python tool and binds them to ``*args, **kwargs``.
+
+    The pydantic model is built on first use (thread-safe), so registration stays cheap.
+    """
+
+    __slots__ = ("_lock", "_model", "_names", "_signature", "_tool_name")
+
+    def __init__(self, tool_name: str, signature: Signature) -> None:
+        self._tool_name = tool_name
+        self._signature = signature
+        self._model: Any = None
+        self._names: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+
+    def _ensure(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    params = self._signature.params
+                    self._names = tuple(f"p{i}" for i in range(len(params)))
+                    self._model = _create_model(self._tool_name, params)
+        return self._model
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated arguments by parameter name; raises ``pydantic.ValidationError``."""
+        model = self._ensure()
+        instance = model.model_validate(arguments)
+        values = instance.__dict__
+        fields_set = instance.model_fields_set
+        out: dict[str, Any] = {}
+        for field_name, param in zip(self._names, self._signature.params):
+            if field_name in fields_set:
+                out[param.name] = values[field_name]
+        return out
+
+    def injected_params(self) -> tuple[tuple[str, str | None, bool], ...]:
+        """(parameter, context key or ``None`` for the whole context, has a default)."""
+        return tuple((p.name, p.key, p.has_default) for p in self._signature.injected)
+
+    def bind(self, values: Mapping[str, Any], injected: Mapping[str, Any]
+             ) -> tuple[list[Any], dict[str, Any]]:
+        """Split validated values (plus injected ones) into positional and keyword arguments."""
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        sig = self._signature
+        if not sig.injected and not any(p.positional_only for p in sig.params):
+            kwargs.update(values)
+            return args, kwargs
+        for p in sig.params:
+            if p.name in values:
+                if p.positional_only:
+                    args.append(values[p.name])
+                else:
+                    kwargs[p.name] = values[p.name]
+            elif p.positional_only:
+                args.append(p.default)
+        for ip in sig.injected:
+            if ip.name in injected:
+                if ip.positional_only:
+                    args.append(injected[ip.name])
+                else:
+                    kwargs[ip.name] = injected[ip.name]
+        return args, kwargs
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise ValueError(f"remote $ref retrieval is disabled ({uri})")
+
+
+class JsonSchemaValidator:
+    """Validates arguments of a schema-first tool against its JSON Schema (jsonschema-rs,
+    compiled on first use; remote ``$ref`` retrieval refused)."""
+
+    __slots__ = ("_compiled", "_context_param", "_error", "_lock", "_schema", "_tool_name")
+
+    def __init__(self, tool_name: str, schema: dict[str, Any], context_param: str | None) -> None:
+        self._tool_name = tool_name
+        self._schema = schema
+        self._context_param = context_param
+        self._compiled: Any = None
+        self._error: str | None = None
+        self._lock = threading.Lock()
+
+    def _ensure(self) -> Any:
+        if self._compiled is None and self._error is None:
+            with self._lock:
+                if self._compiled is None and self._error is None:
+                    import jsonschema_rs
+
+                    try:
+                        self._compiled = jsonschema_rs.validator_for(
+                            self._schema, retriever=_refuse_remote)
+                    except Exception as exc:
+                        self._error = f"{type(exc).__name__}: {_first_line(exc)}"
+        if self._error is not None:
+            raise ValueError(f"the tool's parameters schema is invalid ({self._error}); "
+                             "the tool cannot be called until its source fixes it")
+        return self._compiled
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        compiled = self._ensure()
+        args = dict(arguments)
+        errors = []
+        for err in compiled.iter_errors(args):
+            path = "/".join(str(p) for p in err.instance_path) or "(arguments)"
+            msg = err.message if len(err.message) <= 300 else err.message[:297] + "..."
+            errors.append(f"{path}: {msg}")
+            if len(errors) >= 10:
+                break
+        if errors:
+            raise ValueError("; ".join(errors))
+        return args
+
+    def injected_params(self) -> tuple[tuple[str, str | None, bool], ...]:
+        return ((self._context_param, None, False),) if self._context_param else ()
+
+    def bind(self, values: Mapping[str, Any], injected: Mapping[str, Any]
+             ) -> tuple[list[Any], dict[str, Any]]:
+        kwargs = dict(values)
+        kwargs.update(injected)
+        return [], kwargs

@@ -1,0 +1,110 @@
+"""The kernel's hook specifications: the whole contract between toolregistry and its plugins.
+
+Plugins implement these with :data:`toolregistry.hookimpl` and are found through the
+``toolregistry.plugins`` entry-point group. Hooks are called with keyword arguments and only
+ever gain arguments, so an implementation may accept fewer arguments than the spec names.
+The kernel calls them from one place only (``toolregistry._hooks.Hooks``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+    from .events import ChangeEvent
+    from .tool import Tool
+    from .types import ToolCall, ToolResult
+
+PROJECT_NAME = "toolregistry"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+Loader = Callable[..., Any]
+"""A source loader: ``loader(registry, source, **options)`` registers tools and returns them."""
+
+Suggester = Callable[..., Any]
+
+
+@hookspec(firstresult=True)
+def register(registry: ToolRegistry, tool: Tool) -> Tool | None:
+    """A tool is about to enter ``registry`` (every path: function, class, loader, manual).
+
+    Fires after the kernel built and name-checked ``tool`` and before it is stored. An
+    implementation may return a replacement :class:`~toolregistry.Tool` (the first non-``None``
+    result wins), return ``None`` to accept it unchanged, or raise
+    :class:`~toolregistry.errors.ToolRejected` with a reason to refuse it. It must not store
+    or register tools itself from here.
+    """
+
+
+@hookspec
+def schema_transform(
+    registry: ToolRegistry, tool: Tool, schema: dict[str, Any], api_format: str
+) -> None:
+    """The parameters schema of ``tool`` is being emitted for ``api_format``.
+
+    ``schema`` is a private copy of the tool's JSON Schema parameters object (before the
+    provider dialect is applied), and implementations edit it in place; the return value is
+    ignored. Fires once per tool and format until the registry changes (results are cached).
+    ``api_format`` is one of ``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``,
+    ``mcp``; a strict OpenAI emission passes ``openai-chat`` / ``openai-responses`` with
+    ``registry``-level strictness applied afterwards by the kernel.
+    """
+
+
+@hookspec
+def pre_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall) -> None:
+    """A call to ``tool`` was parsed and is about to be validated and executed.
+
+    Fires on every path (``invoke``, ``ainvoke``, ``execute_tool_calls``,
+    ``aexecute_tool_calls``). Implementations may edit ``call.arguments`` in place and attach
+    data to the call (``call.reason``, ``call.extra``); the return value is ignored. Raising
+    turns into an error result for that call only.
+    """
+
+
+@hookspec(firstresult=True)
+def post_invoke(
+    registry: ToolRegistry, tool: Tool, call: ToolCall, result: ToolResult
+) -> ToolResult | None:
+    """``tool`` ran (successfully or not) and ``result`` is about to go back to the caller.
+
+    An implementation may return a replacement :class:`~toolregistry.ToolResult` (first
+    non-``None`` wins) or ``None`` to keep it. Fires on every path, after timeouts and errors
+    too (``result.is_error`` tells).
+    """
+
+
+@hookspec
+def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
+    """Something in ``registry`` changed; ``event.kind`` says what.
+
+    Kinds: ``register``, ``unregister``, ``enable``, ``disable``, ``metadata``, ``namespace``,
+    ``rename`` (``details["renamed"]`` maps old to new names), ``setting`` (a registry-level option such as ``think_augment`` or ``tool_discovery``).
+    Fires after the change is visible, outside the registry's lock, so implementations may
+    read the registry and may register or unregister tools. The return value is ignored.
+    """
+
+
+@hookspec
+def loaders() -> Mapping[str, Loader]:
+    """Return ``{kind: loader}`` for the tool sources this plugin provides.
+
+    Called once when the plugin manager is built. ``registry.register_from_<kind>(...)`` and
+    ``[[tool.toolregistry.sources]]`` entries with ``kind = "<kind>"`` dispatch to
+    ``loader(registry, source, **options)``; an async twin may be offered as
+    ``"<kind>:async"``. Two plugins claiming one kind is a configuration error.
+    """
+
+
+@hookspec(firstresult=True)
+def suggest_tools(registry: ToolRegistry, name: str, limit: int) -> list[str] | None:
+    """Suggest at most ``limit`` tool names for an unknown ``name`` a model asked for.
+
+    The first non-``None`` answer wins; the kernel falls back to close string matches.
+    """

@@ -1,0 +1,308 @@
+"""The Tool model: :class:`Tool`, :class:`ToolMetadata`, :class:`ToolTag`, :class:`Provenance`."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+import attrs
+from attrs import define, field, frozen
+
+from ._docstrings import parse_docstring
+from ._schema import (
+    ArgumentsValidator,
+    Injected,
+    JsonSchemaValidator,
+    Signature,
+    inspect_function,
+)
+from .errors import ToolRegistrationError
+
+__all__ = [
+    "Injected",
+    "Provenance",
+    "SourceKind",
+    "Tool",
+    "ToolMetadata",
+    "ToolTag",
+]
+
+SourceKind = Literal["function", "class", "mcp", "openapi", "langchain", "manual", "plugin"]
+
+
+class ToolTag(str, enum.Enum):
+    """Well-known tags describing what a tool does."""
+
+    READ_ONLY = "read_only"
+    DESTRUCTIVE = "destructive"
+    NETWORK = "network"
+    FILE_SYSTEM = "file_system"
+    SLOW = "slow"
+    PRIVILEGED = "privileged"
+    IDEMPOTENT = "idempotent"
+    EXPENSIVE = "expensive"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _to_tags(value: Iterable[ToolTag | str] | None) -> frozenset[ToolTag]:
+    if not value:
+        return frozenset()
+    if isinstance(value, (str, ToolTag)):
+        value = [value]
+    try:
+        return frozenset(v if isinstance(v, ToolTag) else ToolTag(v) for v in value)
+    except ValueError as exc:
+        known = ", ".join(t.value for t in ToolTag)
+        raise ValueError(f"{exc}; known tags: {known} (use custom_tags for others)") from None
+
+
+def _to_strs(value: Iterable[str] | str | None) -> frozenset[str]:
+    if not value:
+        return frozenset()
+    if isinstance(value, str):
+        return frozenset([value])
+    return frozenset(str(v) for v in value)
+
+
+def _to_practices(value: Iterable[str] | str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+def _positive_or_none(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+        raise ValueError(f"ToolMetadata.{attribute.name} must be a positive number, got {value!r}")
+
+
+@frozen(kw_only=True)
+class ToolMetadata:
+    """Everything about a tool beyond its schema. Immutable: change it with
+    ``registry.update_tool_metadata(name, **changes)`` (or ``attrs.evolve``).
+
+    ``think_augment``: ``None`` follows the registry, ``True`` / ``False`` override it.
+    ``defer``: hidden from ``get_schemas(include_deferred=False)``, found through discovery.
+    ``timeout``: seconds for this tool's calls (else the registry's default).
+    ``is_concurrency_safe``: ``False`` makes its calls run alone.
+    ``too_long_to_file``: spool long outputs to a file (spool plugin); ``None`` follows config.
+    """
+
+    think_augment: bool | None = None
+    defer: bool = False
+    tags: frozenset[ToolTag] = field(default=frozenset(), converter=_to_tags)
+    custom_tags: frozenset[str] = field(default=frozenset(), converter=_to_strs)
+    search_hint: str | None = None
+    timeout: float | None = field(default=None, validator=_positive_or_none)
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+    is_concurrency_safe: bool = True
+    too_long_to_file: bool | None = None
+    best_practices: tuple[str, ...] = field(default=(), converter=_to_practices)
+    prompt_injection_builder: Callable[[Mapping[str, Any]], str] | None = field(
+        default=None, eq=False
+    )
+    extra: Mapping[str, Any] = field(factory=dict, eq=False)
+
+    @property
+    def is_read_only(self) -> bool:
+        """True when hinted or tagged read-only."""
+        return bool(self.read_only_hint) or ToolTag.READ_ONLY in self.tags
+
+    @property
+    def is_idempotent(self) -> bool:
+        """True when hinted or tagged idempotent (or read-only, which implies it)."""
+        return (
+            bool(self.idempotent_hint) or ToolTag.IDEMPOTENT in self.tags or self.is_read_only
+        )
+
+
+DEFAULT_METADATA = ToolMetadata()
+
+
+@frozen
+class Provenance:
+    """Where a tool came from: ``kind`` (function, class, mcp, openapi, langchain, manual,
+    plugin), a human-readable ``detail`` (qualified name, server, spec), the tool's original
+    name at its source, and the plugin that loaded it (``None`` for the kernel)."""
+
+    kind: SourceKind = "manual"
+    detail: str | None = None
+    original_name: str | None = None
+    plugin: str | None = None
+
+
+_EMPTY_PARAMS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _default_parameters() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+def _check_parameters(_inst: Any, _attr: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, dict):
+        raise ToolRegistrationError(
+            f"Tool.parameters must be a JSON Schema object (a dict), got {type(value).__name__}"
+        )
+    kind = value.get("type", "object")
+    if kind != "object" and not (isinstance(kind, list) and "object" in kind):
+        raise ToolRegistrationError(
+            f"Tool.parameters must be a JSON Schema of type 'object', got type {kind!r}"
+        )
+
+
+def _is_async_callable(fn: Any) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+@define(slots=True, eq=False)
+class Tool:
+    """A tool: a name, a description, a JSON Schema of its parameters, and what runs it.
+
+    Build one from a Python function with :meth:`Tool.from_function`, or give the schema
+    yourself (``Tool(name=..., description=..., parameters={...}, callable=fn)``); a
+    schema-first tool's callable receives the validated arguments as keyword arguments (and
+    the call's :class:`~toolregistry.ToolContext` as ``context_param`` when that is set).
+    """
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(factory=_default_parameters, validator=_check_parameters)
+    callable: Callable[..., Any] | None = field(default=None, repr=False)
+    metadata: ToolMetadata = field(default=DEFAULT_METADATA)
+    namespace: str | None = None
+    provenance: Provenance = field(factory=Provenance)
+    output_schema: dict[str, Any] | None = field(default=None, repr=False)
+    is_async: bool | None = field(default=None, repr=False)
+    context_param: str | None = field(default=None, repr=False)
+    signature: Signature | None = field(default=None, repr=False)
+    _validator: Any = field(default=None, repr=False, alias="_validator")
+    _schema_hash: str | None = field(default=None, repr=False, alias="_schema_hash")
+
+    def __attrs_post_init__(self) -> None:
+        if self.is_async is None:
+            self.is_async = self.callable is not None and _is_async_callable(self.callable)
+        if not isinstance(self.metadata, ToolMetadata):
+            raise ToolRegistrationError(
+                f"tool {self.name!r}: metadata must be a ToolMetadata, "
+                f"got {type(self.metadata).__name__}"
+            )
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        description: str | None = None,
+        namespace: str | None = None,
+        metadata: ToolMetadata | None = None,
+        *,
+        provenance: Provenance | None = None,
+    ) -> Tool:
+        """Build a tool from a sync or async Python callable.
+
+        The schema comes from the signature (through pydantic), the description and
+        per-parameter descriptions from the docstring (Google, NumPy or reST); a
+        ``Best Practices:`` docstring section is kept in ``metadata.best_practices``.
+        """
+        if not callable(fn):
+            raise ToolRegistrationError(f"cannot make a tool of {fn!r}: it is not callable")
+        target = fn
+        while isinstance(target, functools.partial):
+            target = target.func
+        tool_name = name or getattr(target, "__name__", None) or type(target).__name__
+        doc_source = inspect.getdoc(target) if not inspect.isfunction(target) else target.__doc__
+        if doc_source is None and not inspect.isroutine(target):
+            doc_source = inspect.getdoc(type(target).__call__)
+        doc = parse_docstring(doc_source)
+        sig = inspect_function(fn, tool_name, doc.params)
+        meta = metadata or DEFAULT_METADATA
+        if doc.best_practices and not meta.best_practices:
+            meta = attrs.evolve(meta, best_practices=doc.best_practices)
+        qualname = getattr(target, "__qualname__", tool_name)
+        module = getattr(target, "__module__", None)
+        detail = f"{module}:{qualname}" if module else qualname
+        return cls(
+            name=tool_name,
+            description=description if description is not None else doc.description,
+            parameters=sig.parameters,
+            callable=fn,
+            metadata=meta,
+            namespace=namespace,
+            provenance=provenance or Provenance("function", detail, tool_name),
+            signature=sig,
+        )
+
+    @property
+    def qualified_name(self) -> str:
+        """The name the registry knows this tool by (same as ``name`` once registered)."""
+        return self.name
+
+    @property
+    def schema_hash(self) -> str:
+        """A stable hash of the description and parameters (changes when the schema does)."""
+        if self._schema_hash is None:
+            canon = json.dumps(
+                [self.description, self.parameters], sort_keys=True, ensure_ascii=False,
+                separators=(",", ":"), default=str,
+            )
+            self._schema_hash = hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
+        return self._schema_hash
+
+    @property
+    def validator(self) -> ArgumentsValidator | JsonSchemaValidator:
+        """Validates call arguments: pydantic for Python signatures, JSON Schema for
+        schema-first tools (built on first use)."""
+        if self._validator is None:
+            if self.signature is not None:
+                self._validator = ArgumentsValidator(self.name, self.signature)
+            else:
+                self._validator = JsonSchemaValidator(self.name, self.parameters,
+                                                      self.context_param)
+        return self._validator  # type: ignore[no-any-return]
+
+    def evolve(self, **changes: Any) -> Tool:
+        """A copy with ``changes`` applied (cached derived data is reset)."""
+        changes.setdefault("_schema_hash", None)
+        if "name" in changes or "callable" in changes or "parameters" in changes:
+            changes.setdefault("_validator", None)
+        return attrs.evolve(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly description of the tool (no callable)."""
+        m = self.metadata
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "namespace": self.namespace,
+            "source": self.provenance.kind,
+            "source_detail": self.provenance.detail,
+            "original_name": self.provenance.original_name,
+            "schema_hash": self.schema_hash,
+            "defer": m.defer,
+            "tags": sorted(t.value for t in m.tags),
+            "custom_tags": sorted(m.custom_tags),
+        }
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying callable directly (no validation, no hooks)."""
+        if self.callable is None:
+            raise TypeError(f"tool {self.name!r} has no callable")
+        return self.callable(*args, **kwargs)

@@ -1,0 +1,177 @@
+"""Value types that flow through a call: :class:`ToolCall`, :class:`ToolResult`, :class:`Image`."""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import define, field, frozen
+
+__all__ = [
+    "ErrorKind",
+    "Image",
+    "ToolCall",
+    "ToolContext",
+    "ToolResult",
+]
+
+ErrorKind = Literal[
+    "unknown_tool",
+    "malformed_call",
+    "malformed_arguments",
+    "invalid_arguments",
+    "disabled",
+    "execution",
+    "timeout",
+    "cancelled",
+    "hook",
+    "remote",
+]
+
+
+@define(slots=True, eq=False)
+class ToolCall:
+    """One call a model asked for, in the registry's own form.
+
+    ``arguments`` is the parsed object (``None`` until parsed); ``raw_arguments`` keeps what
+    the model sent (a JSON string or a mapping). ``format`` names the provider dialect the call
+    came in (``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``, ``registry``).
+    Plugins attach data in ``pre_invoke``: ``reason`` (the think plugin's rationale) and
+    ``extra``.
+    """
+
+    name: str
+    arguments: dict[str, Any] | None = None
+    id: str | None = None
+    raw_arguments: Any = None
+    format: str = "registry"
+    reason: str | None = None
+    extra: dict[str, Any] = field(factory=dict)
+    raw: Any = field(default=None, repr=False)
+
+
+@frozen
+class Image:
+    """An image a tool returns, from a path, a URL or bytes.
+
+    ``Image.from_path(p)``, ``Image.from_url(u)``, ``Image.from_bytes(b, mime_type)``.
+    Paths are read when the result is encoded for the model.
+    """
+
+    path: str | None = None
+    url: str | None = None
+    data: bytes | None = field(default=None, repr=lambda d: f"<{len(d)} bytes>" if d else "None")
+    mime_type: str | None = None
+    detail: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if sum(x is not None for x in (self.path, self.url, self.data)) != 1:
+            raise ValueError("Image needs exactly one of path=, url= or data=")
+
+    @classmethod
+    def from_path(cls, path: str | Path, mime_type: str | None = None) -> Image:
+        """An image stored in a file."""
+        return cls(path=str(path), mime_type=mime_type)
+
+    @classmethod
+    def from_url(cls, url: str, mime_type: str | None = None) -> Image:
+        """An image at a URL (``data:`` URLs too)."""
+        return cls(url=url, mime_type=mime_type)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> Image:
+        """An image held in memory."""
+        return cls(data=data, mime_type=mime_type)
+
+    @property
+    def media_type(self) -> str:
+        """The MIME type, guessed from the path or URL when not given."""
+        if self.mime_type:
+            return self.mime_type
+        src = self.path or self.url or ""
+        if src.startswith("data:"):
+            return src[5:].split(";", 1)[0] or "image/png"
+        guess, _ = mimetypes.guess_type(src)
+        return guess or "image/png"
+
+    def read_bytes(self) -> bytes | None:
+        """The image's bytes when it is local (path or data), else ``None``."""
+        if self.data is not None:
+            return self.data
+        if self.path is not None:
+            return Path(self.path).read_bytes()
+        if self.url and self.url.startswith("data:") and ";base64," in self.url:
+            return base64.b64decode(self.url.split(",", 1)[1])
+        return None
+
+    def base64(self) -> str | None:
+        """Base64 of the bytes when local, else ``None``."""
+        raw = self.read_bytes()
+        return base64.b64encode(raw).decode("ascii") if raw is not None else None
+
+    def as_url(self) -> str:
+        """A URL for the image: its own URL, or a ``data:`` URL of local bytes."""
+        if self.url is not None:
+            return self.url
+        return f"data:{self.media_type};base64,{self.base64()}"
+
+
+ContentPart = Mapping[str, Any]
+"""A content part: ``{"type": "text", "text": ...}`` or ``{"type": "image", "image": Image}``."""
+
+
+@define(slots=True, eq=False)
+class ToolResult:
+    """The one result of one call: success, or an error the model can act on.
+
+    ``content`` is what goes back to the model: a string, or a list of parts for multimodal
+    results (``{"type": "text", "text": ...}``, ``{"type": "image", "image": Image}``).
+    ``value`` is the tool's raw return value for the application. On error, ``error_kind``
+    says what went wrong and ``content`` explains it for the model.
+    """
+
+    call_id: str | None
+    name: str
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+    error_kind: ErrorKind | None = None
+    value: Any = field(default=None, repr=False)
+    reason: str | None = None
+    duration: float = 0.0
+    artifact: Any = field(default=None, repr=False)
+    metadata: dict[str, Any] = field(factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return not self.is_error
+
+    @property
+    def text(self) -> str:
+        """The text of the content (text parts joined for multimodal results)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p["text"] for p in self.content if p.get("type") == "text")
+
+    @property
+    def images(self) -> list[Image]:
+        """The images in the content."""
+        if isinstance(self.content, str):
+            return []
+        return [p["image"] for p in self.content if p.get("type") == "image"]
+
+
+@define(slots=True, eq=False)
+class ToolContext:
+    """What a tool parameter annotated ``ToolContext`` receives at call time.
+
+    It is never part of the schema the model sees. ``values`` is the mapping the application
+    passed as ``context=`` to ``invoke`` / ``execute_tool_calls``.
+    """
+
+    registry: Any
+    call: ToolCall
+    values: Mapping[str, Any] = field(factory=dict)
