@@ -1,0 +1,168 @@
+"""Registry tools as LangChain tools (``registry.to_langchain(...)``).
+
+Every exported tool is a :class:`RegistryTool`: a LangChain ``BaseTool`` whose JSON-schema
+``args_schema`` is what the registry emits for the tool (``schema_transform`` applied, so the
+think plugin's ``toolcall_reason`` is there when enabled) and whose calls go through
+``registry.invoke`` / ``registry.ainvoke``: validation, rationale stripping, timeouts,
+spooling, and one :class:`~toolregistry.ToolResult` kept as the ``ToolMessage`` artifact.
+
+This module imports langchain-core at the top: it is only imported when an export is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForToolRun,
+    CallbackManagerForToolRun,
+)
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import Field
+
+from toolregistry.errors import ToolRegistrationError
+from toolregistry.types import ToolResult
+
+from ._content import to_langchain_content
+
+# Keys of RunnableConfig["configurable"] that LangChain / LangGraph set for themselves and
+# that are no business of the registry's tools.
+_RESERVED_CONFIGURABLE = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "run_id"})
+
+
+class RegistryTool(BaseTool):
+    """A LangChain tool that runs a registry tool through its registry.
+
+    Called with a LangChain tool call it returns a ``ToolMessage`` whose ``content`` is what
+    the model should read and whose ``artifact`` is the registry's full
+    :class:`~toolregistry.ToolResult`; called with a plain argument dict it returns the
+    content. Error results become ``ToolMessage(status="error")``.
+    """
+
+    registry: Any = Field(exclude=True, repr=False)
+    """The :class:`~toolregistry.ToolRegistry` that owns the tool."""
+    registry_name: str
+    """The tool's name in the registry."""
+    context: Mapping[str, Any] | None = Field(default=None, exclude=True, repr=False)
+    """Values for the registry tool's injected parameters (merged under the run config's
+    ``configurable``, which wins)."""
+    timeout: float | None = None
+    """Per-call timeout passed to the registry (``None``: the tool's or the registry's)."""
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_tool_error: Any = True
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        # Overridden to keep the LangChain tool-call id: the registry call gets the same id,
+        # so traces, think rationales and spool files line up with the ToolMessage.
+        if isinstance(tool_input, str):
+            raise ToolException(
+                f"tool {self.name!r} takes a JSON object of arguments, got a string; call it "
+                "with a dict or a tool call"
+            )
+        return (), {"arguments": dict(tool_input), "call_id": tool_call_id}
+
+    def _context(self, config: RunnableConfig | None) -> dict[str, Any] | None:
+        values: dict[str, Any] = dict(self.context or {})
+        configurable = (config or {}).get("configurable") or {}
+        values.update(
+            (k, v) for k, v in configurable.items()
+            if k not in _RESERVED_CONFIGURABLE and not k.startswith("__")
+        )
+        return values or None
+
+    def _output(self, result: ToolResult) -> Any:
+        if result.is_error:
+            raise ToolException(result.text)
+        content = to_langchain_content(result.content)
+        if self.response_format == "content_and_artifact":
+            return content, result
+        return content
+
+    def _run(
+        self,
+        arguments: dict[str, Any],
+        call_id: str | None,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForToolRun | None = None,
+    ) -> Any:
+        result = self.registry.invoke(
+            self.registry_name, arguments, context=self._context(config),
+            timeout=self.timeout, call_id=call_id,
+        )
+        return self._output(result)
+
+    async def _arun(
+        self,
+        arguments: dict[str, Any],
+        call_id: str | None,
+        config: RunnableConfig,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+    ) -> Any:
+        result = await self.registry.ainvoke(
+            self.registry_name, arguments, context=self._context(config),
+            timeout=self.timeout, call_id=call_id,
+        )
+        return self._output(result)
+
+
+def to_langchain(
+    registry: Any,
+    names: Iterable[str] | None = None,
+    *,
+    include_deferred: bool = True,
+    tags: Iterable[str] | str | None = None,
+    exclude_tags: Iterable[str] | str | None = None,
+    context: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact",
+) -> list[BaseTool]:
+    """Registry tools as LangChain tools, usable with ``model.bind_tools(...)`` and agents.
+
+    ``names`` picks tools (default: every enabled tool, filtered by ``include_deferred``,
+    ``tags`` and ``exclude_tags`` like ``registry.get_schemas``). The schemas are the
+    registry's ``openai-chat`` emission at export time: export again after changing the
+    registry (e.g. toggling ``think_augment``). ``context`` supplies injected parameters;
+    a run's ``config["configurable"]`` adds to it.
+    """
+    selected = list(names) if names is not None else None
+    if selected is not None:
+        missing = [n for n in selected if n not in registry]
+        if missing:
+            known = ", ".join(registry.list_tools()[:20]) or "none"
+            raise ToolRegistrationError(
+                f"to_langchain: no registered tool named {', '.join(map(repr, missing))} "
+                f"(registered: {known})"
+            )
+    schemas = registry.get_schemas(
+        api_format="openai-chat", include_deferred=include_deferred, tags=tags,
+        exclude_tags=exclude_tags, names=selected,
+    )
+    tools: list[BaseTool] = []
+    for schema in schemas:
+        fn = schema["function"]
+        tool = registry[fn["name"]]
+        meta = tool.metadata
+        lc_tags = sorted({t.value for t in meta.tags} | set(meta.custom_tags)) or None
+        tools.append(RegistryTool(
+            name=fn["name"],
+            description=fn.get("description") or "",
+            args_schema=fn.get("parameters") or {"type": "object", "properties": {}},
+            registry=registry,
+            registry_name=fn["name"],
+            context=context,
+            timeout=timeout,
+            response_format=response_format,
+            tags=lc_tags,
+            metadata={"toolregistry_source": tool.provenance.kind},
+        ))
+    return tools
+
+
+def export_loader(registry: Any, names: Iterable[str] | None = None, **options: Any
+                  ) -> list[BaseTool]:
+    """The ``langchain:export`` entry the kernel's ``registry.to_langchain`` dispatches to."""
+    return to_langchain(registry, names, **options)
