@@ -1,0 +1,152 @@
+"""Text analysis shared by documents and queries.
+
+Pipeline: Unicode NFKC, identifier splitting (``read_file``, ``a.b-c``, ``getHTTPResponse``),
+case folding, Porter stemming for English words, and overlapping character bigrams plus
+unigrams for runs of Han, Kana and Hangul (these scripts do not put spaces between words, so
+``压缩文件`` becomes ``压缩 缩文 文件`` + ``压 缩 文 件``).
+
+Queries also learn which of their terms may *anchor* a hit: stop words are dropped, filler
+words ("please", "tool", 帮我, ...) and CJK unigrams next to bigrams still add to the score but
+never make a tool match on their own.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ._stem import stem
+
+__all__ = ["FILLER_WORDS", "STOP_WORDS", "analyze", "analyze_query"]
+
+_CJK_CLASS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK Compatibility Ideographs
+    "\U00020000-\U0003134f"  # CJK Extensions B-G
+)
+_TOKEN_RE = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_]+)")
+# Split points inside an identifier: lower/digit -> Upper, and ACRONYMWord.
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _words(*blocks: str) -> frozenset[str]:
+    return frozenset(w for block in blocks for w in block.split())
+
+
+STOP_WORDS = _words(
+    """
+    a an the of to in on at by for with from into onto and or nor but is are was were be been
+    being am this that these those it its as than then there their theirs which who whom whose
+    what when where why how if so such do does did doing i me my mine we us our ours you your
+    yours he him his she her hers they them have has had having would should could can will
+    shall may might must also just very too all any some each every both either neither not no
+    only own same other about above after again against before below between during over under
+    up down out off here while until because through per via etc e g ie eg whether
+    """
+)
+"""Function words: dropped from documents and queries alike."""
+
+FILLER_WORDS = _words(
+    """
+    please pls kindly help want wants wanted need needs needed like would tool tools function
+    functions method methods api use using used call calling invoke something someone thing
+    things way able try hi hello hey thanks thank let lets know tell give show find get make
+    """,
+    """
+    请 帮 我 你 的 了 吗 呢 吧 啊 和 与 及 或 在 是 把 被 给 用 想 要 能 会 个 一 这 那
+    帮我 请帮 我想 我要 想要 需要 一个 一下 可以 能够 使用 工具 函数 方法 如何 怎么 怎样
+    什么 哪个 这个 那个 帮忙 麻烦 请问 的话
+    の は が を に で と も て た だ です ます する した ください ツール 関数
+    을 를 이 가 은 는 에 의 도 로 으로 하다 주세요 도구 함수
+    """,
+)
+"""Words that add to a score but never make a tool match on their own."""
+
+_MAX_CACHE = 200_000
+_cache: dict[str, tuple[str, ...]] = {}
+
+
+def _word_terms(raw: str) -> tuple[str, ...]:
+    """Terms for one alphanumeric token: camelCase parts, plus the whole word when split."""
+    hit = _cache.get(raw)
+    if hit is not None:
+        return hit
+    parts = _CAMEL_RE.split(raw) if not (raw.islower() or raw.isupper()) else [raw]
+    out: list[str] = []
+    for part in parts:
+        low = part.casefold()
+        if low in STOP_WORDS or not low:
+            continue
+        out.append(stem(low))
+    if len(parts) > 1:
+        # Keep the compound too, so "JavaScript" still meets "javascript".
+        whole = raw.casefold()
+        if whole not in STOP_WORDS:
+            out.append(stem(whole))
+    result = tuple(out)
+    if len(_cache) >= _MAX_CACHE:
+        _cache.clear()
+    _cache[raw] = result
+    return result
+
+
+def _cjk_terms(run: str) -> tuple[str, ...]:
+    hit = _cache.get(run)
+    if hit is not None:
+        return hit
+    if len(run) == 1:
+        result: tuple[str, ...] = (run,)
+    else:
+        result = tuple(run[i : i + 2] for i in range(len(run) - 1)) + tuple(run)
+    if len(_cache) >= _MAX_CACHE:
+        _cache.clear()
+    _cache[run] = result
+    return result
+
+
+def _normalize(text: str) -> str:
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    return unicodedata.normalize("NFKC", text)
+
+
+def analyze(text: str) -> list[str]:
+    """Index terms of a document field (order kept, repeats kept for term frequency)."""
+    if not text:
+        return []
+    terms: list[str] = []
+    for cjk, word in _TOKEN_RE.findall(_normalize(text)):
+        terms.extend(_cjk_terms(cjk) if cjk else _word_terms(word))
+    return terms
+
+
+def analyze_query(text: str) -> dict[str, bool]:
+    """Query terms mapped to whether they may anchor a hit (``False`` for filler)."""
+    out: dict[str, bool] = {}
+    for cjk, word in _TOKEN_RE.findall(_normalize(text)):
+        if cjk:
+            if len(cjk) == 1:
+                out[cjk] = out.get(cjk, False) or cjk not in FILLER_WORDS
+                continue
+            for i in range(len(cjk) - 1):
+                gram = cjk[i : i + 2]
+                out[gram] = out.get(gram, False) or gram not in FILLER_WORDS
+            for ch in cjk:
+                # Unigrams help ranking but would match half a corpus on their own.
+                out.setdefault(ch, False)
+            continue
+        parts = _CAMEL_RE.split(word) if not (word.islower() or word.isupper()) else [word]
+        for part in parts + ([word] if len(parts) > 1 else []):
+            low = part.casefold()
+            if not low or low in STOP_WORDS:
+                continue
+            term = stem(low)
+            anchor = low not in FILLER_WORDS
+            out[term] = out.get(term, False) or anchor
+    return out

@@ -1,0 +1,227 @@
+"""``ToolDiscoveryTool``: exact-name lookup plus BM25F search over a registry's tools."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolregistry._log import log
+
+from ._fields import tool_fields
+from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex
+
+if TYPE_CHECKING:
+    from toolregistry import Tool, ToolRegistry
+
+__all__ = ["DISCOVER_TOOLS_NAME", "INFRASTRUCTURE_TOOLS", "ToolDiscoveryTool"]
+
+DISCOVER_TOOLS_NAME = "discover_tools"
+INFRASTRUCTURE_TOOLS = frozenset({DISCOVER_TOOLS_NAME})
+"""Tools the plugin registers itself; never indexed, never returned."""
+
+_NAME_FOLD = re.compile(r"[\s./\-]+")
+
+
+def fold_name(name: str) -> str:
+    """``Files.Read-File`` -> ``files_read_file``: how clients commonly respell a tool name."""
+    return _NAME_FOLD.sub("_", name.strip()).casefold()
+
+
+def merge_field_weights(field_weights: Mapping[str, float] | None) -> dict[str, float]:
+    """The default weights with ``field_weights`` applied on top (unknown fields are errors)."""
+    merged = dict(DEFAULT_FIELD_WEIGHTS)
+    if field_weights:
+        unknown = sorted(set(field_weights) - set(merged))
+        if unknown:
+            raise ValueError(
+                f"unknown discovery field(s) {unknown} in field_weights; known fields: "
+                f"{', '.join(merged)}"
+            )
+        for fname, w in field_weights.items():
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 or math.isnan(w):
+                raise ValueError(
+                    f"field_weights[{fname!r}] must be a number >= 0, got {w!r}"
+                )
+            merged[fname] = float(w)
+    return merged
+
+
+class ToolDiscoveryTool:
+    """Find a registry's tools by exact name or by a natural-language query.
+
+    The index covers every enabled tool (deferred ones included) in six fields: ``name``,
+    ``description``, ``search_hint``, ``tags``, ``params`` and ``param_descriptions``;
+    ``field_weights`` overrides some or all of their default weights. Built once here;
+    call :meth:`rebuild_index` after changing the registry (the ``discover_tools`` tool
+    registered by ``registry.enable_tool_discovery()`` follows changes by itself).
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        field_weights: Mapping[str, float] | None = None,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        delta: float = 1.0,
+    ) -> None:
+        self._registry = registry
+        self.field_weights = merge_field_weights(field_weights)
+        self._index = BM25FIndex(self.field_weights, k1=k1, b=b, delta=delta)
+        self.rebuild_index()
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The registry searched."""
+        return self._registry
+
+    @property
+    def index(self) -> BM25FIndex:
+        """The underlying BM25F index."""
+        return self._index
+
+    # -- indexing ------------------------------------------------------------------------
+
+    def rebuild_index(self) -> None:
+        """Re-index every enabled tool of the registry from scratch."""
+        self._index.clear()
+        for tool in self._registry.get_tools():
+            if tool.name not in INFRASTRUCTURE_TOOLS:
+                self._index.add(tool.name, tool_fields(tool))
+        log.debug("discovery.indexed", registry=self._registry.name, tools=len(self._index))
+
+    def refresh(self, names: Iterable[str]) -> None:
+        """Bring the entries of ``names`` up to date: (re)index enabled tools, drop others.
+
+        Costs O(size of those tools), whatever the size of the registry.
+        """
+        for name in names:
+            if name in INFRASTRUCTURE_TOOLS:
+                continue
+            tool = self._registry.get_tool(name)
+            if tool is None or not self._registry.is_enabled(name):
+                self._index.remove(name)
+            else:
+                self._index.add(name, tool_fields(tool))
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop ``names`` from the index."""
+        for name in names:
+            self._index.remove(name)
+
+    # -- searching -----------------------------------------------------------------------
+
+    def _live_tool(self, name: str) -> Tool | None:
+        tool = self._registry.get_tool(name)
+        if tool is None or name in INFRASTRUCTURE_TOOLS or not self._registry.is_enabled(name):
+            return None
+        return tool
+
+    def exact_match(self, query: str) -> Tool | None:
+        """The enabled tool ``query`` names, exactly or as commonly respelled."""
+        name = query.strip()
+        tool = self._live_tool(name)
+        if tool is not None:
+            return tool
+        if not name or any(c.isspace() for c in name):
+            return None
+        folded = fold_name(name)
+        for candidate in self._registry.list_tools():
+            if fold_name(candidate) == folded:
+                return self._live_tool(candidate)
+        return None
+
+    def _schema(self, tool: Tool, api_format: str) -> dict[str, Any]:
+        return dict(self._registry.get_tool_schema(tool.name, api_format=api_format))
+
+    def _result(self, tool: Tool, score: float, with_schema: bool,
+                api_format: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "score": score,
+            "namespace": tool.namespace,
+            "deferred": bool(tool.metadata.defer),
+        }
+        if with_schema:
+            out["schema"] = self._schema(tool, api_format)
+        return out
+
+    def discover(
+        self,
+        query: str,
+        top_k: int = 5,
+        explain: bool = False,
+        *,
+        api_format: str = "openai-chat",
+    ) -> list[dict[str, Any]]:
+        """Tools for ``query``, best first.
+
+        A query that names an enabled tool returns just that tool, with score 1.0 and its
+        full schema. Otherwise up to ``top_k`` BM25F hits come back; a hit carries a
+        ``schema`` only when the tool is deferred (the model has not seen it yet). With
+        ``explain=True`` each hit also has ``explain``: the score per field and per term.
+        Disabled tools are never returned.
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"discover() query must be a string, got {type(query).__name__}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"discover() top_k must be an integer >= 1, got {top_k!r}")
+        exact = self.exact_match(query)
+        if exact is not None:
+            result = self._result(exact, 1.0, True, api_format)
+            if explain:
+                result["explain"] = {"exact_match": True}
+            return [result]
+        out: list[dict[str, Any]] = []
+        fetch = top_k
+        while True:
+            hits = self._index.search(query, fetch)
+            out = []
+            for hit in hits:
+                tool = self._live_tool(hit.key)
+                if tool is None:  # changed since the last rebuild_index()
+                    continue
+                result = self._result(tool, round(hit.score, 4), tool.metadata.defer,
+                                      api_format)
+                if explain:
+                    result["explain"] = self._index.explain(hit.key, query)
+                out.append(result)
+                if len(out) == top_k:
+                    break
+            if len(out) == top_k or len(hits) < fetch:
+                break
+            fetch *= 4
+        if not out:
+            log.debug("discovery.no_match", query=query)
+        return out
+
+    def suggest(self, name: str, limit: int = 3) -> list[str]:
+        """At most ``limit`` enabled tool names close to the unknown ``name``.
+
+        Close spellings first (case, separators and typos forgiven), then tools whose
+        name and description match the words of ``name``.
+        """
+        if limit < 1:
+            return []
+        folded = fold_name(name)
+        names = [n for n in self._registry.list_tools() if n not in INFRASTRUCTURE_TOOLS]
+        by_fold: dict[str, str] = {}
+        for n in names:
+            by_fold.setdefault(fold_name(n), n)
+        out: list[str] = []
+        if folded in by_fold:
+            out.append(by_fold[folded])
+        for close in difflib.get_close_matches(folded, list(by_fold), n=limit, cutoff=0.6):
+            if by_fold[close] not in out:
+                out.append(by_fold[close])
+        if len(out) < limit:
+            for hit in self._index.search(name, limit + len(out)):
+                if hit.key not in out and self._live_tool(hit.key) is not None:
+                    out.append(hit.key)
+                if len(out) >= limit:
+                    break
+        return out[:limit]

@@ -1,0 +1,156 @@
+"""Hook implementations: the ``discover_tools`` tool, its live index, name suggestions.
+
+``registry.enable_tool_discovery()`` sets the ``tool_discovery`` setting; the ``on_change``
+event it fires registers ``discover_tools`` and builds the index once. Every later change
+event updates only the tools it names, so registering N tools one by one costs O(N).
+State lives in ``registry.plugin_state("discovery")`` and goes away with the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolregistry import Tool, ToolMetadata, ToolTag, hookimpl
+from toolregistry._log import log
+from toolregistry.tool import Provenance
+from toolregistry.types import ToolContext
+
+from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
+
+if TYPE_CHECKING:
+    from toolregistry import ToolRegistry
+    from toolregistry.events import ChangeEvent
+
+PLUGIN_NAME = "discovery"
+MAX_TOP_K = 50
+
+DISCOVER_TOOLS_DESCRIPTION = (
+    "Find tools you can use that are not in your tool list yet, or look up one tool's full "
+    "definition. Pass a tool name for its exact schema, or a short description of the "
+    "capability you need (any language) for the best matching tools. Results for tools "
+    "you have not seen include their schema, so you can call them right away."
+)
+"""Constant on purpose: deferred tools are announced in the system prompt
+(``registry.get_deferred_summaries()``), never by growing this description."""
+
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": "A tool name, or the capability you need in a few words.",
+        },
+        "top_k": {
+            "type": "integer",
+            "description": f"How many tools to return (1-{MAX_TOP_K}).",
+            "default": 5,
+            "minimum": 1,
+            "maximum": MAX_TOP_K,
+        },
+    },
+    "required": ["query"],
+}
+
+_STATE_KEY = "discoverer"
+_SUGGEST_KEY = "suggest_index"
+
+
+def _state(registry: ToolRegistry) -> dict[str, Any]:
+    return registry.plugin_state(PLUGIN_NAME)
+
+
+def get_discoverer(registry: ToolRegistry) -> ToolDiscoveryTool | None:
+    """The live discoverer behind ``registry``'s ``discover_tools``, if discovery is on."""
+    found: ToolDiscoveryTool | None = _state(registry).get(_STATE_KEY)
+    return found
+
+
+def _format_of(ctx: ToolContext | None) -> str:
+    fmt = ctx.call.format if ctx is not None else "registry"
+    return "openai-chat" if fmt in ("registry", "", None) else fmt
+
+
+def make_discover_tool(discoverer: ToolDiscoveryTool) -> Tool:
+    """The ``discover_tools`` tool a model calls; schemas come back in the caller's format."""
+
+    def discover_tools(query: str, top_k: int = 5, ctx: ToolContext | None = None
+                       ) -> list[dict[str, Any]]:
+        k = max(1, min(int(top_k), MAX_TOP_K))
+        return discoverer.discover(query, top_k=k, api_format=_format_of(ctx))
+
+    return Tool(
+        name=DISCOVER_TOOLS_NAME,
+        description=DISCOVER_TOOLS_DESCRIPTION,
+        parameters=_PARAMETERS,
+        callable=discover_tools,
+        metadata=ToolMetadata(
+            tags={ToolTag.READ_ONLY, ToolTag.IDEMPOTENT},
+            read_only_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        provenance=Provenance("plugin", "toolregistry_discovery", DISCOVER_TOOLS_NAME,
+                              plugin=PLUGIN_NAME),
+        context_param="ctx",
+    )
+
+
+def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None) -> None:
+    discoverer = ToolDiscoveryTool(registry, field_weights=field_weights)
+    _state(registry)[_STATE_KEY] = discoverer
+    registry.register(make_discover_tool(discoverer), replace=True)
+    log.info("discovery.enabled", registry=registry.name, tools=len(discoverer.index))
+
+
+def _disable(registry: ToolRegistry) -> None:
+    state = _state(registry)
+    had = state.pop(_STATE_KEY, None) is not None
+    tool = registry.get_tool(DISCOVER_TOOLS_NAME)
+    if tool is not None and tool.provenance.plugin == PLUGIN_NAME:
+        registry.unregister(DISCOVER_TOOLS_NAME)
+    if had:
+        log.info("discovery.disabled", registry=registry.name)
+
+
+@hookimpl
+def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
+    """Turn ``discover_tools`` on and off, and keep its index in step with the registry."""
+    details = event.details
+    if event.kind == "setting":
+        if details.get("setting") != "tool_discovery":
+            return
+        if details.get("value"):
+            _enable(registry, details.get("field_weights"))
+        else:
+            _disable(registry)
+        return
+    state = registry.plugin_state(PLUGIN_NAME) if registry.get_setting("tool_discovery") else None
+    discoverer: ToolDiscoveryTool | None = state.get(_STATE_KEY) if state else None
+    if discoverer is None:
+        return
+    renamed = details.get("renamed")
+    if isinstance(renamed, Mapping):
+        discoverer.forget(str(old) for old in renamed)
+    if event.kind == "unregister":
+        discoverer.forget(event.names)
+    elif event.names:
+        # register, enable, disable, metadata, namespace, rename: re-read just these tools.
+        discoverer.refresh(event.names)
+
+
+@hookimpl
+def suggest_tools(registry: ToolRegistry, name: str, limit: int) -> list[str] | None:
+    """Close names for an unknown tool: spelling first, then what the name's words match."""
+    if len(registry) == 0:
+        return None
+    discoverer = get_discoverer(registry)
+    if discoverer is None:
+        # Discovery is off: keep a private index, rebuilt only when the registry changed.
+        state = _state(registry)
+        cached = state.get(_SUGGEST_KEY)
+        if cached is None or cached[0] != registry.version:
+            cached = (registry.version, ToolDiscoveryTool(registry))
+            state[_SUGGEST_KEY] = cached
+        discoverer = cached[1]
+    return discoverer.suggest(name, limit)
