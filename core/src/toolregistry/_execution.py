@@ -9,10 +9,12 @@ instruction, so a blocking C call finishes first) and its ``ToolContext.cancel_e
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import concurrent.futures as cf
 import ctypes
 import os
+import queue
 import random
 import threading
 import time
@@ -87,11 +89,9 @@ class _Running:
             if self.interrupted:
                 raise ToolCancelled("cancelled before it started")
             self.ident = threading.get_ident()
-        _local.in_pool = True
         try:
             return fn(*args, **kwargs)
         finally:
-            _local.in_pool = False
             with self.lock:
                 self.done = True
                 if self.interrupted and self.ident is not None:
@@ -105,6 +105,120 @@ class _Running:
             self.interrupted = True
             if self.ident is not None:
                 _set_async_exc(self.ident, ToolCancelled)
+
+
+class _Work:
+    """One unit of work for :class:`_WorkerPool`: a raw lock released when it is done."""
+
+    __slots__ = ("_callback", "_done", "args", "cancelled", "error", "fn", "result", "started")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.cancelled = False
+        self.started = False
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self._callback: Callable[[_Work], None] | None = None
+
+    def wait(self, timeout: float | None) -> bool:
+        """True when the work finished within ``timeout`` seconds."""
+        if self._done.acquire(True, -1 if timeout is None else timeout):
+            self._done.release()
+            return True
+        return False
+
+    def cancel(self) -> bool:
+        """Prevent the work from starting; False when it already started."""
+        self.cancelled = True
+        return not self.started
+
+    def on_done(self, callback: Callable[[_Work], None]) -> None:
+        self._callback = callback
+        if not self._done.locked():
+            callback(self)
+
+    def run(self) -> None:
+        if self.cancelled:
+            self.error = ToolCancelled("cancelled before it started")
+        else:
+            self.started = True
+            try:
+                self.result = self.fn(*self.args)
+            except BaseException as exc:
+                self.error = exc
+        self._done.release()
+        callback = self._callback
+        if callback is not None:
+            callback(self)
+
+
+class _WorkerPool:
+    """A small thread pool with a cheap hand-off (a queue and a raw lock per call).
+
+    ``concurrent.futures.ThreadPoolExecutor`` costs about twice as much per call, which is
+    most of the overhead of invoking a trivial tool. Threads are started on demand up to
+    ``max_workers`` and leave after ``idle_timeout`` seconds without work.
+    """
+
+    def __init__(self, max_workers: int, idle_timeout: float = 30.0) -> None:
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        self._max = max_workers
+        self._idle_timeout = idle_timeout
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+        self._idle = 0
+        self._shutdown = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> _Work:
+        if self._shutdown:
+            raise RuntimeError("the registry is closed")
+        work = _Work(fn, args)
+        with self._lock:
+            if self._idle == 0 and len(self._threads) < self._max:
+                t = threading.Thread(target=self._worker, name="toolregistry-worker",
+                                     daemon=True)
+                self._threads.add(t)
+                t.start()
+            else:
+                self._idle -= 1  # this item will take an idle worker
+        self._queue.put(work)
+        return work
+
+    def _worker(self) -> None:
+        me = threading.current_thread()
+        _local.in_pool = True
+        try:
+            while True:
+                try:
+                    work = self._queue.get(timeout=self._idle_timeout)
+                except queue.Empty:
+                    with self._lock:
+                        if self._idle > 0:
+                            self._idle -= 1
+                            return
+                    continue
+                if work is None:
+                    return
+                work.run()
+                with self._lock:
+                    self._idle += 1
+        finally:
+            with self._lock:
+                self._threads.discard(me)
+
+    @property
+    def thread_count(self) -> int:
+        return len(self._threads)
+
+    def shutdown(self) -> None:
+        self._shutdown = True
+        with self._lock:
+            count = len(self._threads)
+        for _ in range(count):
+            self._queue.put(None)
 
 
 class _LoopThread:
@@ -161,20 +275,19 @@ class Executor:
         self._registry = registry
         self._hooks = registry._hooks
         self._lock = threading.Lock()
-        self._pool: cf.ThreadPoolExecutor | None = None
+        self._pool: _WorkerPool | None = None
         self._loop: _LoopThread | None = None
         self._exclusive: dict[str, threading.Lock] = {}
         self._closed = False
 
     # -- resources ------------------------------------------------------------------------
     @property
-    def pool(self) -> cf.ThreadPoolExecutor:
+    def pool(self) -> _WorkerPool:
         if self._pool is None:
             with self._lock:
                 if self._pool is None:
-                    workers = self._registry.max_workers or max(16, (os.cpu_count() or 1) + 4)
-                    self._pool = cf.ThreadPoolExecutor(workers,
-                                                       thread_name_prefix="toolregistry-worker")
+                    workers = self._registry.max_workers or max(32, (os.cpu_count() or 1) + 4)
+                    self._pool = _WorkerPool(workers)
         return self._pool
 
     @property
@@ -190,7 +303,7 @@ class Executor:
         if self._loop is not None:
             self._loop.stop()
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown()
 
     def _exclusive_lock(self, name: str) -> threading.Lock:
         lock = self._exclusive.get(name)
@@ -425,21 +538,24 @@ class Executor:
         kind = handle[0]
         if kind == "done":
             return self._finish(prep, handle[1], handle[2], started)
-        future: cf.Future[Any] = handle[1]
         remaining = None
         if prep.timeout is not None:
             remaining = max(0.0, prep.timeout - (time.perf_counter() - started))
+        if kind == "sync":
+            work: _Work = handle[1]
+            if not work.wait(remaining):
+                work.cancel()
+                handle[2].interrupt()
+                return self._finish(prep, None, _deadline_error(), started)
+            if work.error is not None:
+                return self._finish(prep, None, work.error, started)
+            return self._finish(prep, work.result, None, started)
+        future: cf.Future[Any] = handle[1]
         try:
             value = future.result(remaining)
         except cf.TimeoutError:
-            if kind == "sync":
-                future.cancel()
-                handle[2].interrupt()
-            else:
-                future.cancel()
-            timeout_exc = TimeoutError()
-            timeout_exc._toolregistry_deadline = True  # type: ignore[attr-defined]
-            return self._finish(prep, None, timeout_exc, started)
+            future.cancel()
+            return self._finish(prep, None, _deadline_error(), started)
         except cf.CancelledError as exc:
             return self._finish(prep, None, asyncio.CancelledError(str(exc)), started)
         except BaseException as exc:
@@ -493,18 +609,26 @@ class Executor:
                 if unsafe:
                     fn = _exclusive(fn, self._exclusive_lock(tool.name), False)
                 running = _Running()
-                future = self.pool.submit(self._call_with_retry, fn, prep, retry, running)
-                wrapped = asyncio.wrap_future(future)
+                loop = asyncio.get_running_loop()
+                wrapped: asyncio.Future[Any] = loop.create_future()
+
+                def settle(work: _Work) -> None:
+                    loop.call_soon_threadsafe(_settle, wrapped, work)
+
+                work = self.pool.submit(self._call_with_retry, fn, prep, retry, running)
+                work.on_done(settle)
                 try:
                     if prep.timeout is None:
                         value = await wrapped
                     else:
                         value = await asyncio.wait_for(wrapped, prep.timeout)
                 except TimeoutError as exc:
+                    work.cancel()
                     running.interrupt()
                     exc._toolregistry_deadline = True  # type: ignore[attr-defined]
                     raise
                 except asyncio.CancelledError:
+                    work.cancel()
                     running.interrupt()
                     raise
         except asyncio.CancelledError:
@@ -512,6 +636,21 @@ class Executor:
         except BaseException as exc:
             return self._finish(prep, None, exc, started)
         return self._finish(prep, value, None, started)
+
+
+def _settle(fut: asyncio.Future[Any], work: _Work) -> None:
+    if fut.done():
+        return
+    if work.error is not None:
+        fut.set_exception(work.error)
+    else:
+        fut.set_result(work.result)
+
+
+def _deadline_error() -> TimeoutError:
+    exc = TimeoutError()
+    exc._toolregistry_deadline = True  # type: ignore[attr-defined]
+    return exc
 
 
 def _exclusive(fn: Callable[..., Any], lock: threading.Lock, is_async: bool
