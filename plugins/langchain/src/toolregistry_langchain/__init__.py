@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["RegistryTool", "to_langchain", "tools_from_langchain"]
+__all__ = ["RegistryTool", "to_langchain", "to_tool_messages", "tools_from_langchain"]
 
 if TYPE_CHECKING:
-    from ._export import RegistryTool, to_langchain
+    from ._export import RegistryTool, to_langchain, to_tool_messages
     from ._import import tools_from_langchain
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: importing the package must not import langchain-core.
-    if name in ("RegistryTool", "to_langchain"):
+    if name in ("RegistryTool", "to_langchain", "to_tool_messages"):
         from . import _export
 
         return getattr(_export, name)

@@ -18,6 +18,7 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForToolRun,
     CallbackManagerForToolRun,
 )
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import Field
@@ -162,7 +163,27 @@ def to_langchain(
     return tools
 
 
-def export_loader(registry: Any, names: Iterable[str] | None = None, **options: Any
-                  ) -> list[BaseTool]:
-    """The ``langchain:export`` entry the kernel's ``registry.to_langchain`` dispatches to."""
-    return to_langchain(registry, names, **options)
+def to_tool_messages(results: Iterable[ToolResult]) -> list[ToolMessage]:
+    """The ``ToolMessage`` objects answering the calls that produced ``results`` (ids matched).
+
+    For the manual loop: ``messages.extend(to_tool_messages(registry.execute_tool_calls(
+    ai_message.tool_calls)))``. Error results get ``status="error"``; each message's
+    ``artifact`` is the full :class:`~toolregistry.ToolResult` (a LangChain tool's own
+    artifact is on ``.artifact.artifact``), never sent to the model.
+    """
+    messages = []
+    for i, result in enumerate(results):
+        if not result.call_id:
+            raise ValueError(
+                f"result #{i} ({result.name!r}) has no call id, so no ToolMessage can answer "
+                "it; pass the AIMessage's tool_calls (they carry ids) to execute_tool_calls"
+            )
+        messages.append(ToolMessage(
+            content=to_langchain_content(result.content),
+            tool_call_id=result.call_id,
+            name=result.name,
+            status="error" if result.is_error else "success",
+            artifact=result,
+        ))
+    return messages
+
