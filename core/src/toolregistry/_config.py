@@ -6,6 +6,7 @@ Precedence for every option: explicit argument > environment variable > pyprojec
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 import warnings
 from collections.abc import Mapping
@@ -145,6 +146,26 @@ def report_unknown(where: str, unknown: list[str], known: list[str], *, strict: 
     warnings.warn(msg, ConfigWarning, stacklevel=3)
 
 
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_env(value: Any, where: str) -> Any:
+    """Replace ``${VAR}`` in strings (recursively in lists and tables) by environment values."""
+    if isinstance(value, str):
+        def sub(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in os.environ:
+                raise ConfigError(f"{where}: environment variable {name} is not set")
+            return os.environ[name]
+
+        return _ENV_REF.sub(sub, value)
+    if isinstance(value, list):
+        return [expand_env(v, where) for v in value]
+    if isinstance(value, dict):
+        return {k: expand_env(v, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
 def env_list(name: str) -> list[str] | None:
     """A comma-separated environment variable as a list (``None`` when unset)."""
     raw = os.environ.get(name)
@@ -199,7 +220,7 @@ def plugin_settings(
         report_unknown(f"[tool.toolregistry.plugins.{name}]", unknown, sorted(known), strict=strict)
         table = {k: v for k, v in table.items() if k in known}
     try:
-        return model.model_validate(table)  # type: ignore[return-value]
+        return model.model_validate(table)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']).replace('_', '-') or '(table)'}: {err['msg']}"

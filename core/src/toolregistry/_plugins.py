@@ -285,8 +285,8 @@ class Hooks:
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
 
     @staticmethod
-    def _failed(name: str, exc: BaseException, **ctx: Any) -> None:
-        log.warning("hook.failed", hook=name, error=f"{type(exc).__name__}: {exc}", **ctx)
+    def _failed(hook: str, exc: BaseException, **ctx: Any) -> None:
+        log.warning("hook.failed", hook=hook, error=f"{type(exc).__name__}: {exc}", **ctx)
 
     def register(self, registry: ToolRegistry, tool: Tool) -> Tool:
         if not self.has_register:

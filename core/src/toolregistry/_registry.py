@@ -23,7 +23,7 @@ from .errors import (
     ToolRegistrationError,
 )
 from .events import ChangeEvent, ChangeKind
-from .tool import Provenance, Tool, ToolMetadata, ToolTag
+from .tool import Tool, ToolMetadata, ToolTag
 
 if TYPE_CHECKING:
     from ._execution import Executor, RetryPolicy
@@ -101,6 +101,7 @@ class ToolRegistry:
         self._plugin_state: dict[str, dict[str, Any]] = {}
         self._executor: Executor | None = None
         self._closed = False
+        self.skipped_sources: list[tuple[Any, str]] = []
 
         timeout = default_timeout
         if timeout is None:
@@ -149,19 +150,29 @@ class ToolRegistry:
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod
-    def from_config(cls, path: str | Path | None = None, **overrides: Any) -> ToolRegistry:
+    def from_config(cls, path: str | Path | None = None, *, skip_unavailable: bool = False,
+                    **overrides: Any) -> ToolRegistry:
         """Build a registry and its sources from ``[tool.toolregistry]``.
 
         ``path`` is a pyproject.toml (or its folder); default: ``$TOOLREGISTRY_CONFIG`` or the
         nearest one. Each ``[[tool.toolregistry.sources]]`` entry has a ``kind`` (``python``
-        for ``pkg.mod:attr`` callables, classes and modules; ``mcp``, ``openapi`` and other
-        plugin kinds) and that kind's options.
+        for ``pkg.mod:attr`` callables, classes and modules, importable from the config's
+        folder too; ``mcp``, ``openapi`` and other plugin kinds) and that kind's options;
+        ``${VAR}`` in a string option is replaced by that environment variable.
+        ``skip_unavailable`` skips sources whose plugin is not installed (logged) instead of
+        failing.
         """
         cfg = _config.load_config(path, strict=bool(overrides.get("strict_plugins")))
         registry = cls(config=cfg, **overrides)
         try:
             for index, source in enumerate(cfg.sources):
-                registry._load_source(index, source)
+                try:
+                    registry._load_source(index, source)
+                except MissingPluginError as exc:
+                    if not skip_unavailable:
+                        raise
+                    registry.skipped_sources.append((source.get("kind"), str(exc)))
+                    log.info("source.skipped", kind=source.get("kind"), error=str(exc))
         except BaseException:
             registry.close()
             raise
@@ -169,14 +180,15 @@ class ToolRegistry:
 
     def _load_source(self, index: int, source: dict[str, Any]) -> None:
         where = f"{self.config.where}, sources[{index}]"
-        options = dict(source)
+        options = {k: _config.expand_env(v, f"{where}.{k}") for k, v in source.items()}
         kind = options.pop("kind", None)
         if not isinstance(kind, str):
             raise ConfigError(f"{where}: every source needs a 'kind' (python, mcp, openapi, ...)")
         if kind == "python":
             from ._sources import load_python_source
 
-            load_python_source(self, options, where)
+            load_python_source(self, options, where,
+                               self.config.path.parent if self.config.path else None)
             return
         target_key = {"mcp": "server", "openapi": "spec", "langchain": "target"}.get(kind, "source")
         target = options.pop(target_key, options.pop("source", None))
@@ -738,7 +750,7 @@ class ToolRegistry:
     def get_parameters(self, name: str, api_format: str = "openai-chat") -> dict[str, Any]:
         """The parameters schema the model sees for a tool (after ``schema_transform``)."""
         tool = self[name]
-        params = copy_json(tool.parameters)
+        params: dict[str, Any] = copy_json(tool.parameters)
         self._hooks.schema_transform(self, tool, params, normalise_format(api_format))
         return params
 
@@ -913,7 +925,7 @@ def _mcp_extras(tool: Tool) -> dict[str, Any]:
         "idempotentHint": m.idempotent_hint,
         "openWorldHint": m.open_world_hint,
     }
-    annotations = {k: v for k, v in hints.items() if v is not None}
+    annotations: dict[str, Any] = {k: v for k, v in hints.items() if v is not None}
     if m.title:
         annotations["title"] = m.title
     if annotations:

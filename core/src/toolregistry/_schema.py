@@ -262,7 +262,7 @@ def _create_model(tool_name: str, params: tuple[Param, ...] | list[Param]) -> An
 
 def _pydantic_schema(tool_name: str, params: list[Param]) -> dict[str, Any]:
     from pydantic import PydanticUserError
-    from pydantic.errors import PydanticSchemaGenerationError, PydanticInvalidForJsonSchema
+    from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 
     failures = (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema, PydanticUserError,
                 TypeError, ValueError, NameError)

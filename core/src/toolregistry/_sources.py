@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, ToolRegistrationError
@@ -76,8 +78,10 @@ def import_target(target: str, where: str) -> Any:
     return obj
 
 
-def load_python_source(registry: ToolRegistry, options: dict[str, Any], where: str) -> list[Tool]:
-    """A ``kind = "python"`` source: a callable, a class or a module by import path."""
+def load_python_source(registry: ToolRegistry, options: dict[str, Any], where: str,
+                       base: Path | None = None) -> list[Tool]:
+    """A ``kind = "python"`` source: a callable, a class or a module by import path
+    (modules next to the configuration file are importable)."""
     options = dict(options)
     target = options.pop("target", None)
     if not isinstance(target, str):
@@ -87,6 +91,8 @@ def load_python_source(registry: ToolRegistry, options: dict[str, Any], where: s
     if options:
         raise ConfigError(f"{where}: unknown option(s) for a python source: "
                           f"{', '.join(sorted(options))} (known: target, namespace, replace)")
+    if base is not None and str(base) not in sys.path:
+        sys.path.append(str(base))
     obj = import_target(target, where)
     if isinstance(obj, type):
         return registry.register_from_class(obj, namespace=namespace, replace=replace)

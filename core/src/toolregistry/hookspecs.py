@@ -91,7 +91,7 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
     """
 
 
-@hookspec
+@hookspec  # type: ignore[empty-body]
 def loaders() -> Mapping[str, Loader]:
     """Return ``{kind: loader}`` for the tool sources this plugin provides.
 

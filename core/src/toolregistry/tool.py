@@ -35,7 +35,7 @@ __all__ = [
 SourceKind = Literal["function", "class", "mcp", "openapi", "langchain", "manual", "plugin"]
 
 
-class ToolTag(str, enum.Enum):
+class ToolTag(enum.StrEnum):
     """Well-known tags describing what a tool does."""
 
     READ_ONLY = "read_only"
@@ -46,9 +46,6 @@ class ToolTag(str, enum.Enum):
     PRIVILEGED = "privileged"
     IDEMPOTENT = "idempotent"
     EXPENSIVE = "expensive"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _to_tags(value: Iterable[ToolTag | str] | None) -> frozenset[ToolTag]:

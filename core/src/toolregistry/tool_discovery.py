@@ -6,7 +6,7 @@ from typing import Any
 
 from .errors import MissingPluginError
 
-__all__ = ["ToolDiscoveryTool"]
+__all__ = ["ToolDiscoveryTool"]  # noqa: F822 - provided lazily by __getattr__
 
 
 def __getattr__(name: str) -> Any:

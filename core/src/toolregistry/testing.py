@@ -1,0 +1,155 @@
+"""Test helpers for plugin authors (loaded by pytest through the ``pytest11`` entry point).
+
+Fixtures: ``registry`` (a fresh :class:`~toolregistry.ToolRegistry`, closed after the test) and
+``registry_factory`` (build several, each closed after the test).
+
+:class:`PluginContract` is a base class whose tests check that an installed plugin honours the
+hook contract: subclass it in your plugin's tests and set ``plugin_name``::
+
+    from toolregistry.testing import PluginContract
+
+    class TestMyPlugin(PluginContract):
+        plugin_name = "myplugin"
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+import pytest
+
+from ._formats import API_FORMATS
+from ._plugins import HOOK_NAMES
+from ._registry import ToolRegistry
+from .tool import Tool, ToolMetadata
+
+__all__ = ["PluginContract", "registry", "registry_factory", "sample_tools"]
+
+RegistryFactory = Callable[..., ToolRegistry]
+
+
+@pytest.fixture
+def registry_factory() -> Iterator[RegistryFactory]:
+    """Build registries with ``registry_factory(**options)``; all are closed after the test."""
+    made: list[ToolRegistry] = []
+
+    def make(**options: Any) -> ToolRegistry:
+        reg = ToolRegistry(**options)
+        made.append(reg)
+        return reg
+
+    yield make
+    for reg in made:
+        reg.close()
+
+
+@pytest.fixture
+def registry(registry_factory: RegistryFactory) -> ToolRegistry:
+    """A fresh registry, closed after the test."""
+    return registry_factory()
+
+
+def sample_tools() -> list[Tool]:
+    """A few tools covering the usual shapes: sync, async, optional, enum, nested, schema-first."""
+
+    def add(a: int, b: int) -> int:
+        """Add two integers.
+
+        Args:
+            a: First addend.
+            b: Second addend.
+        """
+        return a + b
+
+    async def greet(name: str, style: Literal["plain", "loud"] = "plain",
+                    suffix: str | None = None) -> str:
+        """Greet someone."""
+        text = f"hello {name}" + (suffix or "")
+        return text.upper() if style == "loud" else text
+
+    def tag_items(items: list[str], tags: dict[str, int] | None = None) -> dict[str, Any]:
+        """Tag a list of items."""
+        return {"items": items, "tags": tags or {}}
+
+    def echo(**kwargs: Any) -> dict[str, Any]:
+        return kwargs
+
+    manual = Tool(
+        name="echo_schema",
+        description="Echo a message (schema-first).",
+        parameters={"type": "object", "properties": {"message": {"type": "string"}},
+                    "required": ["message"], "additionalProperties": False},
+        callable=echo,
+        metadata=ToolMetadata(read_only_hint=True),
+    )
+    return [Tool.from_function(add), Tool.from_function(greet), Tool.from_function(tag_items),
+            manual]
+
+
+class PluginContract:
+    """Contract tests every plugin must pass (see the module docstring)."""
+
+    plugin_name: str = ""
+    registry_options: dict[str, Any] = {}  # noqa: RUF012 - overridden by subclasses
+
+    def make_registry(self) -> ToolRegistry:
+        """Override to build a registry the way your plugin needs."""
+        return ToolRegistry(**self.registry_options)
+
+    @pytest.fixture
+    def contract_registry(self) -> Iterator[ToolRegistry]:
+        reg = self.make_registry()
+        reg.register_tools(sample_tools())
+        yield reg
+        reg.close()
+
+    def test_plugin_is_loaded(self, contract_registry: ToolRegistry) -> None:
+        assert self.plugin_name, "set plugin_name on your PluginContract subclass"
+        record = contract_registry.plugins.records.get(self.plugin_name)
+        assert record is not None, f"plugin {self.plugin_name!r} was not found"
+        assert record.status == "loaded", record.error
+        assert set(record.hooks) <= set(HOOK_NAMES)
+
+    def test_schemas_in_every_format(self, contract_registry: ToolRegistry) -> None:
+        import jsonschema_rs
+
+        for fmt in API_FORMATS:
+            schemas = contract_registry.get_schemas(fmt)
+            assert len(schemas) == len(contract_registry.list_tools())
+            json.dumps(schemas)  # JSON-serialisable
+            for schema in schemas:
+                params = (schema.get("function", schema).get("parameters")
+                          or schema.get("input_schema") or schema.get("inputSchema")
+                          or {"type": "object"})
+                jsonschema_rs.meta.validate(params)
+        again = contract_registry.get_schemas()
+        assert again == contract_registry.get_schemas()
+
+    def test_calls_work_and_bad_calls_never_raise(self, contract_registry: ToolRegistry
+                                                  ) -> None:
+        calls: list[Any] = [
+            {"id": "1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
+            {"id": "2", "type": "function", "function": {"name": "add", "arguments": "{oops"}},
+            {"id": "3", "type": "function", "function": {"name": "nope", "arguments": "{}"}},
+            {"id": "4", "type": "function", "function": {"name": "greet", "arguments": '{"name": 5}'}},
+            {"type": "tool_use", "id": "5", "name": "echo_schema", "input": {"message": "hi"}},
+            42,
+        ]
+        results = contract_registry.execute_tool_calls(calls)
+        assert len(results) == len(calls)
+        assert results[0].ok and results[0].text == "3"
+        assert [r.is_error for r in results[1:4]] == [True, True, True]
+        assert results[4].ok
+        assert results[5].is_error
+
+    def test_change_events_do_not_break(self, contract_registry: ToolRegistry) -> None:
+        reg = contract_registry
+        reg.disable("add", reason="maintenance")
+        assert reg.invoke("add", {"a": 1, "b": 1}).error_kind == "disabled"
+        reg.enable("add")
+        reg.update_tool_metadata("greet", defer=True)
+        reg.unregister("tag_items")
+        assert "tag_items" not in reg
+        assert reg.invoke("add", {"a": 1, "b": 1}).text == "2"

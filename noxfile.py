@@ -1,0 +1,115 @@
+"""Sessions: the kernel alone, the kernel with each plugin, everything together, lint, types,
+docs, benchmarks. Each session has its own virtual environment, so entry points are really
+discovered from installed distributions.
+
+    nox                 # every default session (what CI runs)
+    nox -s core         # one session
+    nox -s bench        # benchmarks (not a default session)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PLUGINS = ["think", "discovery", "mcp", "openapi", "langchain", "spool"]
+PLUGIN_EXTRAS = {
+    "mcp": ["mcp-server-time", "mcp-server-git", "psutil"],
+    "openapi": ["fastapi", "uvicorn", "python-multipart", "jsonschema"],
+    "langchain": ["langchain-community"],
+    "discovery": [],
+    "spool": [],
+    "think": [],
+}
+TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "pip", "hatchling"]
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "typecheck", "core", *PLUGINS, "integration", "docs"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+
+def _pytest(session: nox.Session, *paths: str) -> None:
+    session.run("python", "-m", "pytest", "-q", *paths, *session.posargs,
+                env={"PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def _present(*paths: str) -> list[str]:
+    return [p for p in paths if (ROOT / p).exists()]
+
+
+@nox.session
+def core(session: nox.Session) -> None:
+    """The kernel with no plugin installed: no plugin is found or importable."""
+    session.install("-e", "core", *TEST_DEPS, "openai", "anthropic", "google-genai", "jsonschema")
+    session.run("python", "-c", (
+        "import importlib.util as u, json, subprocess, sys;"
+        f"bad=[m for m in {[f'toolregistry_{p}' for p in PLUGINS]!r} if u.find_spec(m)];"
+        "assert not bad, f'plugin packages importable in the core-only session: {bad}';"
+        "out=subprocess.run(['toolregistry','plugins'],capture_output=True,text=True,check=True).stdout;"
+        "assert json.loads(out)==[], out; print('core-only: no plugin found, toolregistry plugins -> []')"
+    ))
+    _pytest(session, "tests", "--ignore=tests/integration")
+
+
+def _plugin_session(name: str) -> None:
+    @nox.session(name=name)
+    def run(session: nox.Session) -> None:
+        session.install("-e", "core", "-e", f"plugins/{name}", *TEST_DEPS, *PLUGIN_EXTRAS[name])
+        others = [p for p in PLUGINS if p != name]
+        session.run("python", "-c", (
+            "import importlib.util as u;"
+            f"bad=[m for m in {[f'toolregistry_{p}' for p in others]!r} if u.find_spec(m)];"
+            "assert not bad, bad"
+        ))
+        _pytest(session, *_present(f"plugins/{name}/tests"))
+
+    run.__doc__ = f"The kernel with the {name} plugin only."
+
+
+for _name in PLUGINS:
+    _plugin_session(_name)
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """Everything installed together: cross-plugin tests and the examples."""
+    extras = sorted({d for deps in PLUGIN_EXTRAS.values() for d in deps})
+    session.install("-e", "core", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")],
+                    *TEST_DEPS, *extras, "openai", "anthropic", "google-genai")
+    _pytest(session, *_present("tests/integration"))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the whole repository."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the kernel and every plugin."""
+    session.install("mypy>=1.11", "-e", "core",
+                    *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")], "pytest")
+    paths = ["core/src", *_present(*[f"plugins/{p}/src" for p in PLUGINS])]
+    session.run("mypy", *paths)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site builds with warnings as errors."""
+    session.install("mkdocs>=1.6", "-e", "core")
+    session.run("mkdocs", "build", "--strict", "--site-dir", os.path.join(session.create_tmp(), "site"))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks (not part of the test command): `nox -s bench -- --quick`."""
+    session.install("-e", "core", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")],
+                    "langchain-core", "bm25s", "psutil")
+    for script in sorted((ROOT / "benchmarks").glob("*_bench.py")):
+        session.run("python", str(script), *session.posargs)

@@ -1,0 +1,90 @@
+"""The think plugin's hook implementations."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolregistry import hookimpl
+from toolregistry._log import log
+
+if TYPE_CHECKING:
+    from toolregistry import Tool, ToolCall, ToolRegistry
+
+REASON_FIELD = "toolcall_reason"
+DEFAULT_DESCRIPTION = "Why you chose this tool and what you expect from it."
+_STATE_KEY = "settings"
+
+
+class ThinkSettings(BaseModel):
+    """``[tool.toolregistry.plugins.think]``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    description: str = Field(DEFAULT_DESCRIPTION, min_length=1,
+                             description="The description of the injected property.")
+
+
+class NativeReasonWarning(UserWarning):
+    """A tool declares its own ``toolcall_reason`` parameter; the registry leaves it alone."""
+
+
+def _settings(registry: ToolRegistry) -> ThinkSettings:
+    state = registry.plugin_state("think")
+    settings = state.get(_STATE_KEY)
+    if settings is None:
+        settings = state[_STATE_KEY] = registry.plugin_settings("think", ThinkSettings)
+    return settings
+
+
+def reason_property(description: str = DEFAULT_DESCRIPTION) -> dict[str, Any]:
+    """The injected property, exactly as documented."""
+    return {"type": "string", "description": description}
+
+
+def _declares_own(tool: Tool) -> bool:
+    props = tool.parameters.get("properties")
+    return isinstance(props, dict) and REASON_FIELD in props
+
+
+def _augmented(registry: ToolRegistry, tool: Tool) -> bool:
+    own = tool.metadata.think_augment
+    return own if own is not None else registry.think_augment
+
+
+@hookimpl
+def register(registry: ToolRegistry, tool: Tool) -> None:
+    if _declares_own(tool):
+        msg = (f"tool {tool.name!r} declares its own {REASON_FIELD!r} parameter; for this tool "
+               "the registry neither injects nor strips it (rename the parameter, e.g. "
+               "'reason', to get rationale augmentation)")
+        log.warning("think.native_parameter", tool=tool.name, source=tool.provenance.kind)
+        warnings.warn(msg, NativeReasonWarning, stacklevel=2)
+
+
+@hookimpl
+def schema_transform(registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
+                     api_format: str) -> None:
+    if not _augmented(registry, tool) or _declares_own(tool):
+        return
+    props = schema.get("properties")
+    if props is None:
+        if schema.get("type", "object") != "object":
+            return
+        props = schema["properties"] = {}
+    if isinstance(props, dict):
+        props[REASON_FIELD] = reason_property(_settings(registry).description)
+
+
+@hookimpl
+def pre_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall) -> None:
+    args = call.arguments
+    if not args or REASON_FIELD not in args or _declares_own(tool):
+        return
+    reason = args.pop(REASON_FIELD)
+    if reason is None:
+        return
+    call.reason = reason if isinstance(reason, str) else str(reason)
+    log.info("call.reason", tool=tool.name, call_id=call.id, reason=call.reason)
