@@ -382,9 +382,18 @@ def prepare(op: Operation, base_url: str, args: Mapping[str, Any],
             headers["Content-Type"] = mt
     apply_security(op, schemes, creds, headers, query, cookies)
     if cookies:
-        jar = "; ".join(f"{k}={quote(v, safe='')}" for k, v in cookies.items())
+        jar = "; ".join(f"{k}={_cookie_value(v)}" for k, v in cookies.items())
         headers["Cookie"] = f"{headers['Cookie']}; {jar}" if "Cookie" in headers else jar
     return Prepared(op.method, url, query, headers, content)
+
+
+_COOKIE_UNSAFE = re.compile(r'[;,"\\\x00-\x1f\x7f%]')
+
+
+def _cookie_value(value: str) -> str:
+    # values go as they are; only characters that would break the Cookie header (and %)
+    # are percent-encoded
+    return _COOKIE_UNSAFE.sub(lambda m: f"%{ord(m.group(0)):02X}", value)
 
 
 # -- responses --------------------------------------------------------------------------------

@@ -410,6 +410,11 @@ def _pick_media(content: Mapping[str, Any]) -> str | None:
     return types[0] if types else None
 
 
+def _is_file_schema(schema: Mapping[str, Any]) -> bool:
+    # 3.0 marks uploads with format binary/byte; 3.1 with contentMediaType
+    return schema.get("format") in ("binary", "byte") or "contentMediaType" in schema
+
+
 def _openapi3_body(
     rb: Mapping[str, Any],
     base: str | None,
@@ -442,11 +447,11 @@ def _openapi3_body(
         props = resolved.get("properties") if isinstance(resolved, Mapping) else None
         for pname, pschema in (props.items() if isinstance(props, Mapping) else ()):
             target, _ = resolver.deref(pschema, rbase)
-            if isinstance(target, Mapping) and (
-                target.get("format") in ("binary", "byte") and target.get("type") == "string"
-                or (target.get("type") == "array" and isinstance(target.get("items"), Mapping)
-                    and target["items"].get("format") == "binary")
-            ) and low.startswith("multipart/"):
+            if not isinstance(target, Mapping) or not low.startswith("multipart/"):
+                continue
+            if target.get("type") == "array" and isinstance(target.get("items"), Mapping):
+                target = target["items"]
+            if _is_file_schema(target):
                 files.add(str(pname))
         encoding = media.get("encoding")
         for pname, enc in (encoding.items() if isinstance(encoding, Mapping) else ()):
