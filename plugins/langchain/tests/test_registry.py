@@ -14,6 +14,7 @@ from langchain_core.tools import (
     ToolException,
     tool,
 )
+from pydantic import BaseModel, field_validator
 
 from toolregistry import ToolRegistry
 from toolregistry.errors import ToolNameCollisionError
@@ -206,3 +207,55 @@ def test_sleep_tool_times_out(registry: ToolRegistry) -> None:
 
     aslow = asyncio.run(main())
     assert aslow.is_error and aslow.error_kind == "timeout"
+
+
+def test_plugin_is_found_and_imports_langchain_lazily() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from toolregistry import ToolRegistry\n"
+        "r = ToolRegistry()\n"
+        "rec = {p['name']: p for p in r.plugins.report()}['langchain']\n"
+        "assert rec['status'] == 'loaded' and rec['hooks'] == ['loaders'], rec\n"
+        "assert rec['distribution'] == 'toolregistry-langchain', rec\n"
+        "import toolregistry_langchain\n"
+        "assert 'langchain_core' not in sys.modules, 'langchain_core imported too early'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+class PositiveInput(BaseModel):
+    n: int
+
+    @field_validator("n")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        # A rule the JSON schema cannot carry: only LangChain's pydantic validation sees it.
+        if value <= 0:
+            raise ValueError("n must be positive")
+        return value
+
+
+def _half(n: int) -> float:
+    """Halve a positive number."""
+    return n / 2
+
+
+def test_langchain_side_validation_errors(registry: ToolRegistry) -> None:
+    strict = StructuredTool.from_function(_half, name="half", args_schema=PositiveInput)
+    lenient = StructuredTool.from_function(
+        _half, name="half_handled", args_schema=PositiveInput,
+        handle_validation_error="n must be a positive integer, try again")
+    registry.register_from_langchain([strict, lenient])
+    assert registry.invoke("half", {"n": 4}).content == "2.0"
+    bad = registry.invoke("half", {"n": -4})
+    assert bad.is_error and bad.error_kind == "invalid_arguments"
+    assert "n must be positive" in bad.content
+    handled = registry.invoke("half_handled", {"n": -4})
+    assert handled.is_error and handled.content == "n must be a positive integer, try again"
