@@ -1,13 +1,15 @@
 """Cost of a call through the langchain plugin, both directions, against the baselines.
 
-Run: ``python benchmarks/langchain_overhead.py [calls]`` (needs toolregistry-langchain).
-Prints microseconds per call for LangChain alone, a LangChain tool in the registry, a plain
-function in the registry, and a registry tool exported back to LangChain.
+Run: ``python benchmarks/langchain_bench.py [--quick] [--calls N] [--rounds R]`` (needs
+toolregistry-langchain). Prints the median over rounds of microseconds per call for LangChain
+alone, a LangChain tool in the registry, a plain function in the registry, and a registry tool
+exported back to LangChain; medians because a small shared machine is noisy.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,15 +25,18 @@ def multiply(a: float, b: float) -> float:
     return a * b
 
 
-def per_call_us(fn: Callable[[], Any], n: int) -> float:
+def per_call_us(fn: Callable[[], Any], n: int, rounds: int) -> float:
     fn()  # warm up: schema and validator caches, worker threads
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n * 1e6
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - start) / n * 1e6)
+    return statistics.median(samples)
 
 
-def main(n: int = 2000) -> None:
+def main(n: int = 2000, rounds: int = 5) -> None:
     registry = ToolRegistry(default_timeout=0)
     registry.register_from_langchain(multiply)
 
@@ -52,7 +57,7 @@ def main(n: int = 2000) -> None:
             {**call, "name": "native"})),
     ]
     for label, fn in rows:
-        print(f"{label:45s} {per_call_us(fn, n):8.1f} us/call")
+        print(f"{label:45s} {per_call_us(fn, n, rounds):8.1f} us/call")
     batch = [{"type": "tool_call", "id": f"c{i}", "name": "multiply", "args": {"a": i, "b": 3}}
              for i in range(10)]
     rounds = max(1, n // 10)
@@ -65,4 +70,9 @@ def main(n: int = 2000) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 calls per round, 3 rounds")
+    parser.add_argument("--calls", type=int, default=2000, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (the median is shown)")
+    args = parser.parse_args()
+    main(200 if args.quick else args.calls, 3 if args.quick else args.rounds)
