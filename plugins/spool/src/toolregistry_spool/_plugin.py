@@ -1,0 +1,64 @@
+"""Hook implementations of the spool plugin.
+
+* ``post_invoke`` is a *wrapper*: it runs after every other plugin's ``post_invoke`` and sees
+  the result they settled on, so spooling is always the last word on what the model gets.
+* ``on_change`` registers the reader tool right after the first tool that may spool is
+  registered (or gets ``too_long_to_file=True`` through a metadata change), so it is in
+  ``get_schemas()`` before any call can return a handle; ``post_invoke`` makes sure again
+  before it hands out a handle (the reader may have been unregistered meanwhile). The
+  ``register`` hook is not used: the kernel forbids registering tools from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING
+
+from toolregistry import hookimpl
+from toolregistry._log import log
+
+from ._spool import get_spooler
+
+if TYPE_CHECKING:
+    from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
+    from toolregistry.events import ChangeEvent
+
+
+@hookimpl(wrapper=True)
+def post_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall, result: ToolResult
+                ) -> Generator[None, ToolResult | None, ToolResult | None]:
+    """Spool the text of a long result of an opted-in tool; keep everything else."""
+    replaced = yield
+    flag = tool.metadata.too_long_to_file
+    if flag is False:
+        return replaced
+    spooler = get_spooler(registry)
+    if flag is None and not spooler.settings.all_tools:
+        return replaced
+    current = replaced if replaced is not None else result
+    try:
+        spooled = spooler.spool(registry, current)
+    except Exception as exc:
+        # Never turn a successful call into a hook error for the model: log and pass through.
+        log.warning("spool.failed", tool=tool.name, call_id=call.id,
+                    error=f"{type(exc).__name__}: {exc}")
+        return replaced
+    return spooled if spooled is not None else replaced
+
+
+@hookimpl
+def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
+    """Register the reader tool once a tool that may spool is present; follow its renames."""
+    if event.kind not in ("register", "metadata", "rename", "namespace", "enable"):
+        return
+    spooler = get_spooler(registry)
+    renamed = event.details.get("renamed")
+    if isinstance(renamed, Mapping):
+        spooler.renamed(renamed)
+    if not spooler.settings.reader or spooler.reader_present(registry):
+        return
+    for name in event.names:
+        tool = registry.get_tool(name)
+        if tool is not None and spooler.opted_in(tool):
+            spooler.ensure_reader(registry)
+            return

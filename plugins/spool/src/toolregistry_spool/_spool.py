@@ -1,0 +1,385 @@
+"""The per-registry spooler: decides, writes, previews, and serves the reader tool."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from toolregistry import Tool, ToolMetadata, ToolResult, ToolTag
+from toolregistry._log import log
+from toolregistry.errors import ConfigError, ToolCallError, ToolRegistrationError
+from toolregistry.tool import Provenance
+
+from ._reader import LineIndex, build_index, count_lines, grep_lines, read_lines
+from ._settings import PLUGIN_NAME, SpoolSettings
+from ._store import HANDLE_PATTERN, Entry, SpoolError, SpoolStore
+from ._tokens import MAX_TOKENS_PER_CHAR, TokenCounter, estimate_from_sizes, estimate_tokens
+from ._tokens import load_counter as _load_counter
+
+if TYPE_CHECKING:
+    from toolregistry import ToolRegistry
+
+_STATE_KEY = "spooler"
+_create_lock = threading.Lock()
+_MAX_LIMIT = 2000
+_INDEX_CACHE = 8
+
+READER_DESCRIPTION = (
+    "Read a tool output that was too long to show in full. A truncated result names a spool "
+    "handle (like sp_0123456789abcdef); pass it here to page through the full text by line "
+    "number (offset, limit), read its last lines (tail), or find lines containing some text "
+    "(grep). Lines are numbered from 0; very long lines are split into several numbered lines."
+)
+
+_READER_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "handle": {
+            "type": "string",
+            "description": "The spool handle from the truncated result, e.g. sp_0123456789abcdef.",
+            "pattern": HANDLE_PATTERN,
+        },
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": "First line to return (numbered from 0).",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": _MAX_LIMIT,
+            "default": 200,
+            "description": "How many lines to return at most (or matches, with grep).",
+        },
+        "tail": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": _MAX_LIMIT,
+            "description": "Return the last N lines instead (with grep: the last N matches).",
+        },
+        "grep": {
+            "type": "string",
+            "description": "Return only lines containing this text, with their line numbers "
+                           "(case-insensitive for ASCII letters; 'error|warning' finds either).",
+        },
+    },
+    "required": ["handle"],
+    "additionalProperties": False,
+}
+
+
+class Spooler:
+    """Everything the plugin keeps for one registry (in ``registry.plugin_state("spool")``)."""
+
+    def __init__(self, settings: SpoolSettings) -> None:
+        self._lock = threading.RLock()
+        self._indexes: OrderedDict[tuple[str, int], LineIndex] = OrderedDict()
+        self.reader_name: str | None = None
+        self.counter: TokenCounter | None = None
+        self.settings = settings
+        self.store = SpoolStore(settings.directory, keep=settings.keep,
+                                max_age=settings.max_age_seconds,
+                                max_total=settings.max_total_bytes)
+        if settings.token_counter:
+            self.counter = _load_counter(settings.token_counter)
+
+    # -- configuration ---------------------------------------------------------------------
+    def configure(self, options: Mapping[str, Any]) -> SpoolSettings:
+        from pydantic import ValidationError
+
+        merged = {**self.settings.model_dump(), **{k.replace("-", "_"): v
+                                                   for k, v in options.items()}}
+        try:
+            new = SpoolSettings.model_validate(merged)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}"
+                for err in exc.errors())
+            raise ConfigError(f"toolregistry_spool.configure(): invalid option: {problems}"
+                              ) from None
+        with self._lock:
+            if new.directory != self.settings.directory and self.store.directory is not None:
+                raise ConfigError(
+                    "toolregistry_spool.configure(directory=...) must come before the first "
+                    f"output is spooled (files already live in {self.store.directory})")
+            if new.directory != self.settings.directory:
+                self.store = SpoolStore(new.directory, keep=new.keep,
+                                        max_age=new.max_age_seconds,
+                                        max_total=new.max_total_bytes)
+            else:
+                self.store.keep = new.keep
+                self.store.max_age = new.max_age_seconds
+                self.store.max_total = new.max_total_bytes
+            if new.token_counter != self.settings.token_counter:
+                self.counter = _load_counter(new.token_counter) if new.token_counter else None
+            self.settings = new
+        return new
+
+    def opted_in(self, tool: Tool) -> bool:
+        """``too_long_to_file=True``, or ``None`` with ``all-tools = true``."""
+        flag = tool.metadata.too_long_to_file
+        return flag is True or (flag is None and self.settings.all_tools)
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``: the exact counter when one is set, else the estimate."""
+        counter = self.counter
+        return int(counter(text)) if counter is not None else estimate_tokens(text)
+
+    # -- spooling --------------------------------------------------------------------------
+    def spool(self, registry: ToolRegistry, result: ToolResult) -> ToolResult | None:
+        """A replacement for ``result`` when its text is over the threshold, else ``None``."""
+        content = result.content
+        if isinstance(content, str):
+            text = content
+        else:
+            texts = [p for p in content if p.get("type") == "text"]
+            if not texts:
+                return None
+            text = texts[0]["text"] if len(texts) == 1 else "\n".join(
+                str(p.get("text", "")) for p in texts)
+            if not isinstance(text, str):
+                return None
+        settings = self.settings
+        threshold = settings.threshold_tokens
+        counter = self.counter
+        if counter is None and len(text) * MAX_TOKENS_PER_CHAR <= threshold:
+            return None  # cannot be over: not even encoded
+        data = text.encode("utf-8", "replace")
+        tokens = int(counter(text)) if counter is not None else estimate_from_sizes(
+            len(text), len(data))
+        if tokens <= threshold:
+            return None
+        reader = self.ensure_reader(registry) if settings.reader else None
+        entry: Entry | None = None
+        failure: str | None = None
+        try:
+            entry = self.store.write(data)
+        except (OSError, SpoolError) as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            log.warning("spool.failed", tool=result.name, call_id=result.call_id,
+                        size=len(data), error=failure)
+        preview = self._preview(text, data, tokens, entry, reader, failure)
+        if isinstance(content, str):
+            new_content: str | list[dict[str, Any]] = preview
+        else:
+            new_content = []
+            placed = False
+            for part in content:
+                if part.get("type") == "text":
+                    if not placed:
+                        new_content.append({"type": "text", "text": preview})
+                        placed = True
+                    continue
+                new_content.append(dict(part))  # images (and anything else) are kept
+        metadata = dict(result.metadata)
+        if entry is not None:
+            metadata["spool"] = {"handle": entry.handle, "path": str(entry.path),
+                                 "size": entry.size, "tokens": tokens}
+            log.info("spool.written", tool=result.name, call_id=result.call_id,
+                     handle=entry.handle, size=entry.size, tokens=tokens)
+        else:
+            metadata["spool"] = {"handle": None, "path": None, "size": len(data),
+                                 "tokens": tokens, "error": failure}
+        return attrs.evolve(result, content=new_content, metadata=metadata)
+
+    def _fits(self, text: str, budget: int) -> bool:
+        return self.count(text) <= budget
+
+    def _head_end(self, text: str, budget: int, ratio: float) -> int:
+        n = min(len(text), int(budget * ratio))
+        for _ in range(12):
+            if n <= 0:
+                return 0
+            cut = text.rfind("\n", 0, n)
+            end = cut + 1 if cut >= int(n * 0.8) else n  # prefer whole lines
+            used = self.count(text[:end])
+            if used <= budget:
+                return end
+            n = int(n * budget / used * 0.95)
+        return 0
+
+    def _tail_start(self, text: str, floor: int, budget: int, ratio: float) -> int:
+        size = len(text)
+        m = min(size - floor, int(budget * ratio))
+        for _ in range(12):
+            if m <= 0:
+                return size
+            start = size - m
+            cut = text.find("\n", start, start + max(1, m // 5))
+            begin = cut + 1 if cut >= 0 else start  # prefer whole lines
+            used = self.count(text[begin:])
+            if used <= budget:
+                return begin
+            m = int(m * budget / used * 0.95)
+        return size
+
+    def _preview(self, text: str, data: bytes, tokens: int, entry: Entry | None,
+                 reader: str | None, failure: str | None) -> str:
+        settings = self.settings
+        budget = settings.threshold_tokens - min(250, settings.threshold_tokens // 4)
+        tail_budget = int(budget * settings.tail_fraction)
+        head_budget = budget - tail_budget
+        ratio = len(text) / max(tokens, 1)  # characters per token in this text
+        head_end = self._head_end(text, head_budget, ratio)
+        tail_start = self._tail_start(text, head_end, tail_budget, ratio) if tail_budget else (
+            len(text))
+        head, tail = text[:head_end], text[tail_start:]
+        head_bytes = len(head.encode("utf-8", "replace"))
+        tail_bytes = len(tail.encode("utf-8", "replace"))
+        resume = count_lines(data[:head_bytes], settings.wrap_bytes)
+        if head and not head.endswith("\n"):
+            resume = max(0, resume - 1)  # the cut line is shown again in full
+        omitted = len(data) - head_bytes - tail_bytes
+        approx = "" if self.counter is not None else "~"
+        what = (f"[Output too long ({approx}{tokens:,} tokens, {len(data):,} bytes): only its "
+                "start and end are shown.")
+        if entry is not None and reader is not None:
+            notice = (f'{what} The full text is spooled as handle "{entry.handle}"; read the '
+                      f'rest with {reader}(handle="{entry.handle}", offset={resume}) '
+                      '(or tail=N, or grep="text" to find lines).]')
+        elif entry is not None:
+            notice = f"{what} The full text is in the file {entry.path}.]"
+        else:
+            notice = f"{what} The full text could not be saved ({failure}).]"
+        pieces = [head if head.endswith("\n") or not head else head + "\n"]
+        if omitted > 0:
+            pieces.append(f"[... {omitted:,} bytes not shown, from line {resume} on ...]\n")
+        if tail:
+            pieces.append(tail if tail.endswith("\n") else tail + "\n")
+        pieces.append(notice)
+        return "".join(pieces)
+
+    # -- the reader tool -------------------------------------------------------------------
+    def reader_present(self, registry: ToolRegistry) -> bool:
+        name = self.reader_name
+        if name is None:
+            return False
+        tool = registry.get_tool(name)
+        return tool is not None and tool.provenance.plugin == PLUGIN_NAME and getattr(
+            tool.callable, "__self__", None) is self
+
+    def ensure_reader(self, registry: ToolRegistry) -> str | None:
+        """Register the reader tool in ``registry`` unless it is there; returns its name."""
+        if self.reader_present(registry):
+            return self.reader_name
+        with self._lock:
+            if self.reader_present(registry):
+                return self.reader_name
+            base = self.settings.reader_name
+            name, n = base, 1
+            while name in registry:
+                other = registry.get_tool(name)
+                if other is not None and getattr(other.callable, "__self__", None) is self:
+                    break
+                n += 1
+                name = f"{base}_spool" if n == 2 else f"{base}_spool{n - 1}"
+            if name != base:
+                log.warning("spool.reader_renamed", name=name, taken=base,
+                            registry=registry.name)
+            try:
+                if name not in registry:
+                    registry.register_tools([self.make_reader(name)])
+            except ToolRegistrationError as exc:
+                log.warning("spool.reader_failed", name=name, error=str(exc))
+                return None
+            self.reader_name = name
+            log.debug("spool.reader_registered", name=name, registry=registry.name)
+            return name
+
+    def renamed(self, mapping: Mapping[str, str]) -> None:
+        """Follow the reader tool when it is renamed or moved into a namespace."""
+        with self._lock:
+            if self.reader_name is not None and self.reader_name in mapping:
+                self.reader_name = str(mapping[self.reader_name])
+
+    def make_reader(self, name: str) -> Tool:
+        """The reader tool (schema-first; its callable is :meth:`read`)."""
+        return Tool(
+            name=name,
+            description=READER_DESCRIPTION,
+            parameters=_READER_PARAMETERS,
+            callable=self.read,
+            metadata=ToolMetadata(
+                tags={ToolTag.READ_ONLY, ToolTag.IDEMPOTENT},
+                read_only_hint=True,
+                idempotent_hint=True,
+                open_world_hint=False,
+                too_long_to_file=False,  # it pages within the threshold by itself
+            ),
+            provenance=Provenance("plugin", "toolregistry_spool reader", name,
+                                  plugin=PLUGIN_NAME),
+        )
+
+    def read(self, handle: str, offset: int = 0, limit: int = 200, tail: int | None = None,
+             grep: str | None = None) -> str:
+        """What the reader tool returns for one call (never more than the threshold)."""
+        try:
+            entry, buf = self.store.open(handle)
+        except SpoolError as exc:
+            raise ToolCallError(str(exc), kind="invalid_arguments") from None
+        try:
+            index = self._index(entry, buf)
+            offset = max(0, int(offset))
+            limit = max(1, min(int(limit), _MAX_LIMIT))
+            n_tail = None if tail is None else max(1, min(int(tail), _MAX_LIMIT))
+            max_tokens = max(100, self.settings.threshold_tokens - 100)
+            if grep:
+                try:
+                    return grep_lines(buf, index, entry.handle, grep, offset=offset,
+                                      limit=limit, tail=n_tail, max_tokens=max_tokens)
+                except ValueError as exc:
+                    raise ToolCallError(str(exc), kind="invalid_arguments") from None
+            if n_tail is not None:
+                offset, limit = max(0, index.total - n_tail), n_tail
+            return read_lines(buf, index, entry.handle, offset=offset, limit=limit,
+                              max_tokens=max_tokens)
+        finally:
+            if not isinstance(buf, bytes):
+                buf.close()
+
+    def _index(self, entry: Entry, buf: Any) -> LineIndex:
+        key = (entry.handle, self.settings.wrap_bytes)
+        with self._lock:
+            found = self._indexes.get(key)
+            if found is not None and found.size == entry.size:
+                self._indexes.move_to_end(key)
+                return found
+        index = build_index(buf, self.settings.wrap_bytes)
+        with self._lock:
+            self._indexes[key] = index
+            while len(self._indexes) > _INDEX_CACHE:
+                self._indexes.popitem(last=False)
+        return index
+
+
+def get_spooler(registry: ToolRegistry) -> Spooler:
+    """The spooler of ``registry`` (made on first use from its configuration)."""
+    state = registry.plugin_state(PLUGIN_NAME)
+    spooler: Spooler | None = state.get(_STATE_KEY)
+    if spooler is not None:
+        return spooler
+    with _create_lock:
+        spooler = state.get(_STATE_KEY)
+        if spooler is None:
+            spooler = Spooler(registry.plugin_settings(PLUGIN_NAME, SpoolSettings))
+            # close() removes the files; so does garbage collection or interpreter exit when
+            # the application never closes the registry (finalize runs once).
+            registry.add_closer(weakref.finalize(registry, _close_store, spooler))
+            state[_STATE_KEY] = spooler
+    return spooler
+
+
+def _close_store(spooler: Spooler) -> None:
+    spooler.store.close()
+
+
+def spool_directory(registry: ToolRegistry) -> Path | None:
+    """The folder ``registry``'s outputs are spooled to (``None`` until the first one)."""
+    return get_spooler(registry).store.directory

@@ -1,0 +1,280 @@
+"""The spool directory of one registry: private files, random handles, retention.
+
+Safety rules, and why:
+
+* One directory per registry, made by :func:`tempfile.mkdtemp` (mode 0700, a random name that
+  cannot be predicted or pre-created by another user).
+* A file's name is its handle, ``sp_`` + 16 random hex digits: never derived from a tool name,
+  so tool names with ``/``, ``..`` or any Unicode cannot steer where a file goes.
+* Files are created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600: an existing file or
+  a planted symlink makes the open fail instead of being followed or overwritten.
+* Only handles this store wrote can be read back, the handle must match a strict pattern, the
+  resolved path must be inside the directory, and the file opened must be the very file that
+  was written (same device and inode): no traversal, no other file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from attrs import frozen
+
+from toolregistry._log import log
+
+HANDLE_PATTERN = r"^sp_[0-9a-f]{16}$"
+_HANDLE_RE = re.compile(r"sp_[0-9a-f]{16}")
+_DIR_PREFIX = "spool-"
+# mkdtemp's random part is made of these; a sweep only ever touches names of that shape.
+_DIR_RE = re.compile(r"spool-[a-z0-9_]{6,}")
+_KEEP_MARKER = ".keep"
+_SUFFIX = ".txt"
+_OPEN_WRITE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_OPEN_READ = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+              | getattr(os, "O_BINARY", 0))
+
+
+class SpoolError(Exception):
+    """A handle cannot be read (malformed, unknown, expired, or the store is closed)."""
+
+
+@frozen
+class Entry:
+    """One spooled output."""
+
+    handle: str
+    path: Path
+    size: int
+    created: float
+    device: int
+    inode: int
+
+
+def default_base() -> Path:
+    """``$XDG_CACHE_HOME/toolregistry/spool`` (``~/.cache`` when unset; the platform's cache
+    folder on macOS and Windows)."""
+    if sys.platform == "win32":
+        root = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        root = str(Path.home() / "Library" / "Caches")
+    else:
+        root = os.environ.get("XDG_CACHE_HOME") or ""
+        if not os.path.isabs(root):  # the XDG spec says relative values are to be ignored
+            root = str(Path.home() / ".cache")
+    return Path(root) / "toolregistry" / "spool"
+
+
+def is_handle(value: object) -> bool:
+    """True when ``value`` looks like a spool handle (``sp_`` + 16 hex digits)."""
+    return isinstance(value, str) and _HANDLE_RE.fullmatch(value) is not None
+
+
+class SpoolStore:
+    """The files of one registry (thread-safe)."""
+
+    def __init__(self, base: str | os.PathLike[str] | None, *, keep: bool, max_age: float,
+                 max_total: int) -> None:
+        self._base = Path(base).expanduser() if base is not None else default_base()
+        self.keep = keep
+        self.max_age = max_age
+        self.max_total = max_total
+        self._lock = threading.Lock()
+        self._dir: Path | None = None
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._total = 0
+        self._closed = False
+
+    # -- directory ------------------------------------------------------------------------
+    @property
+    def directory(self) -> Path | None:
+        """The directory, once the first output was spooled (``None`` before)."""
+        return self._dir
+
+    def _ensure_dir(self) -> Path:
+        if self._dir is not None:
+            return self._dir
+        with self._lock:
+            if self._dir is None:
+                if self._closed:
+                    raise SpoolError("the registry was closed; its spool is gone")
+                try:
+                    self._base.mkdir(parents=True, exist_ok=True, mode=0o700)
+                except OSError as exc:
+                    raise OSError(
+                        f"the spool base directory {self._base} cannot be created "
+                        f"({exc.strerror}); set [tool.toolregistry.plugins.spool] directory "
+                        "to a writable folder"
+                    ) from exc
+                self._sweep_stale()
+                made = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX, dir=self._base))
+                if self.keep:
+                    (made / _KEEP_MARKER).touch(mode=0o600)
+                self._dir = made
+                log.debug("spool.created", directory=str(made))
+            return self._dir
+
+    def _sweep_stale(self) -> None:
+        """Remove spool folders left by processes that died without closing their registry:
+        ours by name and owner, older than ``max_age``, not kept on purpose."""
+        cutoff = time.time() - self.max_age
+        uid = os.getuid() if hasattr(os, "getuid") else None
+        try:
+            names = os.listdir(self._base)
+        except OSError:
+            return
+        for name in names:
+            if _DIR_RE.fullmatch(name) is None:
+                continue
+            path = self._base / name
+            try:
+                st = os.lstat(path)
+                if not stat.S_ISDIR(st.st_mode) or (uid is not None and st.st_uid != uid):
+                    continue
+                if st.st_mtime >= cutoff or (path / _KEEP_MARKER).exists():
+                    continue
+                shutil.rmtree(path)
+                log.info("spool.swept", directory=str(path))
+            except OSError:
+                continue  # another process may be sweeping it right now
+
+    # -- writing --------------------------------------------------------------------------
+    def write(self, data: bytes) -> Entry:
+        """Store ``data`` under a new handle; evicts old outputs past the retention limits."""
+        directory = self._ensure_dir()
+        while True:
+            handle = f"sp_{secrets.token_hex(8)}"
+            path = directory / f"{handle}{_SUFFIX}"
+            try:
+                fd = os.open(path, _OPEN_WRITE, 0o600)
+            except FileExistsError:
+                continue  # 64 random bits: practically never
+            break
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            _unlink(path)
+            raise
+        os.close(fd)
+        entry = Entry(handle, path, len(data), time.time(), st.st_dev, st.st_ino)
+        with self._lock:
+            if self._closed:
+                _unlink(path)
+                raise SpoolError("the registry was closed while the output was being spooled")
+            self._entries[handle] = entry
+            self._total += entry.size
+            evicted = self._evict_locked(keep=handle)
+        for old in evicted:
+            _unlink(old.path)
+            log.info("spool.evicted", handle=old.handle, size=old.size)
+        return entry
+
+    def _evict_locked(self, keep: str | None = None) -> list[Entry]:
+        cutoff = time.time() - self.max_age
+        evicted: list[Entry] = []
+        while self._entries:
+            handle, oldest = next(iter(self._entries.items()))
+            if handle == keep:
+                break  # the newest output always stays, even alone over the size limit
+            if oldest.created >= cutoff and self._total <= self.max_total:
+                break
+            del self._entries[handle]
+            self._total -= oldest.size
+            evicted.append(oldest)
+        return evicted
+
+    # -- reading --------------------------------------------------------------------------
+    def entry(self, handle: object) -> Entry:
+        """The entry of a handle this store wrote, or a :class:`SpoolError` saying why not."""
+        if not is_handle(handle):
+            shown = repr(handle) if len(repr(handle)) <= 80 else repr(handle)[:77] + "..."
+            raise SpoolError(
+                f"{shown} is not a spool handle; handles look like 'sp_' followed by 16 hex "
+                "digits and come from a truncated tool result"
+            )
+        assert isinstance(handle, str)
+        with self._lock:
+            if self._closed:
+                raise SpoolError("the registry was closed; its spooled outputs are gone")
+            evicted = self._evict_locked()
+            entry = self._entries.get(handle)
+        for old in evicted:
+            _unlink(old.path)
+        if entry is None:
+            raise SpoolError(
+                f"no spooled output {handle!r} (unknown, or removed by retention: older than "
+                f"{self.max_age:g} s or over {self.max_total} bytes in total); run the tool "
+                "again to get a new handle"
+            )
+        return entry
+
+    def open(self, handle: object) -> tuple[Entry, mmap.mmap | bytes]:
+        """The entry and its bytes (memory-mapped when not empty)."""
+        entry = self.entry(handle)
+        directory = self._dir
+        if directory is None or Path(os.path.realpath(entry.path)).parent != Path(
+            os.path.realpath(directory)
+        ):
+            raise SpoolError(f"spooled output {entry.handle!r} is not inside the spool folder")
+        try:
+            fd = os.open(entry.path, _OPEN_READ)
+        except OSError as exc:
+            raise SpoolError(f"spooled output {entry.handle!r} cannot be opened "
+                             f"({exc.strerror}); run the tool again") from exc
+        try:
+            st = os.fstat(fd)
+            if (not stat.S_ISREG(st.st_mode) or st.st_ino != entry.inode
+                    or st.st_dev != entry.device):
+                raise SpoolError(f"spooled output {entry.handle!r} was replaced on disk; "
+                                 "it will not be read")
+            if st.st_size == 0:
+                return entry, b""
+            return entry, mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes held by the outputs still kept."""
+        return self._total
+
+    # -- closing --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Forget every output and remove the directory (unless ``keep``). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            directory = self._dir
+            self._entries.clear()
+            self._total = 0
+        if directory is not None and not self.keep:
+            shutil.rmtree(directory, ignore_errors=True)
+            log.debug("spool.removed", directory=str(directory))
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
