@@ -116,3 +116,23 @@ def test_example_runs_as_a_script() -> None:
                          text=True, timeout=60, check=True)
     assert "tool: #call_3 [success] 36.0" in out.stdout
     assert out.stdout.strip().endswith("上海晴,68 °F(约 20 °C)。")
+
+
+def test_tool_choice_for_bind_tools_comes_from_the_kernel_helper(example: ModuleType) -> None:
+    from toolregistry.errors import ToolNotFoundError
+    from toolregistry.tool_choice import tool_choice
+
+    registry: ToolRegistry = example.build_registry()
+    tools = registry.to_langchain()
+    model = example.scripted_model()
+    forced = model.bind_tools(tools, tool_choice=tool_choice("get_weather", "langchain",
+                                                             registry=registry))
+    assert forced.kwargs["tool_choice"] == "get_weather"  # type: ignore[attr-defined]
+    assert [tool_choice(v, "langchain") for v in ("auto", "none", "required", "any")] == [
+        "auto", "none", "any", "any"]
+    with pytest.raises(ToolNotFoundError, match="get_wether"):
+        tool_choice("get_wether", "langchain", registry=registry)
+    # The forced request still runs through the loop: the first turn calls tools, the rest
+    # of the script answers.
+    messages = forced.invoke([HumanMessage(content="北京天气怎么样?")])
+    assert messages.tool_calls  # type: ignore[attr-defined]
