@@ -127,7 +127,7 @@ def test_tool_choice_for_bind_tools_comes_from_the_kernel_helper(example: Module
     model = example.scripted_model()
     forced = model.bind_tools(tools, tool_choice=tool_choice("get_weather", "langchain",
                                                              registry=registry))
-    assert forced.kwargs["tool_choice"] == "get_weather"  # type: ignore[attr-defined]
+    assert forced.kwargs["tool_choice"] == "get_weather"
     assert [tool_choice(v, "langchain") for v in ("auto", "none", "required", "any")] == [
         "auto", "none", "any", "any"]
     with pytest.raises(ToolNotFoundError, match="get_wether"):
@@ -135,4 +135,4 @@ def test_tool_choice_for_bind_tools_comes_from_the_kernel_helper(example: Module
     # The forced request still runs through the loop: the first turn calls tools, the rest
     # of the script answers.
     messages = forced.invoke([HumanMessage(content="北京天气怎么样?")])
-    assert messages.tool_calls  # type: ignore[attr-defined]
+    assert messages.tool_calls
