@@ -228,10 +228,10 @@ class PluginHost:
         record.status = "broken"
         record.error = error
         self.records[key or record.name] = record
-        log.error("plugin.broken", plugin=record.name, distribution=record.distribution,
-                  version=record.version, error=error)
         if self.settings.strict:
             raise PluginError(f"plugin {record.name!r} ({record.distribution}): {error}") from exc
+        log.error("plugin.broken", plugin=record.name, distribution=record.distribution,
+                  version=record.version, error=error)
 
     # -- queries ------------------------------------------------------------------------
     def is_loaded(self, name: str) -> bool:

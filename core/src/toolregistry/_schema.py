@@ -299,8 +299,12 @@ def _auto_title(name: str) -> str:
 
 
 def clean_pydantic_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop the titles pydantic generates (model and field titles), keep everything else."""
+    """Drop the titles pydantic generates (model and field titles) and the top-level
+    ``additionalProperties: false`` of the arguments model (the validator still refuses
+    unknown arguments; the fast path writes the same compact schema). Keep everything else."""
     schema.pop("title", None)
+    if schema.get("additionalProperties") is False:
+        del schema["additionalProperties"]
     _strip_titles(schema)
     for sub in schema.get("$defs", {}).values():
         _strip_titles(sub)

@@ -1,0 +1,382 @@
+"""The plugin system: entry points, isolation of broken plugins, block and allow lists,
+strict mode, the hook facade, and the errors for plugins that are not installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolregistry
+from toolregistry import ChangeEvent, Tool, ToolRegistry, hookimpl
+from toolregistry import hookspecs as specs
+from toolregistry._plugins import PluginHost, PluginSettings
+from toolregistry.errors import MissingPluginError, ToolRejected
+
+# --- third-party distributions, really built and installed -------------------------------------
+
+GOOD = '''
+from toolregistry import hookimpl, Tool
+
+def _load(registry, source, **options):
+    tools = [Tool(name=f"hello_{n}", description="Say hello.", callable=lambda n=n: f"hello {n}")
+             for n in source]
+    return registry.register_tools(tools, **options)
+
+@hookimpl
+def loaders():
+    return {"hello": _load}
+
+@hookimpl
+def register(registry, tool):
+    return None
+'''
+BROKEN = '''
+raise RuntimeError("this plugin is broken on purpose")
+'''
+MISSPELT = '''
+from toolregistry import hookimpl
+
+@hookimpl
+def regster(registry, tool):
+    return None
+'''
+CLAIMS_HELLO = '''
+from toolregistry import hookimpl
+
+@hookimpl
+def on_change(registry, event):
+    pass
+'''
+
+
+def _write_dist(root: Path, dist: str, module: str, ep_name: str, code: str) -> Path:
+    pkg = root / dist
+    (pkg / "src" / module).mkdir(parents=True)
+    (pkg / "src" / module / "__init__.py").write_text(textwrap.dedent(code))
+    (pkg / "pyproject.toml").write_text(textwrap.dedent(f'''
+        [build-system]
+        requires = ["hatchling"]
+        build-backend = "hatchling.build"
+
+        [project]
+        name = "{dist}"
+        version = "0.1.0"
+
+        [project.entry-points."toolregistry.plugins"]
+        {ep_name} = "{module}"
+
+        [tool.hatch.build.targets.wheel]
+        packages = ["src/{module}"]
+    '''))
+    return pkg
+
+
+@pytest.fixture(scope="module")
+def third_party(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Build wheels of four small plugin distributions and install each into its own folder."""
+    root = tmp_path_factory.mktemp("dists")
+    specs_ = {
+        "good": ("toolregistry-hello", "tr_hello", "hello", GOOD),
+        "broken": ("toolregistry-broken", "tr_broken", "broken", BROKEN),
+        "misspelt": ("toolregistry-misspelt", "tr_misspelt", "misspelt", MISSPELT),
+        "rival": ("toolregistry-rival", "tr_rival", "hello", CLAIMS_HELLO),
+    }
+    sites: dict[str, Path] = {}
+    wheels = root / "wheels"
+    for key, (dist, module, ep, code) in specs_.items():
+        pkg = _write_dist(root / "src", dist, module, ep, code)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "--no-build-isolation", "-w", str(wheels), str(pkg)], check=True)
+        wheel = next(wheels.glob(f"{dist.replace('-', '_')}-*.whl"))
+        site = root / f"site-{key}"
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                        "--target", str(site), str(wheel)], check=True)
+        sites[key] = site
+    return sites
+
+
+def _run(code: str, *sites: Path, env: dict[str, str] | None = None,
+         cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")}
+    full_env["PYTHONPATH"] = os.pathsep.join(str(s) for s in sites)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full_env, cwd=cwd, timeout=60)
+
+
+PLUGINS_JSON = ("import json,sys; from toolregistry.cli import main; sys.exit(main(['plugins']))")
+
+
+def _report(*sites: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+            ) -> dict[str, Any]:
+    proc = _run(PLUGINS_JSON, *sites, env=env, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return {r["name"]: r for r in json.loads(proc.stdout) if r["name"] != "think"
+            and r["distribution"] not in _FIRST_PARTY}
+
+
+_FIRST_PARTY = {f"toolregistry-{p}" for p in
+                ("think", "discovery", "mcp", "openapi", "langchain", "spool")}
+
+
+def test_a_third_party_plugin_is_found_and_works(third_party: dict[str, Path]) -> None:
+    report = _report(third_party["good"])
+    hello = report["hello"]
+    assert hello["status"] == "loaded"
+    assert hello["distribution"] == "toolregistry-hello" and hello["version"] == "0.1.0"
+    assert hello["hooks"] == ["loaders", "register"]
+    proc = _run("from toolregistry import ToolRegistry; r = ToolRegistry();"
+                "r.register_from_hello(['a', 'b'], namespace='hi');"
+                "print(r.list_tools(), r.invoke('hi-hello_a').text)", third_party["good"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['hi-hello_a', 'hi-hello_b'] hello a"
+
+
+def test_a_broken_plugin_is_reported_and_the_rest_keep_working(third_party: dict[str, Path]
+                                                                ) -> None:
+    report = _report(third_party["good"], third_party["broken"])
+    assert report["hello"]["status"] == "loaded"
+    broken = report["broken"]
+    assert broken["status"] == "broken"
+    assert broken["distribution"] == "toolregistry-broken"
+    assert "RuntimeError: this plugin is broken on purpose" in broken["error"]
+    proc = _run("from toolregistry import ToolRegistry; r = ToolRegistry();"
+                "r.register_from_hello(['x']); print(r.invoke('hello_x').text)",
+                third_party["good"], third_party["broken"])
+    assert proc.stdout.strip() == "hello x", proc.stderr
+
+
+def test_strict_mode_raises_for_a_broken_plugin(third_party: dict[str, Path]) -> None:
+    proc = _run(PLUGINS_JSON, third_party["broken"], env={"TOOLREGISTRY_STRICT_PLUGINS": "1"})
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "plugin 'broken' (toolregistry-broken)" in proc.stderr
+
+
+def test_a_misspelt_hook_is_named(third_party: dict[str, Path]) -> None:
+    record = _report(third_party["misspelt"])["misspelt"]
+    assert record["status"] == "broken"
+    assert "unknown hook 'regster' (did you mean 'register'?)" in record["error"]
+
+
+def test_two_distributions_claiming_one_name(third_party: dict[str, Path]) -> None:
+    proc = _run(PLUGINS_JSON, third_party["good"], third_party["rival"])
+    records = [r for r in json.loads(proc.stdout) if r["name"] == "hello"]
+    by_dist = {r["distribution"]: r for r in records}
+    assert by_dist["toolregistry-hello"]["status"] == "loaded"
+    conflict = [r for r in records if r["status"] == "broken"]
+    assert len(conflict) == 1
+    assert "toolregistry-hello" in conflict[0]["error"]
+    assert "toolregistry-rival" in conflict[0]["error"]
+
+
+def test_block_and_allow_lists_with_precedence(third_party: dict[str, Path],
+                                               tmp_path: Path) -> None:
+    site = third_party["good"]
+    assert _report(site, env={"TOOLREGISTRY_DISABLE_PLUGINS": "hello"})["hello"]["status"] \
+        == "blocked"
+    assert _report(site, env={"TOOLREGISTRY_LOAD_PLUGINS": "other"})["hello"]["status"] \
+        == "blocked"
+    (tmp_path / "pyproject.toml").write_text('[tool.toolregistry]\ndisable-plugins = ["hello"]\n')
+    assert _report(site, cwd=tmp_path)["hello"]["status"] == "blocked"
+    # environment beats pyproject
+    assert _report(site, cwd=tmp_path, env={"TOOLREGISTRY_DISABLE_PLUGINS": ""})["hello"][
+        "status"] == "loaded"
+    # an explicit argument beats both
+    proc = _run("from toolregistry import ToolRegistry;"
+                "r = ToolRegistry(disable_plugins=[]);"
+                "print(r.plugins.records['hello'].status)", site, cwd=tmp_path,
+                env={"TOOLREGISTRY_DISABLE_PLUGINS": "hello"})
+    assert proc.stdout.strip() == "loaded", proc.stderr
+    proc = _run("from toolregistry import ToolRegistry;"
+                "ToolRegistry().register_from_hello(['x'])", site, cwd=tmp_path)
+    assert proc.returncode != 0 and "register_from_hello" in proc.stderr
+
+
+# --- the hook facade, with in-process plugins -------------------------------------------------
+
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+class Recorder:
+    """A plugin implementing every hook, recording what it sees."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any]] = []
+
+    @hookimpl
+    def register(self, registry: ToolRegistry, tool: Tool) -> Tool | None:
+        self.seen.append(("register", tool.name))
+        if tool.name == "forbidden":
+            raise ToolRejected("tool 'forbidden' is not allowed here")
+        if tool.name == "add":
+            return tool.evolve(description="Add (edited by a plugin).")
+        return None
+
+    @hookimpl
+    def schema_transform(self, registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
+                         api_format: str) -> None:
+        self.seen.append(("schema_transform", (tool.name, api_format)))
+        schema.setdefault("properties", {})["trace"] = {"type": "string"}
+
+    @hookimpl
+    def pre_invoke(self, registry: ToolRegistry, tool: Tool, call: Any) -> None:
+        self.seen.append(("pre_invoke", tool.name))
+        call.arguments.pop("trace", None)
+        call.extra["seen"] = True
+
+    @hookimpl
+    def post_invoke(self, registry: ToolRegistry, tool: Tool, call: Any, result: Any) -> Any:
+        self.seen.append(("post_invoke", (tool.name, call.extra.get("seen"))))
+        result.metadata["post"] = True
+        return None
+
+    @hookimpl
+    def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:
+        self.seen.append(("on_change", event.kind))
+
+    @hookimpl
+    def loaders(self) -> dict[str, Any]:
+        return {"numbers": lambda registry, source, **kw: registry.register_tools(
+            [Tool(name=f"n{i}", callable=lambda i=i: i) for i in range(source)], **kw)}
+
+    @hookimpl
+    def suggest_tools(self, registry: ToolRegistry, name: str, limit: int) -> list[str]:
+        return ["add", "not-registered"]
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[Recorder, ToolRegistry]]:
+    plugin = Recorder()
+    reg = ToolRegistry(plugins=[plugin])
+    yield plugin, reg
+    reg.close()
+
+
+def test_hook_register(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    plugin, reg = recorder
+    reg.register(add)
+    assert reg["add"].description == "Add (edited by a plugin)."
+    with pytest.raises(ToolRejected, match="not allowed"):
+        reg.register(add, name="forbidden")
+    assert "forbidden" not in reg
+    assert ("register", "forbidden") in plugin.seen
+
+
+def test_hook_schema_transform(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    plugin, reg = recorder
+    reg.register(add)
+    for fmt in ("openai-chat", "anthropic"):
+        reg.get_schemas(fmt)
+    assert ("schema_transform", ("add", "anthropic")) in plugin.seen
+    assert "trace" in reg.get_schemas()[0]["function"]["parameters"]["properties"]
+    assert "trace" not in reg["add"].parameters["properties"]  # the stored schema is untouched
+
+
+def test_hook_pre_invoke(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    plugin, reg = recorder
+    reg.register(add)
+    assert reg.invoke("add", {"a": 1, "b": 2, "trace": "x"}).text == "3"
+    assert ("pre_invoke", "add") in plugin.seen
+
+
+def test_hook_post_invoke(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    plugin, reg = recorder
+    reg.register(add)
+    (result,) = reg.execute_tool_calls([{"name": "add", "arguments": {"a": 1, "b": 1}}])
+    assert result.metadata["post"] is True
+    assert ("post_invoke", ("add", True)) in plugin.seen
+
+
+def test_hook_on_change(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    plugin, reg = recorder
+    reg.register(add)
+    reg.disable("add")
+    kinds = [v for k, v in plugin.seen if k == "on_change"]
+    assert kinds == ["register", "disable"]
+
+
+def test_hook_loaders(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    _, reg = recorder
+    tools = reg.register_from_numbers(3, namespace="num")
+    assert [t.name for t in tools] == ["num-n0", "num-n1", "num-n2"]
+    assert reg.load("numbers", 1, namespace="x")[0].name == "x-n0"
+
+
+def test_hook_suggest_tools(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    _, reg = recorder
+    reg.register(add)
+    result = reg.invoke("sum", {})
+    assert result.error_kind == "unknown_tool"
+    assert "Did you mean: add?" in result.text
+
+
+def test_every_hook_has_a_test() -> None:
+    hooks = [n for n in dir(specs) if getattr(getattr(specs, n), "toolregistry_spec", None)]
+    assert sorted(hooks) == sorted(toolregistry._plugins.HOOK_NAMES)
+    for name in hooks:
+        assert f"test_hook_{name}" in globals(), f"hook {name!r} has no test_hook_{name}"
+
+
+def test_a_hookimpl_with_a_misspelt_hook_in_process() -> None:
+    class Bad:
+        @hookimpl
+        def pre_invok(self, registry: Any, tool: Any, call: Any) -> None:
+            pass
+
+    host = PluginHost(PluginSettings())
+    record = host.add(Bad(), name="bad")
+    assert record.status == "broken"
+    assert "did you mean 'pre_invoke'" in (record.error or "")
+
+
+# --- plugins that are not installed -------------------------------------------------------------
+
+def _installed(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(f"toolregistry_{name}") is not None
+
+
+@pytest.mark.skipif(_installed("think"), reason="toolregistry-think is installed")
+def test_think_augment_without_the_plugin() -> None:
+    with pytest.raises(MissingPluginError, match="install toolregistry-think"):
+        ToolRegistry(think_augment=True)
+
+
+@pytest.mark.skipif(_installed("mcp"), reason="toolregistry-mcp is installed")
+def test_register_from_mcp_without_the_plugin() -> None:
+    with pytest.raises(MissingPluginError, match="install toolregistry-mcp"):
+        ToolRegistry().register_from_mcp({"command": "x"})
+
+
+@pytest.mark.skipif(_installed("openapi"), reason="toolregistry-openapi is installed")
+def test_register_from_openapi_without_the_plugin() -> None:
+    with pytest.raises(MissingPluginError, match="install toolregistry-openapi"):
+        ToolRegistry().register_from_openapi("spec.yaml")
+
+
+@pytest.mark.skipif(_installed("discovery"), reason="toolregistry-discovery is installed")
+def test_tool_discovery_without_the_plugin() -> None:
+    with pytest.raises(MissingPluginError, match="install toolregistry-discovery"):
+        from toolregistry.tool_discovery import ToolDiscoveryTool  # noqa: F401
+    with pytest.raises(MissingPluginError, match="install toolregistry-discovery"):
+        ToolRegistry(tool_discovery=True)
+
+
+def test_a_blocked_plugin_is_named_as_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLREGISTRY_DISABLE_PLUGINS", "think")
+    with pytest.raises(MissingPluginError, match="think_augment") as info:
+        ToolRegistry(think_augment=True)
+    if _installed("think"):
+        assert info.value.blocked and "blocked by configuration" in str(info.value)

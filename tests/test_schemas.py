@@ -1,0 +1,236 @@
+"""Emitted schemas follow each provider's rules, for a corpus of varied signatures."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any, Literal, Optional
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from structlog.testing import capture_logs
+
+from toolregistry import Tool, ToolMetadata, ToolRegistry, ToolTag
+from toolregistry._formats import API_FORMATS
+from toolregistry._schema import _fast_schema, _pydantic_schema, inspect_function
+
+from ._corpus import CORPUS
+from ._dialects import check, parameters_of
+
+
+@pytest.fixture(scope="module")
+def corpus_registry() -> Any:
+    reg = ToolRegistry(default_timeout=5)
+    for fn in CORPUS:
+        reg.register(fn)
+    yield reg
+    reg.close()
+
+
+def test_corpus_has_fifty_signatures(corpus_registry: ToolRegistry) -> None:
+    assert len(corpus_registry) >= 50
+
+
+@pytest.mark.parametrize("api_format", API_FORMATS)
+def test_every_corpus_tool_follows_the_dialect(corpus_registry: ToolRegistry, api_format: str
+                                              ) -> None:
+    for definition in corpus_registry.get_schemas(api_format):
+        check(definition, api_format)
+
+
+@pytest.mark.parametrize("api_format", ["openai-chat", "openai-responses"])
+def test_strict_mode_rules(corpus_registry: ToolRegistry, api_format: str) -> None:
+    for definition in corpus_registry.get_schemas(api_format, strict=True):
+        check(definition, api_format, strict=True)
+
+
+def test_strict_optional_parameters_become_nullable_and_required() -> None:
+    reg = ToolRegistry()
+
+    def f(a: int, b: str = "x", c: Literal["p", "q"] | None = None) -> str:
+        return b
+
+    reg.register(f)
+    params = reg.get_schemas(strict=True)[0]["function"]["parameters"]
+    assert params["required"] == ["a", "b", "c"]
+    assert params["properties"]["a"] == {"type": "integer"}
+    assert params["properties"]["b"] == {"type": ["string", "null"]}
+    assert params["additionalProperties"] is False
+    assert {"type": "null"} in params["properties"]["c"]["anyOf"]
+
+
+def test_gemini_keeps_unions_instead_of_the_first_branch(corpus_registry: ToolRegistry) -> None:
+    decl = {d["name"]: d for d in corpus_registry.get_schemas("gemini")}
+    union = decl["f15"]["parameters"]["properties"]["value"]
+    assert [b["type"] for b in union["anyOf"]] == ["integer", "string"]
+    nullable_union = decl["f16"]["parameters"]["properties"]["value"]
+    assert nullable_union["nullable"] is True and len(nullable_union["anyOf"]) == 2
+    optional = decl["f17"]["parameters"]["properties"]["value"]
+    assert optional == {"type": "string", "nullable": True, "default": None}
+
+
+def test_gemini_inlines_refs_and_bounds_recursion(corpus_registry: ToolRegistry) -> None:
+    decl = {d["name"]: d for d in corpus_registry.get_schemas("gemini")}
+    person = decl["f12"]["parameters"]["properties"]["person"]
+    assert person["properties"]["address"]["properties"]["city"]["description"] == "City name"
+    text = json.dumps(decl)
+    assert "$ref" not in text and "$defs" not in text and "additionalProperties" not in text
+
+
+def test_gemini_reports_what_it_cannot_express() -> None:
+    reg = ToolRegistry()
+
+    def f(choice: Literal[1, 2, 3], mapping: dict[str, int]) -> int:
+        return choice
+
+    reg.register(f)
+    with capture_logs() as logs:
+        decl = reg.get_schemas("gemini")[0]
+    events = [e for e in logs if e["event"] == "schema.degraded"]
+    assert events and events[0]["tool"] == "f" and events[0]["api_format"] == "gemini"
+    assert any("non-string enum" in item for item in events[0]["lost"])
+    assert "one of: 1, 2, 3" in decl["parameters"]["properties"]["choice"]["description"]
+
+
+def test_nested_required_and_defs_stay_correct(corpus_registry: ToolRegistry) -> None:
+    params = corpus_registry.get_parameters("f12")
+    person = params["$defs"]["Person"]
+    assert sorted(person["required"]) == ["address", "age", "name"]
+    assert params["$defs"]["Address"]["required"] == ["street", "city"]
+    assert params["required"] == ["person"]
+
+
+@pytest.mark.parametrize("fn", [f for f in CORPUS if f.__name__ in {
+    "f01", "f02", "f03", "f04", "f05", "f06", "f17", "f24", "f32", "f33", "f34", "f35", "f46"}])
+def test_fast_path_writes_what_pydantic_writes(fn: Any) -> None:
+    sig = inspect_function(fn, fn.__name__, {})
+    assert all(_fast_schema(p.annotation) is not None for p in sig.params)
+    slow = _pydantic_schema(fn.__name__, list(sig.params))
+    assert sig.parameters == slow
+
+
+def test_docstring_descriptions_reach_the_schema() -> None:
+    def google(city: str, days: int = 1) -> str:
+        """Forecast.
+
+        Args:
+            city: The city.
+            days: How many days.
+        """
+        return city
+
+    def numpy_style(city: str) -> str:
+        """Forecast.
+
+        Parameters
+        ----------
+        city : str
+            The city.
+        """
+        return city
+
+    def rest(city: str) -> str:
+        """Forecast.
+
+        :param city: The city.
+        """
+        return city
+
+    for fn in (google, numpy_style, rest):
+        tool = Tool.from_function(fn)
+        assert tool.description == "Forecast."
+        assert tool.parameters["properties"]["city"]["description"] == "The city."
+
+
+def test_tags_and_deferred_filters() -> None:
+    reg = ToolRegistry()
+    reg.register(Tool.from_function(CORPUS[0], metadata=ToolMetadata(tags={ToolTag.NETWORK})))
+    reg.register(Tool.from_function(CORPUS[1], metadata=ToolMetadata(defer=True,
+                                                                      custom_tags={"geo"})))
+    reg.register(CORPUS[2])
+    names = lambda schemas: [s["function"]["name"] for s in schemas]  # noqa: E731
+    assert names(reg.get_schemas()) == ["f01", "f02", "f03"]
+    assert names(reg.get_schemas(include_deferred=False)) == ["f01", "f03"]
+    assert names(reg.get_schemas(tags=[ToolTag.NETWORK])) == ["f01"]
+    assert names(reg.get_schemas(tags="geo")) == ["f02"]
+    assert names(reg.get_schemas(exclude_tags=["network"])) == ["f02", "f03"]
+
+
+def test_schemas_are_cached_until_a_change() -> None:
+    reg = ToolRegistry()
+    reg.register(CORPUS[0])
+    first = reg.get_schemas()
+    assert reg.get_schemas()[0] is first[0]
+    reg.register(CORPUS[1])
+    assert len(reg.get_schemas()) == 2
+    reg.update_tool_metadata("f01", description_hint=None) if False else None
+    reg.disable("f02")
+    assert len(reg.get_schemas()) == 1
+
+
+def test_mcp_format_carries_title_annotations_and_output_schema() -> None:
+    reg = ToolRegistry()
+    reg.register(Tool(name="t", description="d", parameters={"type": "object", "properties": {}},
+                      callable=lambda: 1, output_schema={"type": "object"},
+                      metadata=ToolMetadata(title="Nice title", read_only_hint=True)))
+    (tool,) = reg.get_schemas("mcp")
+    assert tool["title"] == "Nice title"
+    assert tool["annotations"]["readOnlyHint"] is True
+    assert tool["outputSchema"] == {"type": "object"}
+
+
+def test_unknown_api_format_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown api_format 'cohere'"):
+        ToolRegistry().get_schemas("cohere")
+
+
+# --- property-based: generated signatures in every format -----------------------------------
+
+ANNOTATIONS: list[Any] = [
+    int, str, float, bool, list[int], list[str], dict[str, int], Optional[int],  # noqa: UP045
+    int | str, Literal["a", "b"], Literal[1, 2], list[list[str]], tuple[int, str],
+    dict[str, list[float]], str | None,
+]
+DEFAULTS = {int: 0, str: "", float: 0.0, bool: False}
+
+
+@st.composite
+def signatures(draw: st.DrawFn) -> Any:
+    count = draw(st.integers(0, 6))
+    names = draw(st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True),
+                          min_size=count, max_size=count, unique=True))
+    params = []
+    seen_default = False
+    for name in names:
+        ann = draw(st.sampled_from(ANNOTATIONS))
+        has_default = seen_default or draw(st.booleans())
+        default = inspect.Parameter.empty
+        if has_default:
+            seen_default = True
+            default = DEFAULTS.get(ann, None)
+        params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        annotation=ann, default=default))
+
+    def fn(**kwargs: Any) -> str:
+        return json.dumps(kwargs, default=str)
+
+    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    fn.__name__ = "generated_" + draw(st.from_regex(r"[a-z]{1,10}", fullmatch=True))
+    return fn
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(signatures())
+def test_generated_signatures_are_valid_in_every_format(fn: Any) -> None:
+    reg = ToolRegistry()
+    reg.register(fn)
+    for fmt in API_FORMATS:
+        (definition,) = reg.get_schemas(fmt)
+        check(definition, fmt)
+        if fmt == "openai-chat":
+            params = parameters_of(definition, fmt)
+            assert set(params["properties"]) == set(inspect.signature(fn).parameters)
+    for fmt in ("openai-chat", "openai-responses"):
+        (definition,) = reg.get_schemas(fmt, strict=True)
+        check(definition, fmt, strict=True)
