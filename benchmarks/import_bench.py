@@ -1,0 +1,155 @@
+"""Import benchmark (issue 2): ``python -c "import toolregistry"`` and building the plugin host.
+
+    python benchmarks/import_bench.py            # 20 interleaved rounds
+    python benchmarks/import_bench.py --quick    # 3 rounds: a smoke run
+
+Every sample is the wall time of one fresh ``python -c ...`` process, measured by this parent
+process (like ``time python -c ...``), after one discarded warm-up run of each command (bytecode
+caches written). Commands run round-robin, so the noise of a small machine falls on all of them.
+
+Environments:
+
+* ours: ``--ours-python`` (default: this interpreter), normally the kernel alone;
+* 0.19: PyPI toolregistry 0.19.0 in ``.bench-venvs/toolregistry-0.19.0`` (created when missing);
+* plugins: ``.bench-venvs/ours-plugins``, the kernel and every first-party plugin that has a
+  ``pyproject.toml`` under ``plugins/``, installed editable (rebuilt when one changes). Loading the
+  plugins is measured as building the plugin host,
+  ``from toolregistry._plugins import get_host; get_host()``, minus ``import toolregistry`` in
+  that same environment (median of the per-round differences).
+
+Targets: ours <= 1/3 of 0.19's wall time; the plugins add <= 30 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as c
+
+IMPORT = "import toolregistry"
+HOST = "from toolregistry._plugins import get_host; get_host()"
+REPORT = (
+    "import json; from toolregistry._plugins import get_host; h = get_host(); "
+    "print(json.dumps([r.to_dict() for r in h.records.values()]))"
+)
+
+
+def plugin_dirs() -> list[Path]:
+    return sorted(p for p in (c.REPO / "plugins").iterdir() if (p / "pyproject.toml").exists())
+
+
+def plugins_python(args: Any) -> tuple[str, list[str]]:
+    """The plugins environment; installs what builds and reports what did not."""
+    dirs = plugin_dirs()
+    skipped: list[str] = []
+    try:
+        python = c.ensure_venv("ours-plugins", [], [c.REPO / "core", *dirs],
+                               base_python=args.ours_python)
+    except Exception as exc:  # one broken plugin must not hide the others
+        c.log(f"installing all plugins together failed ({exc}); trying one at a time")
+        good: list[Path] = []
+        for d in dirs:
+            try:
+                c.ensure_venv("ours-plugins-probe", [], [c.REPO / "core", d],
+                              base_python=args.ours_python)
+                good.append(d)
+            except Exception:
+                skipped.append(d.name)
+        python = c.ensure_venv("ours-plugins", [], [c.REPO / "core", *good],
+                               base_python=args.ours_python)
+    return str(python), skipped
+
+
+def main(argv: list[str]) -> int:
+    parser = c.base_parser(__doc__.split("\n")[0])
+    parser.add_argument("--no-plugins", action="store_true",
+                        help="skip the plugins environment")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (3 if args.quick else 20)
+
+    ours_version = c.check_ours(args.ours_python)
+    old = c.old_python(args)
+    commands: dict[str, list[str]] = {
+        "python -c pass": [args.ours_python, "-c", "pass"],
+        "ours: import": [args.ours_python, "-c", IMPORT],
+        "0.19: import": [old, "-c", IMPORT],
+        "ours: get_host()": [args.ours_python, "-c", HOST],
+    }
+    skipped: list[str] = []
+    plugins_py = None
+    if not args.no_plugins:
+        plugins_py, skipped = plugins_python(args)
+        commands["plugins env: import"] = [plugins_py, "-c", IMPORT]
+        commands["plugins env: get_host()"] = [plugins_py, "-c", HOST]
+
+    # A neutral working directory and no TOOLREGISTRY_* variables: no pyproject.toml of this
+    # repository (or the caller's) decides which plugins load.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")}
+    cwd = tempfile.mkdtemp(prefix="tr-import-bench-")
+    samples: dict[str, list[float]] = {k: [] for k in commands}
+
+    def timed(key: str) -> float:
+        seconds, _ = c.wall(commands[key], env=env, cwd=cwd)
+        return float(seconds)
+
+    for key in commands:  # warm-up: bytecode caches, page cache
+        timed(key)
+    c.log(f"{repeats} rounds of {len(commands)} commands")
+    c.interleave(list(commands), repeats, lambda key, r: samples[key].append(timed(key)))
+
+    records: list[dict[str, Any]] = []
+    if plugins_py is not None:
+        _, out = c.wall([plugins_py, "-c", REPORT], env=env, cwd=cwd)
+        records = json.loads(out.strip().splitlines()[-1])
+    core_records = json.loads(
+        c.wall([args.ours_python, "-c", REPORT], env=env, cwd=cwd)[1].strip().splitlines()[-1])
+
+    old_version = c.distribution_versions(old, ["toolregistry"])["toolregistry"]
+    rows = [
+        c.Row("python -c pass (interpreter start)",
+              {"ours": samples["python -c pass"]}),
+        c.Row('python -c "import toolregistry"',
+              {"ours": samples["ours: import"], "0.19": samples["0.19: import"]},
+              target="<= 1/3 (<= 0.33)", check=lambda m: m["ours"] <= m["0.19"] / 3),
+        c.Row("import + get_host(), no plugin installed", {"ours": samples["ours: get_host()"]}),
+    ]
+    if plugins_py is not None:
+        diffs = [h - i for h, i in zip(samples["plugins env: get_host()"],
+                                       samples["plugins env: import"])]
+        rows += [
+            c.Row("plugins env: import toolregistry", {"ours": samples["plugins env: import"]}),
+            c.Row("plugins env: import + get_host()",
+                  {"ours": samples["plugins env: get_host()"]}),
+            c.Row("plugins env: get_host() adds (paired)", {"ours": diffs},
+                  target="<= 30 ms", check=lambda m: m["ours"] <= 0.030),
+        ]
+    print(f"\n{c.machine_line()}; medians of {repeats} interleaved fresh processes per command "
+          f"(wall time, cwd {cwd})")
+    print(f"  ours: toolregistry {ours_version}  [{args.ours_python}]; plugins found there: "
+          f"{[r['name'] for r in core_records] or 'none'}")
+    print(f"  0.19: toolregistry {old_version}  [{old}]")
+    if plugins_py is not None:
+        print(f"  plugins env: [{plugins_py}]")
+        for r in records:
+            err = f" error: {r['error']}" if r.get("error") else ""
+            print(f"    {r['name']:<10} {r['distribution']} {r['version']}: {r['status']}, "
+                  f"hooks {r['hooks']}{err}")
+        missing = sorted({"think", "discovery", "mcp", "openapi", "langchain", "spool"}
+                         - {r["name"] for r in records})
+        if missing or skipped:
+            print(f"    not installed (no pyproject.toml yet or failed to build): "
+                  f"{', '.join(sorted(set(missing) | set(skipped)))}")
+    c.print_table("import_bench: start-up cost", rows, ["ours", "0.19"])
+    c.dump_json(args.json, {"bench": "import", "raw": samples, "plugins": records}, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
