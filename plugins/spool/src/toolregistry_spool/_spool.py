@@ -220,13 +220,43 @@ class Spooler:
             m = int(m * budget / used * 0.95)
         return size
 
+    def _notice(self, tokens: int, size: int, entry: Entry | None, reader: str | None,
+                failure: str | None, resume: int) -> str:
+        approx = "" if self.counter is not None else "~"
+        what = (f"[Output too long ({approx}{tokens:,} tokens, {size:,} bytes): only its "
+                "start and end are shown.")
+        if entry is not None and reader is not None:
+            return (f'{what} The full text is spooled as handle "{entry.handle}"; read the '
+                    f'rest with {reader}(handle="{entry.handle}", offset={resume}) '
+                    '(or tail=N, or grep="text" to find lines).]')
+        if entry is not None:
+            return f"{what} The full text is in the file {entry.path}.]"
+        return f"{what} The full text could not be saved ({failure}).]"
+
     def _preview(self, text: str, data: bytes, tokens: int, entry: Entry | None,
                  reader: str | None, failure: str | None) -> str:
+        """Head, a marker, tail and the notice line: at most ``threshold_tokens`` in all."""
         settings = self.settings
-        budget = settings.threshold_tokens - min(250, settings.threshold_tokens // 4)
+        threshold = settings.threshold_tokens
+        overhead = self.count(self._notice(tokens, len(data), entry, reader, failure, 10**9)
+                              + f"\n[... {len(data):,} bytes not shown, from line "
+                              f"{10**9} on ...]\n")
+        budget = threshold - overhead - 4
+        ratio = len(text) / max(tokens, 1)  # characters per token in this text
+        for _ in range(6):
+            preview = self._assemble(text, data, tokens, entry, reader, failure, budget, ratio)
+            used = self.count(preview)
+            if used <= threshold:
+                return preview
+            budget -= used - threshold + 16  # estimates of the parts do not add up exactly
+        return self._notice(tokens, len(data), entry, reader, failure, 0)
+
+    def _assemble(self, text: str, data: bytes, tokens: int, entry: Entry | None,
+                  reader: str | None, failure: str | None, budget: int, ratio: float) -> str:
+        settings = self.settings
+        budget = max(0, budget)
         tail_budget = int(budget * settings.tail_fraction)
         head_budget = budget - tail_budget
-        ratio = len(text) / max(tokens, 1)  # characters per token in this text
         head_end = self._head_end(text, head_budget, ratio)
         tail_start = self._tail_start(text, head_end, tail_budget, ratio) if tail_budget else (
             len(text))
@@ -237,23 +267,12 @@ class Spooler:
         if head and not head.endswith("\n"):
             resume = max(0, resume - 1)  # the cut line is shown again in full
         omitted = len(data) - head_bytes - tail_bytes
-        approx = "" if self.counter is not None else "~"
-        what = (f"[Output too long ({approx}{tokens:,} tokens, {len(data):,} bytes): only its "
-                "start and end are shown.")
-        if entry is not None and reader is not None:
-            notice = (f'{what} The full text is spooled as handle "{entry.handle}"; read the '
-                      f'rest with {reader}(handle="{entry.handle}", offset={resume}) '
-                      '(or tail=N, or grep="text" to find lines).]')
-        elif entry is not None:
-            notice = f"{what} The full text is in the file {entry.path}.]"
-        else:
-            notice = f"{what} The full text could not be saved ({failure}).]"
         pieces = [head if head.endswith("\n") or not head else head + "\n"]
         if omitted > 0:
             pieces.append(f"[... {omitted:,} bytes not shown, from line {resume} on ...]\n")
         if tail:
             pieces.append(tail if tail.endswith("\n") else tail + "\n")
-        pieces.append(notice)
+        pieces.append(self._notice(tokens, len(data), entry, reader, failure, resume))
         return "".join(pieces)
 
     # -- the reader tool -------------------------------------------------------------------

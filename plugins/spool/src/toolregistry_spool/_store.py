@@ -180,20 +180,22 @@ class SpoolStore:
                 raise SpoolError("the registry was closed while the output was being spooled")
             self._entries[handle] = entry
             self._total += entry.size
-            evicted = self._evict_locked(keep=handle)
+            evicted = self._evict_locked()
         for old in evicted:
             _unlink(old.path)
             log.info("spool.evicted", handle=old.handle, size=old.size)
         return entry
 
-    def _evict_locked(self, keep: str | None = None) -> list[Entry]:
+    def _evict_locked(self) -> list[Entry]:
         cutoff = time.time() - self.max_age
         evicted: list[Entry] = []
         while self._entries:
             handle, oldest = next(iter(self._entries.items()))
-            if handle == keep:
-                break  # the newest output always stays, even alone over the size limit
-            if oldest.created >= cutoff and self._total <= self.max_total:
+            expired = oldest.created < cutoff
+            # The newest output always stays, even alone over the size limit: the model was
+            # just told its handle.
+            too_big = self._total > self.max_total and len(self._entries) > 1
+            if not (expired or too_big):
                 break
             del self._entries[handle]
             self._total -= oldest.size
