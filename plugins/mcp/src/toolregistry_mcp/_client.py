@@ -1,0 +1,574 @@
+"""A persistent MCP client session, shared by every thread and event loop of the process.
+
+The session lives on the background loop (:mod:`._loop`) in one *runner* task that enters
+the transport and the SDK's ``ClientSession`` and leaves them again (anyio needs both in the
+same task). Calls are separate tasks on that loop; callers reach them through
+:func:`._loop.run` (sync) or :func:`._loop.arun` (async, from any loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from toolregistry._log import log
+from toolregistry.errors import ToolCallError
+
+from . import _loop
+from ._spec import ServerSpec, child_environment, parse_server
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp.client.session import ClientSession
+
+__all__ = ["MCPClient", "MCPConnectError"]
+
+ToolsChanged = Callable[["MCPClient"], Awaitable[None]]
+
+_STDERR_TAIL = 4000  # bytes of a child's stderr kept for error messages
+_MAX_PAGES = 1000  # a server whose tools/list cursor never ends cannot hang a load
+
+_live: weakref.WeakSet[MCPClient] = weakref.WeakSet()
+
+
+class MCPConnectError(ToolCallError):
+    """An MCP server could not be started or reached, or did not complete the handshake."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="remote")
+
+
+class _StderrTail(asyncio.Protocol):
+    """Keeps the last bytes a stdio server wrote to stderr (for error messages) and logs
+    them at debug level; bounded memory whatever the server writes."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.buffer: deque[bytes] = deque()
+        self.size = 0
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer.append(data)
+        self.size += len(data)
+        while self.size > _STDERR_TAIL and len(self.buffer) > 1:
+            self.size -= len(self.buffer.popleft())
+        if log.is_debug():
+            log.debug("mcp.server_stderr", server=self.display,
+                      text=data.decode("utf-8", "replace")[-500:])
+
+    def text(self) -> str:
+        return b"".join(self.buffer).decode("utf-8", "replace")[-_STDERR_TAIL:].strip()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class _WatchedStream:
+    """The transport's read stream, reporting end of stream so that a server that died while
+    idle is restarted *before* the next call is sent (instead of failing that call)."""
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except BaseException:
+            self._on_eof()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except BaseException:
+            self._on_eof()
+            raise
+
+    async def __aenter__(self) -> _WatchedStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._on_eof()
+        return await self._inner.__aexit__(*exc)  # type: ignore[no-any-return]
+
+
+@attrs.define(eq=False)
+class _Connection:
+    """One live session (one child process or HTTP session) and its runner task."""
+
+    session: ClientSession | None = None
+    init: mcp_types.InitializeResult | None = None
+    runner: asyncio.Task[None] | None = None
+    stop: asyncio.Event = attrs.field(factory=asyncio.Event)
+    dead: bool = False
+    stderr: _StderrTail | None = None
+    error: BaseException | None = None  # why the transport failed, when it knows
+
+
+def _first_error(exc: BaseException) -> BaseException:
+    """The innermost meaningful exception of an (anyio) exception group."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
+
+
+class MCPClient:
+    """A client for one MCP server: connect, list tools, call tools, close.
+
+    ``server`` is a stdio spec (``{"command", "args", "env", "cwd"}``), a path to a ``.py`` /
+    ``.js`` server script, or an ``http(s)`` URL (streamable HTTP; SSE when the URL ends with
+    ``/sse`` or ``transport="sse"``). Sessions are persistent and shared by every caller
+    (``persistent=False`` opens one session per call). ``shutdown_grace`` is how long a stdio
+    server may take to exit after its stdin closes before it is terminated. Every method has a blocking form and
+    an ``a``-prefixed coroutine form usable from any event loop. ``close()`` (or leaving the
+    ``with`` block) ends the server process; so does interpreter exit.
+    """
+
+    def __init__(
+        self,
+        server: Any,
+        *,
+        headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        transport: str | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float = 30.0,
+        persistent: bool = True,
+        inherit_env: tuple[str, ...] = (),
+        max_message_bytes: int | None = 64 * 1024 * 1024,
+        shutdown_grace: float = 2.0,
+        client_name: str = "toolregistry",
+    ) -> None:
+        self.spec: ServerSpec = parse_server(server, headers=headers, env=env, cwd=cwd,
+                                             transport=transport)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.persistent = persistent
+        self.inherit_env = tuple(inherit_env)
+        self.max_message_bytes = max_message_bytes
+        self.shutdown_grace = shutdown_grace
+        self.client_name = client_name
+        self._conn: _Connection | None = None
+        self._lock: asyncio.Lock | None = None
+        self._listeners: list[ToolsChanged] = []
+        self._closed = False
+        self._init: mcp_types.InitializeResult | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        _live.add(self)
+
+    # ------------------------------------------------------------------ info
+    @property
+    def display(self) -> str:
+        """How events and errors name this server."""
+        return self.spec.display
+
+    @property
+    def server_info(self) -> mcp_types.Implementation | None:
+        """The server's ``serverInfo`` from the last handshake (``None`` before connecting)."""
+        return self._init.server_info if self._init is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions`` from the last handshake."""
+        return self._init.instructions if self._init is not None else None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def on_tools_changed(self, callback: ToolsChanged) -> None:
+        """Call ``await callback(client)`` (on the background loop) when the server sends
+        ``notifications/tools/list_changed``."""
+        self._listeners.append(callback)
+
+    # ------------------------------------------------------------------ sync API
+    def connect(self) -> None:
+        """Start the server / open the session now (it is otherwise opened on first use)."""
+        _loop.run(self.aconnect())
+
+    def list_tools(self) -> list[mcp_types.Tool]:
+        """Every tool of the server (all pages)."""
+        return _loop.run(self.alist_tools())
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
+                  timeout: float | None = None) -> mcp_types.CallToolResult:
+        """Call a tool and return the SDK's ``CallToolResult`` (``isError`` results included;
+        transport failures and timeouts raise :class:`~toolregistry.errors.ToolCallError`)."""
+        return _loop.run(self.acall_tool(name, arguments, timeout=timeout))
+
+    def close(self) -> None:
+        """End the session and the server process. Idempotent."""
+        if self._closed and self._conn is None:
+            return
+        if _loop.in_loop_thread():  # from a callback on the loop: cannot block here
+            _loop.submit(self.aclose())
+            return
+        _loop.run(self.aclose(), timeout=30)
+
+    def __enter__(self) -> MCPClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MCPClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ async API
+    async def aconnect(self) -> None:
+        """Async :meth:`connect`."""
+        await _loop.arun(self._ensure())
+
+    async def alist_tools(self) -> list[mcp_types.Tool]:
+        """Async :meth:`list_tools`."""
+        return await _loop.arun(self._list_tools())
+
+    async def acall_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
+                         timeout: float | None = None) -> mcp_types.CallToolResult:
+        """Async :meth:`call_tool`; cancelling the awaiting task sends MCP cancellation."""
+        return await _loop.arun(self._call_tool(name, arguments, timeout))
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        await _loop.arun(self._close())
+
+    # ------------------------------------------------------------------ on the loop
+    def _get_lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def _ensure(self) -> _Connection:
+        if self._closed:
+            raise ToolCallError(f"MCP client for {self.display} is closed", kind="remote")
+        conn = self._conn
+        if conn is not None and not conn.dead:
+            return conn
+        async with self._get_lock():
+            conn = self._conn
+            if conn is not None and not conn.dead:
+                return conn
+            if conn is not None:
+                log.info("mcp.reconnecting", server=self.display)
+                await self._teardown(conn)
+            if self._closed:
+                raise ToolCallError(f"MCP client for {self.display} is closed", kind="remote")
+            conn = await self._open()
+            self._conn = conn
+            return conn
+
+    async def _open(self) -> _Connection:
+        conn = _Connection()
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        conn.runner = asyncio.get_running_loop().create_task(
+            self._run(conn, ready), name=f"mcp-session {self.display}"
+        )
+        try:
+            # The runner bounds the handshake itself; this outer bound also covers a
+            # transport that hangs while opening (an SSE endpoint that never answers).
+            await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout + 10)
+        except BaseException as exc:
+            await self._teardown(conn)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise self._connect_error(conn, exc) from None
+        self._init = conn.init
+        info = conn.init.server_info if conn.init else None
+        log.info("mcp.connected", server=self.display, transport=self.spec.transport,
+                 server_name=info.name if info else None,
+                 server_version=info.version if info else None)
+        return conn
+
+    def _connect_error(self, conn: _Connection, exc: BaseException) -> MCPConnectError:
+        exc = _first_error(exc)
+        if isinstance(exc, TimeoutError):
+            what = f"did not complete the MCP handshake within {self.connect_timeout:g}s"
+        elif isinstance(exc, FileNotFoundError):
+            what = f"could not be started: command {self.spec.command!r} was not found"
+        else:
+            what = f"failed to start or connect ({type(exc).__name__}: {exc})"
+        msg = f"MCP server {self.display} {what}"
+        tail = conn.stderr.text() if conn.stderr is not None else ""
+        if tail:
+            msg += f"; its stderr ends with:\n{tail[-1500:]}"
+        log.error("mcp.connect_failed", server=self.display, error=msg)
+        return MCPConnectError(msg)
+
+    async def _run(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
+        import anyio
+        import mcp_types as types
+        from mcp.client.session import ClientSession
+
+        def mark_dead() -> None:
+            if not conn.dead:
+                conn.dead = True
+                if ready.done() and not conn.stop.is_set():
+                    log.warning("mcp.disconnected", server=self.display)
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(conn))
+                session = ClientSession(
+                    _WatchedStream(read, mark_dead),
+                    write,
+                    message_handler=self._on_message,
+                    logging_callback=self._on_log,
+                    client_info=types.Implementation(name=self.client_name,
+                                                     version=_version()),
+                )
+                await stack.enter_async_context(session)
+                with anyio.fail_after(self.connect_timeout):
+                    conn.init = await session.initialize()
+                conn.session = session
+                ready.set_result(None)
+                await conn.stop.wait()
+        except BaseException as exc:
+            conn.dead = True
+            if not ready.done():
+                ready.set_exception(_first_error(exc) if isinstance(exc, Exception) else exc)
+            elif not isinstance(exc, asyncio.CancelledError):
+                log.warning("mcp.session_failed", server=self.display,
+                            error=f"{type(_first_error(exc)).__name__}: {_first_error(exc)}")
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            conn.dead = True
+            conn.session = None
+            if conn.stderr is not None:
+                conn.stderr.close()
+
+    @contextlib.asynccontextmanager
+    async def _transport(self, conn: _Connection) -> AsyncIterator[Any]:
+        spec = self.spec
+        if spec.transport == "stdio":
+            from ._stdio import stdio_transport
+
+            loop = asyncio.get_running_loop()
+            read_fd, write_fd = os.pipe()
+            errlog = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+            tail = _StderrTail(self.display)
+            conn.stderr = tail
+
+            def fatal(exc: BaseException) -> None:
+                conn.error = exc
+
+            try:
+                await loop.connect_read_pipe(lambda: tail, os.fdopen(read_fd, "rb", 0))
+                async with stdio_transport(
+                    spec.command or "", list(spec.args),
+                    env=child_environment(spec.env, self.inherit_env), cwd=spec.cwd,
+                    errlog=errlog, max_message_bytes=self.max_message_bytes, on_fatal=fatal,
+                    exit_grace=self.shutdown_grace,
+                ) as streams:
+                    # The child holds its own copy now; ours would keep the pipe open forever.
+                    errlog.close()
+                    yield streams
+            finally:
+                if not errlog.closed:
+                    errlog.close()
+        elif spec.transport == "streamable-http":
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            async with (
+                create_mcp_http_client(headers=dict(spec.headers) or None) as http,
+                streamable_http_client(spec.url or "", http_client=http,
+                                       max_sse_event_size=self.max_message_bytes) as streams,
+            ):
+                yield streams
+        else:
+            from mcp.client.sse import sse_client
+
+            async with sse_client(spec.url or "", headers=dict(spec.headers) or None,
+                                  timeout=self.connect_timeout) as streams:
+                yield streams
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            log.warning("mcp.transport_error", server=self.display,
+                        error=f"{type(message).__name__}: {message}")
+            return
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            log.info("mcp.tools_list_changed", server=self.display)
+            for callback in list(self._listeners):
+                # Not awaited here: the callback lists tools through this same session, and
+                # the dispatcher is waiting for this handler to return.
+                task = asyncio.get_running_loop().create_task(self._notify(callback))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    async def _notify(self, callback: ToolsChanged) -> None:
+        try:
+            await callback(self)
+        except Exception as exc:
+            log.warning("mcp.refresh_failed", server=self.display,
+                        error=f"{type(exc).__name__}: {exc}")
+
+    async def _on_log(self, params: Any) -> None:
+        log.debug("mcp.server_log", server=self.display, level=str(params.level),
+                  logger=params.logger, data=str(params.data)[:500])
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[ClientSession]:
+        if self.persistent:
+            conn = await self._ensure()
+            assert conn.session is not None
+            yield conn.session
+            return
+        if self._closed:
+            raise ToolCallError(f"MCP client for {self.display} is closed", kind="remote")
+        conn = await self._open()
+        try:
+            assert conn.session is not None
+            yield conn.session
+        finally:
+            await self._teardown(conn)
+
+    async def _list_tools(self) -> list[mcp_types.Tool]:
+        import mcp_types as types
+
+        tools: list[types.Tool] = []
+        async with self._session() as session:
+            cursor: str | None = None
+            for _ in range(_MAX_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                try:
+                    with _timeout_scope(self.connect_timeout):
+                        page = await session.list_tools(params=params)
+                except Exception as exc:
+                    raise self._call_error("tools/list", exc) from None
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        return tools
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any] | None,
+                         timeout: float | None) -> mcp_types.CallToolResult:
+        limit = timeout if timeout is not None else self.timeout
+        async with self._session() as session:
+            try:
+                # The SDK's per-request timeout sends notifications/cancelled when it fires.
+                return await session.call_tool(name, arguments or {}, read_timeout_seconds=limit)
+            except Exception as exc:
+                raise self._call_error(name, exc, limit) from None
+
+    def _call_error(self, what: str, exc: BaseException, limit: float | None = None
+                    ) -> ToolCallError:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        exc = _first_error(exc)
+        label = f"tool {what!r}" if what != "tools/list" else "tools/list"
+        conn = self._conn
+        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
+            log.warning("mcp.call_timeout", server=self.display, tool=what, timeout=limit)
+            # kind="timeout", not a TimeoutError: a retry policy must never re-send it.
+            return ToolCallError(
+                f"MCP server {self.display}: {label} did not answer within {limit:g}s; the "
+                "request was cancelled (notifications/cancelled sent)", kind="timeout"
+            )
+        if isinstance(exc, TimeoutError):
+            return ToolCallError(
+                f"MCP server {self.display}: {label} did not answer in time", kind="timeout"
+            )
+        if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
+            return ToolCallError(
+                f"MCP server {self.display} rejected {label}: {exc.error.message} "
+                f"(JSON-RPC error {exc.code})", kind="remote"
+            )
+        if isinstance(exc, RuntimeError) and "structured content" in str(exc):
+            return ToolCallError(f"MCP server {self.display}: {exc}", kind="remote")
+        # Connection lost (the process exited, the HTTP session dropped) or a broken message:
+        # the session is unusable; the next call starts a new one. This call is not retried:
+        # the server may have acted on it.
+        if conn is not None:
+            conn.dead = True
+        tail = conn.stderr.text() if conn is not None and conn.stderr is not None else ""
+        detail = exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+        if conn is not None and conn.error is not None:
+            detail = str(conn.error)
+        msg = (f"MCP server {self.display} lost the connection during {label} ({detail}); it "
+               "will be restarted on the next call, and this call was not retried")
+        if tail:
+            msg += f"; its stderr ends with:\n{tail[-1000:]}"
+        log.error("mcp.call_failed", server=self.display, tool=what, error=detail)
+        return ToolCallError(msg, kind="remote")
+
+    async def _teardown(self, conn: _Connection) -> None:
+        conn.dead = True
+        conn.stop.set()
+        runner = conn.runner
+        if runner is None or runner.done():
+            return
+        # The SDK's stdio shutdown is bounded (close stdin, 2 s, SIGTERM, 2 s, SIGKILL);
+        # the extra margin only guards against a transport that ignores cancellation.
+        done, _ = await asyncio.wait({runner}, timeout=12)
+        if not done:
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait({runner}, timeout=5)
+            log.warning("mcp.close_forced", server=self.display)
+
+    async def _close(self) -> None:
+        self._closed = True
+        conn, self._conn = self._conn, None
+        for task in list(self._background):
+            task.cancel()
+        if conn is not None:
+            await self._teardown(conn)
+            log.info("mcp.closed", server=self.display)
+
+
+@contextlib.contextmanager
+def _timeout_scope(seconds: float | None) -> Any:
+    import anyio
+
+    with anyio.fail_after(seconds):
+        yield
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolregistry-mcp")
+    except PackageNotFoundError:  # running from a source tree
+        return "0"
+
+
+async def _close_all() -> None:
+    clients = list(_live)
+    await asyncio.gather(*(c._close() for c in clients), return_exceptions=True)
+
+
+_loop.on_shutdown(_close_all)

@@ -1,0 +1,139 @@
+"""What an MCP server *is* to us: a stdio command, a script, or an HTTP(S) URL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+from toolregistry.errors import ConfigError
+
+__all__ = ["ServerSpec", "child_environment", "parse_server"]
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+
+# Beyond the SDK's own default list (HOME, LOGNAME, PATH, SHELL, TERM, USER on POSIX), a
+# child needs the locale to decode its own arguments and a temp dir to write scratch files.
+# Nothing else from the parent is passed on: API keys and tokens must not leak to servers.
+_EXTRA_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
+
+
+@frozen(kw_only=True)
+class ServerSpec:
+    """One MCP server, normalised. ``display`` names it in events and errors."""
+
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(factory=dict)
+    display: str = ""
+
+
+def child_environment(extra: Mapping[str, str] | None = None,
+                      inherit: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment of a stdio server: the SDK's minimal default set, a few locale and
+    temp-dir variables, the names in ``inherit``, then ``extra`` (the user's, which win)."""
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment()
+    for key in (*_EXTRA_INHERITED, *inherit):
+        value = os.environ.get(key)
+        if value is not None and not value.startswith("()"):  # no exported shell functions
+            env[key] = value
+    if extra:
+        env.update({str(k): str(v) for k, v in extra.items()})
+    return env
+
+
+def _script_command(path: Path) -> tuple[str, tuple[str, ...]]:
+    if path.suffix == ".py":
+        return sys.executable, (str(path),)
+    node = shutil.which("node")
+    if node is None:
+        raise ConfigError(f"MCP server script {path} needs Node.js: 'node' is not on PATH")
+    return node, (str(path),)
+
+
+def parse_server(
+    server: Any,
+    *,
+    headers: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    transport: str | None = None,
+    base_dir: Path | None = None,
+) -> ServerSpec:
+    """Normalise what a user passed as ``server`` (see :func:`toolregistry_mcp.load`).
+
+    ``base_dir`` resolves a relative script path (a configuration file's folder).
+    """
+    if isinstance(server, ServerSpec):
+        return server
+    if isinstance(server, os.PathLike):
+        server = os.fspath(server)
+    if isinstance(server, str):
+        text = server.strip()
+        if text.startswith(("http://", "https://")):
+            kind: Transport = "streamable-http"
+            if transport in ("sse", "streamable-http"):
+                kind = transport  # type: ignore[assignment]
+            elif text.rstrip("/").endswith("/sse"):
+                kind = "sse"
+            return ServerSpec(transport=kind, url=text, headers=dict(headers or {}),
+                              display=text)
+        path = Path(text).expanduser()
+        if not path.is_absolute() and not path.exists() and base_dir is not None:
+            path = base_dir / path
+        if path.suffix in (".py", ".js", ".mjs", ".cjs"):
+            if not path.is_file():
+                raise ConfigError(f"MCP server script {text!r} does not exist (looked at {path})")
+            exe, script = _script_command(path.resolve())
+            return ServerSpec(transport="stdio", command=exe, args=script,
+                              env=dict(env or {}), cwd=os.fspath(cwd) if cwd else None,
+                              display=path.name)
+        raise ConfigError(
+            f"cannot tell how to reach the MCP server {text!r}: pass an http(s) URL, a path to a "
+            "'.py' or '.js' server script, or a stdio spec {'command': ..., 'args': [...]}"
+        )
+    if isinstance(server, Mapping):
+        known = {"command", "args", "env", "cwd", "url", "headers", "transport", "name"}
+        unknown = sorted(set(server) - known)
+        if unknown:
+            raise ConfigError(f"MCP server spec has unknown key(s) {unknown}; known: "
+                              f"{sorted(known)}")
+        if "url" in server:
+            spec = parse_server(str(server["url"]),
+                                headers={**(server.get("headers") or {}), **(headers or {})},
+                                transport=server.get("transport") or transport)
+            return spec if not server.get("name") else _renamed(spec, str(server["name"]))
+        command = server.get("command")
+        if not isinstance(command, str) or not command:
+            raise ConfigError("a stdio MCP server spec needs 'command' (a string), e.g. "
+                              "{'command': 'uvx', 'args': ['mcp-server-time']}")
+        raw_args = server.get("args") or []
+        if isinstance(raw_args, str) or not all(isinstance(a, (str, os.PathLike)) for a in raw_args):
+            raise ConfigError(f"MCP server 'args' must be a list of strings, got {raw_args!r}")
+        merged_env = {**(server.get("env") or {}), **(env or {})}
+        where = server.get("cwd") or cwd
+        args = tuple(os.fspath(a) for a in raw_args)
+        display = str(server.get("name") or " ".join((Path(command).name, *args[:2])))
+        return ServerSpec(transport="stdio", command=command, args=args, env=merged_env,
+                          cwd=os.fspath(where) if where else None, display=display)
+    raise ConfigError(
+        f"cannot use {type(server).__name__} as an MCP server: pass an http(s) URL, a path to a "
+        "'.py' or '.js' script, or a stdio spec {'command': ..., 'args': [...], 'env': {...}}"
+    )
+
+
+def _renamed(spec: ServerSpec, name: str) -> ServerSpec:
+    import attrs
+
+    return attrs.evolve(spec, display=name)

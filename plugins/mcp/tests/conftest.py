@@ -1,0 +1,192 @@
+"""Fixtures: real MCP servers (our own, PyPI's and npm's), a registry, and an orphan check."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from toolregistry import ToolRegistry
+
+HERE = Path(__file__).parent
+SERVER = HERE / "servers" / "test_server.py"
+EVERYTHING_VERSION = "2026.8.31"
+# Our test servers (the SDK's stdio server) take ~2 s to exit on stdin EOF; the tests need
+# not wait for that politeness every time.
+TEST_CONFIG = "[tool.toolregistry]\n[tool.toolregistry.plugins.mcp]\nshutdown-grace = 0.3\n"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def descendants() -> list[psutil.Process]:
+    """Live (non-zombie) descendants of this test process."""
+    out = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                out.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def assert_no_children(before: set[int] = frozenset(), timeout: float = 10) -> None:  # type: ignore[assignment]
+    """Every MCP child process we started is gone (bounded wait)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [p for p in descendants() if p.pid not in before]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            names = []
+            for p in left:
+                try:
+                    names.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+                except psutil.Error:
+                    names.append(str(p.pid))
+            raise AssertionError(f"child processes left running: {names}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def no_orphans() -> Iterator[None]:
+    """Fails the test when it leaves a child process running."""
+    before = {p.pid for p in descendants()}
+    yield
+    assert_no_children(before)
+
+
+@pytest.fixture
+def registry(tmp_path: Path, no_orphans: None) -> Iterator[ToolRegistry]:
+    # An empty configuration file: the workspace's pyproject must not leak into tests.
+    config = tmp_path / "pyproject.toml"
+    config.write_text(TEST_CONFIG, encoding="utf-8")
+    reg = ToolRegistry(config=config)
+    try:
+        yield reg
+    finally:
+        reg.close()
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    path = tmp_path / "marker.txt"
+    path.write_text("", encoding="utf-8")
+    return path
+
+
+def stdio_spec(*args: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    spec: dict[str, object] = {"command": sys.executable, "args": [str(SERVER), *args]}
+    if env:
+        spec["env"] = env
+    return spec
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """Our test server over streamable HTTP on 127.0.0.1."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(proc)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+# --------------------------------------------------------------------------- npm: everything
+@pytest.fixture(scope="session")
+def everything_js() -> Path:
+    """The reference ``@modelcontextprotocol/server-everything``, installed from npm once."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None or shutil.which("npx") is None:
+        pytest.skip("needs node, npm and npx")
+    cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
+                                "toolregistry-tests" / "npm"))
+    entry = cache / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" \
+        / "index.js"
+    if not entry.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
+             f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"],
+            capture_output=True, text=True, timeout=300, check=False,
+        )
+        if done.returncode != 0 or not entry.is_file():
+            pytest.fail(f"npm install of server-everything failed:\n{done.stderr[-2000:]}")
+    return entry
+
+
+@pytest.fixture
+def everything_http(everything_js: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "PORT": str(port)}
+    proc = subprocess.Popen(["node", str(everything_js), "streamableHttp"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def everything_sse(everything_js: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "PORT": str(port)}
+    proc = subprocess.Popen(["node", str(everything_js), "sse"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/sse"
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def spec() -> object:
+    """``spec(*args, env=None)``: a stdio spec running our test server with ``args``."""
+    return stdio_spec
+
+
+@pytest.fixture
+def children_gone() -> object:
+    """``children_gone(before=set())``: assert no child process of ours is left (bounded)."""
+    return assert_no_children
