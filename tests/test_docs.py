@@ -1,0 +1,27 @@
+"""The documentation keeps up with the code: every hook documented with its exact signature."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+from toolregistry import hookspecs
+from toolregistry._plugins import HOOK_NAMES
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+@pytest.mark.parametrize("name", HOOK_NAMES)
+def test_every_hook_is_documented_with_its_signature(name: str) -> None:
+    text = (DOCS / "hooks.md").read_text(encoding="utf-8")
+    signature = str(inspect.signature(getattr(hookspecs, name))).replace("'", "")
+    assert f"def {name}{signature}" in text, f"docs/hooks.md lacks `def {name}{signature}`"
+    assert f"## {name}" in text
+
+
+def test_every_docs_page_is_in_the_site_navigation() -> None:
+    nav = (DOCS.parent / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in DOCS.glob("*.md"):
+        assert page.name in nav, f"{page.name} is not in mkdocs.yml nav"
