@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +18,7 @@ from langchain_core.tools import (
 from pydantic import BaseModel, field_validator
 
 from toolregistry import ToolRegistry
-from toolregistry.errors import ToolNameCollisionError
+from toolregistry.errors import ToolNameCollisionError, ToolRegistrationError
 
 
 @tool
@@ -196,17 +197,41 @@ def test_sleep_tool_times_out(registry: ToolRegistry) -> None:
     from langchain_community.tools import SleepTool
 
     registry.register_from_langchain(SleepTool())
+    assert not registry["sleep"].is_async  # invoke() on a worker thread by default
     fast = registry.invoke("sleep", {"sleep_time": 0})
-    assert fast.ok
-    slow = registry.invoke("sleep", {"sleep_time": 5}, timeout=0.3)
+    assert fast.ok and fast.content == "Agent slept for 0 seconds."
+    slow = registry.invoke("sleep", {"sleep_time": 2}, timeout=0.3)
     assert slow.is_error and slow.error_kind == "timeout"
-    assert slow.duration < 3
+    assert slow.duration < 1.5
 
-    async def main() -> Any:
-        return await registry.ainvoke("sleep", {"sleep_time": 5}, timeout=0.3)
 
-    aslow = asyncio.run(main())
-    assert aslow.is_error and aslow.error_kind == "timeout"
+def test_run_async_uses_the_native_coroutine_and_cancels_on_timeout(
+    registry: ToolRegistry,
+) -> None:
+    from langchain_community.tools import SleepTool
+
+    registry.register_from_langchain(SleepTool(), run_async=True)
+    assert registry["sleep"].is_async
+    started = time.perf_counter()
+    slow = registry.invoke("sleep", {"sleep_time": 5}, timeout=0.3)
+    assert slow.error_kind == "timeout"
+
+    async def main() -> list[Any]:
+        return await registry.aexecute_tool_calls(
+            [lc_call("sleep", {"sleep_time": 5}, f"s{i}") for i in range(3)], timeout=0.3)
+
+    results = asyncio.run(main())
+    assert [r.error_kind for r in results] == ["timeout"] * 3
+    # asyncio.sleep was cancelled each time: nothing waited for the 5 s sleeps.
+    assert time.perf_counter() - started < 3
+
+    async def only_async(q: str) -> str:
+        """Async only."""
+        return q
+
+    with pytest.raises(ToolRegistrationError, match="run_async=False"):
+        registry.register_from_langchain(
+            StructuredTool.from_function(coroutine=only_async), run_async=False)
 
 
 def test_plugin_is_found_and_imports_langchain_lazily() -> None:
@@ -259,3 +284,34 @@ def test_langchain_side_validation_errors(registry: ToolRegistry) -> None:
     assert "n must be positive" in bad.content
     handled = registry.invoke("half_handled", {"n": -4})
     assert handled.is_error and handled.content == "n must be a positive integer, try again"
+
+
+def test_import_path_sources_and_config(tmp_path: Path) -> None:
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    (sandbox / "a.txt").write_text("alpha", encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        "[tool.toolregistry]\n"
+        "default-timeout = 10\n"
+        "[[tool.toolregistry.sources]]\n"
+        'kind = "langchain"\n'
+        'target = "langchain_community.agent_toolkits:FileManagementToolkit"\n'
+        'namespace = "fs"\n'
+        f'init = {{ root_dir = "{sandbox.as_posix()}", selected_tools = ["read_file"] }}\n'
+        "[[tool.toolregistry.sources]]\n"
+        'kind = "langchain"\n'
+        'target = "langchain_community.tools:SleepTool"\n',
+        encoding="utf-8",
+    )
+    registry = ToolRegistry.from_config(config)
+    assert registry.list_tools() == ["fs-read_file", "sleep"]
+    assert registry.invoke("fs-read_file", {"file_path": "a.txt"}).content == "alpha"
+
+    direct = ToolRegistry()
+    direct.register_from_langchain("langchain_community.tools:SleepTool", namespace="t")
+    assert direct.list_tools() == ["t-sleep"]
+    with pytest.raises(ToolRegistrationError, match="init= applies only"):
+        direct.register_from_langchain(multiply, init={"x": 1})
+    with pytest.raises(ToolRegistrationError, match="not a module"):
+        direct.register_from_langchain("langchain_community.tools.sleep.tool", init={"a": 1})

@@ -267,8 +267,15 @@ class LangChainRunner:
 # --- building tools -------------------------------------------------------------------------
 
 def to_tool(lc_tool: BaseTool, *, namespace: str | None = None,
-            metadata: ToolMetadata | None = None) -> Tool:
-    """One LangChain tool as a kernel :class:`~toolregistry.Tool` (not registered)."""
+            metadata: ToolMetadata | None = None, run_async: bool | None = None) -> Tool:
+    """One LangChain tool as a kernel :class:`~toolregistry.Tool` (not registered).
+
+    ``run_async``: ``None`` runs coroutine-only tools with ``ainvoke`` and the rest with
+    ``invoke`` on the registry's worker threads; ``True`` always uses ``ainvoke`` (a tool's
+    native ``_arun`` then runs on the registry's event loop, where a timeout really cancels
+    it -- but a tool whose ``_arun`` just calls blocking code would block that loop);
+    ``False`` always uses ``invoke``.
+    """
     description, parameters = model_schema(lc_tool)
     injection = find_injection(lc_tool)
     runner = LangChainRunner(lc_tool, injection)
@@ -278,7 +285,12 @@ def to_tool(lc_tool: BaseTool, *, namespace: str | None = None,
         if lc_tool.metadata:
             extra["metadata"] = dict(lc_tool.metadata)
         metadata = ToolMetadata(custom_tags=lc_tool.tags or (), extra={"langchain": extra})
-    callable_ = make_callable(runner, async_only=_is_async_only(lc_tool))
+    async_only = _is_async_only(lc_tool)
+    if run_async is False and async_only:
+        raise ToolRegistrationError(
+            f"LangChain tool {lc_tool.name!r} has only a coroutine, so it cannot run with "
+            "run_async=False; leave run_async unset (or True)")
+    callable_ = make_callable(runner, run_async=async_only if run_async is None else run_async)
     return Tool(
         name=lc_tool.name,
         description=description,
@@ -304,9 +316,9 @@ def _detail(lc_tool: BaseTool) -> str:
     return f"{getattr(target, '__module__', '?')}:{target.__qualname__}"
 
 
-def make_callable(runner: LangChainRunner, *, async_only: bool) -> Any:
-    """The kernel callable: async when the LangChain tool only runs async."""
-    if async_only:
+def make_callable(runner: LangChainRunner, *, run_async: bool) -> Any:
+    """The kernel callable: a coroutine function running ``ainvoke``, or a sync one."""
+    if run_async:
         async def call_async(**arguments: Any) -> Any:
             context = arguments.pop(CONTEXT_PARAM, None)
             return await runner.arun(arguments, context)
@@ -322,21 +334,72 @@ def make_callable(runner: LangChainRunner, *, async_only: bool) -> Any:
     return call_sync
 
 
-def tools_from_langchain(source: Any, *, namespace: str | None = None) -> list[Tool]:
-    """Kernel tools for every LangChain tool in ``source`` (not registered)."""
-    return [to_tool(t, namespace=namespace) for t in collect_tools(source)]
+def tools_from_langchain(source: Any, *, namespace: str | None = None,
+                         run_async: bool | None = None) -> list[Tool]:
+    """Kernel tools for every LangChain tool in ``source`` (not registered; see
+    :func:`to_tool` for ``run_async``)."""
+    return [to_tool(t, namespace=namespace, run_async=run_async) for t in collect_tools(source)]
 
 
-def load(registry: Any, source: Any, *, namespace: str | None = None, replace: bool = False
-         ) -> list[Tool]:
-    """The ``langchain`` loader: register the LangChain tools in ``source``."""
-    tools = tools_from_langchain(source)
+def resolve_target(target: str, init: Mapping[str, Any] | None = None) -> Any:
+    """The LangChain tools named by an import path ``pkg.module:attr``.
+
+    ``attr`` may be a tool, a toolkit, a list of them, a class (a toolkit or ``BaseTool``
+    subclass, instantiated with ``init``) or a factory function (called with ``init``); a
+    plain module path gives the module's tools (those in ``__all__`` when it has one).
+    This is what ``kind = "langchain"`` sources in ``[tool.toolregistry]`` use.
+    """
+    import inspect
+
+    from langchain_core.tools import BaseTool
+
+    from toolregistry._sources import import_target
+
+    obj = import_target(target, f"langchain source {target!r}")
+    if inspect.ismodule(obj):
+        if init:
+            raise ToolRegistrationError(
+                f"langchain source {target!r}: init= needs a class or a factory function, not "
+                "a module; name one with 'module:attr'")
+        names = getattr(obj, "__all__", None) or list(vars(obj))
+        return [v for v in (getattr(obj, n, None) for n in names) if isinstance(v, BaseTool)]
+    if isinstance(obj, type) or (inspect.isroutine(obj) and not isinstance(obj, BaseTool)):
+        try:
+            return obj(**dict(init or {}))
+        except TypeError as exc:
+            raise ToolRegistrationError(
+                f"langchain source {target!r}: calling {obj!r} with init={dict(init or {})!r} "
+                f"failed: {exc}; give its required arguments in init") from exc
+    if init:
+        raise ToolRegistrationError(
+            f"langchain source {target!r} is already a {type(obj).__name__}: init= applies only "
+            "to a class or a factory function")
+    return obj
+
+
+def load(registry: Any, source: Any, *, namespace: str | None = None, replace: bool = False,
+         init: Mapping[str, Any] | None = None, run_async: bool | None = None) -> list[Tool]:
+    """The ``langchain`` loader: register the LangChain tools in ``source``.
+
+    ``source`` is a tool, a toolkit, an iterable of them, or an import path
+    ``"pkg.module:attr"`` (see :func:`resolve_target`; ``init`` goes to a class or factory).
+    ``run_async`` chooses ``invoke`` or ``ainvoke`` (see :func:`to_tool`).
+    """
+    if isinstance(source, str):
+        source = resolve_target(source, init)
+    elif init:
+        raise ToolRegistrationError(
+            "register_from_langchain: init= applies only to an import-path source "
+            "('pkg.module:ToolkitClass'); instantiate the toolkit yourself otherwise")
+    tools = tools_from_langchain(source, run_async=run_async)
     registered: list[Tool] = registry.register_tools(tools, namespace=namespace, replace=replace)
     log.info("langchain.registered", count=len(registered), namespace=namespace)
     return registered
 
 
 async def aload(registry: Any, source: Any, *, namespace: str | None = None,
-                replace: bool = False) -> list[Tool]:
+                replace: bool = False, init: Mapping[str, Any] | None = None,
+                run_async: bool | None = None) -> list[Tool]:
     """The ``langchain:async`` loader (building LangChain tools does no I/O)."""
-    return load(registry, source, namespace=namespace, replace=replace)
+    return load(registry, source, namespace=namespace, replace=replace, init=init,
+                run_async=run_async)
