@@ -43,7 +43,7 @@ def run_demo(config: str | None, api_format: str) -> int:
         if not registry.plugins.records:
             print("  (none installed: the kernel alone)")
         for kind, why in registry.skipped_sources:
-            print(f"  skipped a {kind} source: {why}")
+            print(f"  skipped {kind}: {why}")
         print(f"\n== {len(registry)} tools registered")
         for tool in registry.get_tools(include_disabled=True):
             print(f"  {tool.name:<32} [{tool.provenance.kind}] {tool.description.splitlines()[0][:60] if tool.description else ''}")
@@ -65,6 +65,10 @@ def run_demo(config: str | None, api_format: str) -> int:
             print(f"  {call:<40} {status:<28} {text[:100]}")
             if result.reason:
                 print(f"  {'':<40} reason: {result.reason}")
+            spool = result.metadata.get("spool")
+            if isinstance(spool, dict):
+                print(f"  {'':<40} spooled: {spool.get('handle')} ({spool.get('size')} bytes); "
+                      "the model reads the rest with the reader tool")
         ok = sum(not r.is_error for r in results)
         print(f"\n{ok} of {len(results)} calls succeeded; errors are returned to the model, "
               "never raised")

@@ -163,7 +163,20 @@ class ToolRegistry:
         failing.
         """
         cfg = _config.load_config(path, strict=bool(overrides.get("strict_plugins")))
+        skipped: list[tuple[Any, str]] = []
+        if skip_unavailable:
+            host = get_host(PluginSettings.resolve(
+                disable=overrides.get("disable_plugins"), load=overrides.get("load_plugins"),
+                strict=overrides.get("strict_plugins"), config=cfg), overrides.get("plugins", ()))
+            for feature in ("think_augment", "tool_discovery"):
+                if overrides.get(feature) is None and cfg.get(feature):
+                    try:
+                        host.require(feature)
+                    except MissingPluginError as exc:
+                        overrides[feature] = False
+                        skipped.append((feature, str(exc)))
         registry = cls(config=cfg, **overrides)
+        registry.skipped_sources.extend(skipped)
         try:
             for index, source in enumerate(cfg.sources):
                 try:

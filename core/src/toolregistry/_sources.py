@@ -101,7 +101,9 @@ def load_python_source(registry: ToolRegistry, options: dict[str, Any], where: s
             n for n, v in vars(obj).items()
             if inspect.isfunction(v) and v.__module__ == obj.__name__ and not n.startswith("_")
         ]
-        tools = [Tool.from_function(getattr(obj, n)) for n in names if callable(getattr(obj, n))]
+        members = [getattr(obj, n) for n in names]
+        tools = [m if isinstance(m, Tool) else Tool.from_function(m)
+                 for m in members if isinstance(m, Tool) or callable(m)]
         return registry.register_tools(tools, namespace=namespace, replace=replace)
     if isinstance(obj, Tool):
         return registry.register_tools([obj], namespace=namespace, replace=replace)
