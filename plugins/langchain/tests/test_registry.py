@@ -17,7 +17,7 @@ from langchain_core.tools import (
 )
 from pydantic import BaseModel, field_validator
 
-from toolregistry import ToolRegistry
+from toolregistry import ToolMetadata, ToolRegistry
 from toolregistry.errors import ToolNameCollisionError, ToolRegistrationError
 
 
@@ -315,3 +315,19 @@ def test_import_path_sources_and_config(tmp_path: Path) -> None:
         direct.register_from_langchain(multiply, init={"x": 1})
     with pytest.raises(ToolRegistrationError, match="not a module"):
         direct.register_from_langchain("langchain_community.tools.sleep.tool", init={"a": 1})
+
+
+def test_metadata_option_keeps_langchain_fields(registry: ToolRegistry) -> None:
+    tagged = StructuredTool.from_function(_half, name="half", tags=["math"])
+    registry.register_from_langchain(
+        tagged, metadata=ToolMetadata(timeout=5, tags=["read_only"], custom_tags=["mine"]))
+    meta = registry["half"].metadata
+    assert meta.timeout == 5 and meta.is_read_only
+    assert meta.custom_tags == frozenset({"mine", "math"})
+    assert meta.extra["langchain"]["response_format"] == "content"
+    registry.register_from_langchain(
+        multiply, metadata={"too-long-to-file": True, "defer": True})
+    assert registry["multiply"].metadata.too_long_to_file is True
+    assert registry["multiply"].metadata.defer is True
+    with pytest.raises(ToolRegistrationError, match="fields: "):
+        registry.register_from_langchain(multiply, metadata={"colour": "red"}, replace=True)

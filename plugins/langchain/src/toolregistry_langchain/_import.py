@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
+import attrs
 from attrs import frozen
 
 from toolregistry._log import log
@@ -279,12 +280,18 @@ def to_tool(lc_tool: BaseTool, *, namespace: str | None = None,
     description, parameters = model_schema(lc_tool)
     injection = find_injection(lc_tool)
     runner = LangChainRunner(lc_tool, injection)
-    if metadata is None:
-        extra: dict[str, Any] = {"return_direct": lc_tool.return_direct,
-                                 "response_format": lc_tool.response_format}
-        if lc_tool.metadata:
-            extra["metadata"] = dict(lc_tool.metadata)
-        metadata = ToolMetadata(custom_tags=lc_tool.tags or (), extra={"langchain": extra})
+    extra: dict[str, Any] = {"return_direct": lc_tool.return_direct,
+                             "response_format": lc_tool.response_format}
+    if lc_tool.metadata:
+        extra["metadata"] = dict(lc_tool.metadata)
+    base = metadata or ToolMetadata()
+    # The caller's metadata (timeout, tags, too_long_to_file, ...) wins; LangChain's tags and
+    # fields are added to it rather than lost.
+    metadata = attrs.evolve(
+        base,
+        custom_tags=base.custom_tags | frozenset(lc_tool.tags or ()),
+        extra={**base.extra, "langchain": extra},
+    )
     async_only = _is_async_only(lc_tool)
     if run_async is False and async_only:
         raise ToolRegistrationError(
@@ -335,10 +342,12 @@ def make_callable(runner: LangChainRunner, *, run_async: bool) -> Any:
 
 
 def tools_from_langchain(source: Any, *, namespace: str | None = None,
+                         metadata: ToolMetadata | None = None,
                          run_async: bool | None = None) -> list[Tool]:
     """Kernel tools for every LangChain tool in ``source`` (not registered; see
     :func:`to_tool` for ``run_async``)."""
-    return [to_tool(t, namespace=namespace, run_async=run_async) for t in collect_tools(source)]
+    return [to_tool(t, namespace=namespace, metadata=metadata, run_async=run_async)
+            for t in collect_tools(source)]
 
 
 def resolve_target(target: str, init: Mapping[str, Any] | None = None) -> Any:
@@ -377,13 +386,30 @@ def resolve_target(target: str, init: Mapping[str, Any] | None = None) -> Any:
     return obj
 
 
+def _as_metadata(value: ToolMetadata | Mapping[str, Any] | None) -> ToolMetadata | None:
+    """``metadata=`` as a ToolMetadata; a mapping (a ``[tool.toolregistry.sources]`` table)
+    with ``-`` or ``_`` keys is accepted."""
+    if value is None or isinstance(value, ToolMetadata):
+        return value
+    fields = {k.replace("-", "_"): v for k, v in value.items()}
+    try:
+        return ToolMetadata(**fields)
+    except (TypeError, ValueError) as exc:
+        known = ", ".join(a.name for a in attrs.fields(ToolMetadata))
+        raise ToolRegistrationError(
+            f"register_from_langchain: invalid metadata {dict(value)!r}: {exc} (fields: {known})"
+        ) from exc
+
+
 def load(registry: Any, source: Any, *, namespace: str | None = None, replace: bool = False,
-         init: Mapping[str, Any] | None = None, run_async: bool | None = None) -> list[Tool]:
+         init: Mapping[str, Any] | None = None, run_async: bool | None = None,
+         metadata: ToolMetadata | Mapping[str, Any] | None = None) -> list[Tool]:
     """The ``langchain`` loader: register the LangChain tools in ``source``.
 
     ``source`` is a tool, a toolkit, an iterable of them, or an import path
     ``"pkg.module:attr"`` (see :func:`resolve_target`; ``init`` goes to a class or factory).
-    ``run_async`` chooses ``invoke`` or ``ainvoke`` (see :func:`to_tool`).
+    ``run_async`` chooses ``invoke`` or ``ainvoke`` (see :func:`to_tool`); ``metadata``
+    applies to every tool (LangChain's tags and fields are added to it).
     """
     if isinstance(source, str):
         source = resolve_target(source, init)
@@ -391,7 +417,8 @@ def load(registry: Any, source: Any, *, namespace: str | None = None, replace: b
         raise ToolRegistrationError(
             "register_from_langchain: init= applies only to an import-path source "
             "('pkg.module:ToolkitClass'); instantiate the toolkit yourself otherwise")
-    tools = tools_from_langchain(source, run_async=run_async)
+    meta = _as_metadata(metadata)
+    tools = tools_from_langchain(source, metadata=meta, run_async=run_async)
     registered: list[Tool] = registry.register_tools(tools, namespace=namespace, replace=replace)
     log.info("langchain.registered", count=len(registered), namespace=namespace)
     return registered
@@ -399,7 +426,8 @@ def load(registry: Any, source: Any, *, namespace: str | None = None, replace: b
 
 async def aload(registry: Any, source: Any, *, namespace: str | None = None,
                 replace: bool = False, init: Mapping[str, Any] | None = None,
-                run_async: bool | None = None) -> list[Tool]:
+                run_async: bool | None = None,
+                metadata: ToolMetadata | Mapping[str, Any] | None = None) -> list[Tool]:
     """The ``langchain:async`` loader (building LangChain tools does no I/O)."""
     return load(registry, source, namespace=namespace, replace=replace, init=init,
-                run_async=run_async)
+                run_async=run_async, metadata=metadata)
