@@ -73,8 +73,9 @@ def compress_file(path: str) -> str:
 
 
 def build_registry() -> ToolRegistry:
-    """A registry with the four tools."""
-    registry = ToolRegistry("weather-demo")
+    """A registry with the four tools (and no optional plugins: explicit arguments win over
+    any ``[tool.toolregistry]`` table found next to where the example runs)."""
+    registry = ToolRegistry("weather-demo", think_augment=False, tool_discovery=False)
     for t in (get_weather, list_files, make_chart, compress_file):
         registry.register(t)
     return registry
