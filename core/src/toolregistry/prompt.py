@@ -135,7 +135,8 @@ def render_deferred_summaries(registry: ToolRegistry) -> str:
         return ""
     if registry.is_enabled(_DISCOVER_TOOLS):
         intro = (f"These tools are available but not in your tool list yet. Call "
-                 f"{_DISCOVER_TOOLS} with a tool's name to get its definition before calling it.")
+                 f"{_DISCOVER_TOOLS} with a tool's name (or the capability you need) to get "
+                 "its definition before calling it.")
     else:
         intro = "These tools exist but are not in your tool list yet."
     lines = []
