@@ -94,7 +94,8 @@ def test_spec_forms_set_metadata(tmp_path: Path) -> None:
 def test_registered_and_executed(registry: ToolRegistry) -> None:
     registry.register(get_weather)
     registry.register(read_large_file)
-    assert registry.list_tools() == ["get_weather", "read_large_file"]
+    # (with toolregistry-spool installed, its reader tool joins them)
+    assert {"get_weather", "read_large_file"} <= set(registry.list_tools())
     [result] = registry.execute_tool_calls(
         [{"id": "c1", "name": "get_weather", "arguments": '{"city": "Paris"}'}])
     assert result.ok
