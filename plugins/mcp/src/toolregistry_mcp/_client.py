@@ -127,6 +127,8 @@ class _Connection:
     dead: bool = False
     stderr: _StderrTail | None = None
     error: BaseException | None = None  # why the transport failed, when it knows
+    dispatcher: Any = None  # the session's JSON-RPC dispatcher (for the lenient path)
+    lenient: bool = False  # the server's listing fails the SDK's validation
 
 
 def _first_error(exc: BaseException) -> BaseException:
@@ -180,6 +182,8 @@ class MCPClient:
         self._closed = False
         self._init: mcp_types.InitializeResult | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self.invalid_tools: dict[str, str] = {}
+        """Tools of the last listing whose definitions were malformed: ``{name: why}``."""
         _live.add(self)
 
     # ------------------------------------------------------------------ info
@@ -327,6 +331,7 @@ class MCPClient:
         import anyio
         import mcp_types as types
         from mcp.client.session import ClientSession
+        from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
         def mark_dead() -> None:
             if not conn.dead:
@@ -337,9 +342,10 @@ class MCPClient:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(conn))
+                # Our own dispatcher object, so that the lenient path can send raw requests.
+                conn.dispatcher = JSONRPCDispatcher(_WatchedStream(read, mark_dead), write)
                 session = ClientSession(
-                    _WatchedStream(read, mark_dead),
-                    write,
+                    dispatcher=conn.dispatcher,
                     message_handler=self._on_message,
                     logging_callback=self._on_log,
                     client_info=types.Implementation(name=self.client_name,
@@ -438,45 +444,102 @@ class MCPClient:
                   logger=params.logger, data=str(params.data)[:500])
 
     @contextlib.asynccontextmanager
-    async def _session(self) -> AsyncIterator[ClientSession]:
+    async def _session(self) -> AsyncIterator[_Connection]:
         if self.persistent:
-            conn = await self._ensure()
-            assert conn.session is not None
-            yield conn.session
+            yield await self._ensure()
             return
         if self._closed:
             raise ToolCallError(f"MCP client for {self.display} is closed", kind="remote")
         conn = await self._open()
         try:
-            assert conn.session is not None
-            yield conn.session
+            yield conn
         finally:
             await self._teardown(conn)
 
     async def _list_tools(self) -> list[mcp_types.Tool]:
         import mcp_types as types
+        from pydantic import ValidationError
 
         tools: list[types.Tool] = []
-        async with self._session() as session:
+        invalid: dict[str, str] = {}
+        async with self._session() as conn:
+            session = conn.session
+            assert session is not None
             cursor: str | None = None
             for _ in range(_MAX_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 try:
                     with _timeout_scope(self.connect_timeout):
-                        page = await session.list_tools(params=params)
+                        if not conn.lenient:
+                            try:
+                                page = await session.list_tools(params=params)
+                            except ValidationError:
+                                # One malformed tool fails the SDK's whole listing; read the
+                                # raw listing instead and drop only the malformed tools.
+                                conn.lenient = True
+                        if conn.lenient:
+                            page = await self._raw_list(conn, cursor, invalid)
                 except Exception as exc:
                     raise self._call_error("tools/list", exc) from None
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
                     break
+        self.invalid_tools = invalid
         return tools
+
+    async def _raw_list(self, conn: _Connection, cursor: str | None,
+                        invalid: dict[str, str]) -> mcp_types.ListToolsResult:
+        import mcp_types as types
+        from pydantic import ValidationError
+
+        assert conn.dispatcher is not None
+        raw = await conn.dispatcher.send_raw_request(
+            "tools/list", {"cursor": cursor} if cursor else None, self._raw_options(conn))
+        items = raw.get("tools")
+        if not isinstance(items, list):
+            raise ValueError("tools/list result has no 'tools' list")
+        good: list[types.Tool] = []
+        for index, item in enumerate(items):
+            name = item.get("name") if isinstance(item, dict) else None
+            try:
+                good.append(types.Tool.model_validate(item, by_name=False))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                invalid[str(name or f"#{index}")] = (
+                    f"the server's tool definition is malformed ({where}: {first['msg']})")
+        next_cursor = raw.get("nextCursor")
+        return types.ListToolsResult(tools=good, next_cursor=next_cursor
+                                     if isinstance(next_cursor, str) else None)
+
+    def _raw_options(self, conn: _Connection, timeout: float | None = None) -> Any:
+        from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+
+        opts: dict[str, Any] = {}
+        if conn.init is not None:
+            opts["headers"] = {MCP_PROTOCOL_VERSION_HEADER: conn.init.protocol_version}
+        if timeout is not None:
+            opts["timeout"] = timeout
+        return opts
 
     async def _call_tool(self, name: str, arguments: dict[str, Any] | None,
                          timeout: float | None) -> mcp_types.CallToolResult:
+        import mcp_types as types
+
         limit = timeout if timeout is not None else self.timeout
-        async with self._session() as session:
+        async with self._session() as conn:
+            session = conn.session
+            assert session is not None
             try:
+                if conn.lenient:
+                    # The SDK re-lists tools to validate structured output, which fails for
+                    # this server; call through the dispatcher and parse the result alone.
+                    assert conn.dispatcher is not None
+                    raw = await conn.dispatcher.send_raw_request(
+                        "tools/call", {"name": name, "arguments": arguments or {}},
+                        self._raw_options(conn, limit))
+                    return types.CallToolResult.model_validate(raw, by_name=False)
                 # The SDK's per-request timeout sends notifications/cancelled when it fires.
                 return await session.call_tool(name, arguments or {}, read_timeout_seconds=limit)
             except Exception as exc:

@@ -210,6 +210,7 @@ class MCPSource:
         if registry is None or registry.closed:
             return report
         current = {t.name: t for t in listed if self.wanted(t.name)}
+        self._note_invalid(report["skipped"])
         for original in [o for o in self.registered if o not in current]:
             entry = self.registered.pop(original)
             if entry.name in registry:
@@ -223,6 +224,8 @@ class MCPSource:
                     added = registry.register_tools([built], namespace=self.namespace,
                                                     replace=self.replace)
                 except (ToolRegistrationError, ValueError) as exc:
+                    if self.skipped.get(original) == str(exc):
+                        continue  # reported when it was first seen
                     self.skipped[original] = str(exc)
                     report["skipped"].append(original)
                     log.warning("mcp.tool_skipped", server=self.client.display, tool=original,
@@ -268,6 +271,15 @@ class MCPSource:
             log.info("mcp.refreshed", server=self.client.display,
                      **{k: v for k, v in report.items() if v})
         return report
+
+    def _note_invalid(self, skipped: list[str] | None = None) -> None:
+        for name, why in self.client.invalid_tools.items():
+            if not self.wanted(name) or self.skipped.get(name) == why:
+                continue
+            self.skipped[name] = why
+            if skipped is not None:
+                skipped.append(name)
+            log.warning("mcp.tool_skipped", server=self.client.display, tool=name, reason=why)
 
     def refresh(self, *, accept_changes: bool = False) -> dict[str, list[str]]:
         """List the server's tools again and update the registry: new tools are registered,
@@ -375,6 +387,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any]) -
                                                               settings.max_result_chars)),
             _registry=weakref.ref(registry),
         )
+        source._note_invalid()
         tools: list[Tool] = []
         originals: list[mcp_types.Tool] = []
         for tool in listed:

@@ -124,7 +124,8 @@ def parse_server(
         merged_env = {**(server.get("env") or {}), **(env or {})}
         where = server.get("cwd") or cwd
         args = tuple(os.fspath(a) for a in raw_args)
-        display = str(server.get("name") or " ".join((Path(command).name, *args[:2])))
+        shown = [Path(a).name if os.sep in a else a for a in args[:2]]
+        display = str(server.get("name") or " ".join((Path(command).name, *shown)))
         return ServerSpec(transport="stdio", command=command, args=args, env=merged_env,
                           cwd=os.fspath(where) if where else None, display=display)
     raise ConfigError(

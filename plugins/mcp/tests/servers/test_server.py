@@ -1,6 +1,6 @@
 """A real MCP server for the tests (the SDK's low-level Server), over stdio or streamable HTTP.
 
-    python test_server.py [--http PORT] [--tools N] [--page-size N] [--broken]
+    python test_server.py [--http PORT] [--tools N] [--page-size N]
                           [--fail-at-start] [--hang-at-start] [--marker FILE]
 
 Its tools cover every result shape and every failure the client must survive; ``--marker``
@@ -57,7 +57,6 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--tools", type=int, default=0, help="extra numbered tools")
     parser.add_argument("--page-size", type=int, default=0)
-    parser.add_argument("--broken", action="store_true")
     parser.add_argument("--fail-at-start", action="store_true")
     parser.add_argument("--hang-at-start", action="store_true")
     parser.add_argument("--marker", default=None)
@@ -121,6 +120,10 @@ def main() -> None:
                        input_schema={"type": "object", "properties": {}}),
             types.Tool(name="mutate", description="Change echo's description, add a tool.",
                        input_schema={"type": "object", "properties": {}}),
+            types.Tool(name="header", description="A request header (HTTP only).",
+                       input_schema={"type": "object",
+                                     "properties": {"name": {"type": "string"}},
+                                     "required": ["name"]}),
             types.Tool(name="lax", description="Does not check its own arguments.",
                        input_schema={"type": "object",
                                      "properties": {"n": {"type": "integer", "minimum": 0}},
@@ -131,11 +134,6 @@ def main() -> None:
                 name=f"tool_{i:03d}", description=f"Numbered tool {i}: returns its number.",
                 input_schema={"type": "object",
                               "properties": {"x": {"type": "integer", "description": "any"}}}))
-        if opts.broken:
-            out.append(types.Tool(name="broken", description="Advertises a bad schema.",
-                                  input_schema={"type": "object", "properties": 5}))
-            out.append(types.Tool(name="not_object", description="A string schema.",
-                                  input_schema={"type": "string"}))
         out.extend(state["extra"])
         return out
 
@@ -201,6 +199,10 @@ def main() -> None:
                                          input_schema={"type": "object", "properties": {}})]
             await ctx.session.send_tool_list_changed()
             return types.CallToolResult(content=_text("mutated"))
+        if name == "header":
+            request = getattr(ctx, "request", None)
+            value = request.headers.get(args["name"]) if request is not None else None
+            return types.CallToolResult(content=_text(str(value)))
         if name == "lax":
             return types.CallToolResult(content=_text(f"got {args.get('n')!r}"))
         if name.startswith("tool_") or name == "newcomer":

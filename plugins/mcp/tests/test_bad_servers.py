@@ -1,0 +1,165 @@
+"""Servers that fail: at start, mid-call, by hanging, by flooding, by lying about schemas.
+
+Each must end in a clear error result or event within bounded time, and leave no process.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import structlog
+
+import toolregistry_mcp
+from toolregistry import ToolRegistry
+from toolregistry_mcp import MCPConnectError
+
+RAW_SERVER = Path(__file__).parent / "servers" / "raw_server.py"
+
+
+def _pids_of(marker: Path, word: str) -> int:
+    return marker.read_text(encoding="utf-8").split().count(word)
+
+
+def _wait_for(predicate: Any, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def test_server_failing_at_start(registry: ToolRegistry, spec: Any) -> None:
+    started = time.monotonic()
+    with pytest.raises(MCPConnectError) as info:
+        registry.register_from_mcp(spec("--fail-at-start"))
+    assert time.monotonic() - started < 20
+    message = str(info.value)
+    assert "test_server.py" in message and "failed to start" in message
+    assert "DATABASE_URL is not set" in message  # the server's own stderr, for the user
+    assert len(registry) == 0 and toolregistry_mcp.sources(registry) == []
+
+
+def test_command_not_found(registry: ToolRegistry) -> None:
+    with pytest.raises(MCPConnectError, match="was not found"):
+        registry.register_from_mcp({"command": "/nonexistent/mcp-server", "args": []})
+
+
+def test_server_hanging_at_start(registry: ToolRegistry, spec: Any) -> None:
+    started = time.monotonic()
+    with pytest.raises(MCPConnectError, match="did not complete the MCP handshake within 2s"):
+        registry.register_from_mcp(spec("--hang-at-start"), connect_timeout=2)
+    assert time.monotonic() - started < 12
+
+
+def test_server_dying_mid_call(registry: ToolRegistry, spec: Any, marker: Path) -> None:
+    registry.register_from_mcp(spec("--marker", str(marker)))
+    pid_before = registry.invoke("pid", {}).text
+    result = registry.invoke("die", {})
+    assert result.is_error and result.error_kind == "remote"
+    assert "lost the connection" in result.text and "not retried" in result.text
+    # Reconnected on the next call: a new server process.
+    pid_after = registry.invoke("pid", {}).text
+    assert pid_after.isdigit() and pid_after != pid_before
+    assert not psutil.pid_exists(int(pid_before)) or psutil.Process(
+        int(pid_before)).status() == psutil.STATUS_ZOMBIE
+    # The failed call was sent exactly once.
+    assert _pids_of(marker, "dying") == 1
+
+
+def test_server_dying_while_idle_is_restarted_transparently(registry: ToolRegistry,
+                                                            spec: Any) -> None:
+    registry.register_from_mcp(spec())
+    pid = int(registry.invoke("pid", {}).text)
+    psutil.Process(pid).kill()
+    psutil.Process(pid).wait(5) if psutil.pid_exists(pid) else None
+    _wait_for(lambda: not psutil.pid_exists(pid) or
+              psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    time.sleep(0.2)  # let the session notice the end of its stdout
+    result = registry.invoke("echo", {"text": "still here"})
+    assert result.ok, result.text
+    assert result.content == "still here"
+
+
+def test_hanging_call_times_out_and_is_cancelled(registry: ToolRegistry, spec: Any,
+                                                 marker: Path) -> None:
+    registry.register_from_mcp(spec("--marker", str(marker)), timeout=1)
+    started = time.monotonic()
+    result = registry.invoke("slow", {"seconds": 60})
+    assert time.monotonic() - started < 5
+    assert result.is_error and result.error_kind == "timeout"
+    assert "did not answer within 1s" in result.text
+    # The server received notifications/cancelled and stopped the handler.
+    _wait_for(lambda: "cancelled slow" in marker.read_text(encoding="utf-8"))
+    assert registry.invoke("echo", {"text": "ok"}).content == "ok"  # session still usable
+
+
+def test_registry_timeout_cancels_the_mcp_request(registry: ToolRegistry, spec: Any,
+                                                  marker: Path) -> None:
+    registry.register_from_mcp(spec("--marker", str(marker)), timeout=60)
+    started = time.monotonic()
+    result = registry.invoke("slow", {"seconds": 60}, timeout=1)
+    assert time.monotonic() - started < 5
+    assert result.is_error and result.error_kind == "timeout"
+    _wait_for(lambda: "cancelled slow" in marker.read_text(encoding="utf-8"))
+
+
+def test_fifty_megabyte_result_is_truncated(registry: ToolRegistry, spec: Any) -> None:
+    registry.register_from_mcp(spec(), include=["big", "echo"])
+    started = time.monotonic()
+    result = registry.invoke("big", {"mb": 50})
+    assert time.monotonic() - started < 20
+    assert result.ok
+    assert len(result.text) < 101_000
+    assert "[truncated by toolregistry-mcp: the result had 52,428,800 characters" in result.text
+
+
+def test_message_over_the_bound_is_an_error_then_recovers(tmp_path: Path, spec: Any,
+                                                          no_orphans: None) -> None:
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.toolregistry.plugins.mcp]\nmax-message-bytes = 1000000\n"
+                      "shutdown-grace = 0.3\n", encoding="utf-8")
+    with ToolRegistry(config=config) as reg:
+        reg.register_from_mcp(spec(), include=["big", "echo"])
+        started = time.monotonic()
+        result = reg.invoke("big", {"mb": 5})
+        assert time.monotonic() - started < 15
+        assert result.is_error and result.error_kind == "remote"
+        assert "larger than 1,000,000 bytes" in result.text
+        assert reg.invoke("echo", {"text": "back"}).content == "back"
+
+
+def test_broken_schemas_are_skipped_with_an_event(registry: ToolRegistry) -> None:
+    # A hand-written server: the SDK's own server refuses to send broken definitions.
+    with structlog.testing.capture_logs() as logs:
+        tools = registry.register_from_mcp(str(RAW_SERVER))
+    assert [t.name for t in tools] == ["good"]
+    skipped = {e["tool"]: e["reason"] for e in logs if e["event"] == "mcp.tool_skipped"}
+    assert "'properties' is a int" in skipped["broken"]
+    assert "type 'string'" in skipped["not_object"]
+    assert "not a valid JSON Schema" in skipped["bad_ref"]
+    assert "malformed (inputSchema: Field required)" in skipped["no_schema"]
+    source = toolregistry_mcp.sources(registry)[0]
+    assert set(source.skipped) == {"broken", "not_object", "bad_ref", "no_schema"}
+    assert registry.invoke("good", {"q": "fine"}).content == '{"q": "fine"}'
+    assert toolregistry_mcp.refresh(registry)["skipped"] == []  # reported once
+
+
+def test_unknown_option_is_named(registry: ToolRegistry, spec: Any) -> None:
+    from toolregistry.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="did you mean 'namespace'"):
+        registry.register_from_mcp(spec(), namspace="x")
+
+
+def test_bad_server_spec(registry: ToolRegistry) -> None:
+    from toolregistry.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="http\\(s\\) URL"):
+        registry.register_from_mcp("not-a-server")
+    with pytest.raises(ConfigError, match="needs 'command'"):
+        registry.register_from_mcp({"args": ["x"]})
+    with pytest.raises(ConfigError, match="does not exist"):
+        registry.register_from_mcp("/nowhere/server.py")
