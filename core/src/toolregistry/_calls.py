@@ -1,10 +1,25 @@
 """Provider-native tool calls (objects or dicts) into :class:`ToolCall`.
 
-Recognised: OpenAI chat ``tool_calls`` items, OpenAI responses ``function_call`` items,
-Anthropic ``tool_use`` blocks, Gemini ``function_call`` parts / ``FunctionCall`` objects,
-LangChain ``tool_call`` dicts, and ``{"name", "arguments"}`` dicts. The shape decides, checked
-in an order where no format can be mistaken for another (a responses item carries
-``type: function_call`` and is matched first).
+Recognised, objects as the SDKs return them or the same data as plain dicts:
+
+============================  ===========================================  ==================
+format                        shape                                        arguments
+============================  ===========================================  ==================
+``openai-responses``          ``type == "function_call"`` (or ``call_id``   ``arguments`` (JSON)
+                              + ``name`` without ``type``)
+``openai-chat``               ``function: {name, arguments}``              ``arguments`` (JSON)
+``anthropic``                 ``type == "tool_use"``                       ``input`` (object)
+``gemini``                    a ``Part`` with ``function_call`` /          ``args`` (object)
+                              ``functionCall``, or a ``FunctionCall``
+                              (``name`` + ``args``)
+``langchain``                 ``type == "tool_call"``                      ``args`` (object)
+``registry``                  ``ToolCall``, or ``{name, arguments, id}``   JSON or object
+============================  ===========================================  ==================
+
+The discriminating ``type`` field is checked first, so a responses item (which also has a
+``name`` and ``arguments``) is never taken for a chat or registry call. Fields are read as
+attributes or keys, never through ``model_dump`` (cheap, and tolerant of SDK versions that add
+fields).
 """
 
 from __future__ import annotations
@@ -15,9 +30,12 @@ from typing import Any
 
 from .types import ToolCall
 
+__all__ = ["CallParseError", "parse_arguments", "parse_call"]
+
 
 class CallParseError(ValueError):
-    """A call whose shape or arguments cannot be understood; ``kind`` says which."""
+    """A call whose shape or arguments cannot be understood; ``kind`` says which
+    (``malformed_call`` or ``malformed_arguments``) and ``call`` is a best-effort record."""
 
     def __init__(self, message: str, kind: str, call: ToolCall) -> None:
         super().__init__(message)
@@ -25,114 +43,198 @@ class CallParseError(ValueError):
         self.call = call
 
 
-def _as_mapping(obj: Any) -> Mapping[str, Any] | None:
-    if isinstance(obj, Mapping):
-        return obj
-    dump = getattr(obj, "model_dump", None)
-    if callable(dump):  # openai, anthropic and google-genai types are pydantic models
-        try:
-            data = dump()
-        except Exception:
-            return None
-        return data if isinstance(data, Mapping) else None
-    if hasattr(obj, "__dict__"):
-        return vars(obj)
+def _get(obj: Any, key: str) -> Any:
+    """``obj[key]`` for mappings, ``obj.key`` for objects; ``None`` when absent or broken."""
+    try:
+        if isinstance(obj, Mapping):
+            return obj.get(key)
+        return getattr(obj, key, None)
+    except Exception:  # a broken __getattr__ / __getitem__ is a malformed call, not a crash
+        return None
+
+
+def _has(obj: Any, key: str) -> bool:
+    try:
+        if isinstance(obj, Mapping):
+            return key in obj
+        return hasattr(obj, key)
+    except Exception:
+        return False
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
     return None
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, Mapping):
+        try:
+            keys = ", ".join(sorted(str(k) for k in obj)) or "none"
+        except Exception:
+            keys = "?"
+        return f"a dict with keys: {keys}"
+    return f"a {type(obj).__name__}"
 
 
 def parse_call(obj: Any, index: int = 0) -> ToolCall:
     """One provider-native call as a :class:`ToolCall` with parsed ``arguments``.
 
     Raises :class:`CallParseError` (carrying a best-effort ``ToolCall``) when the call or its
-    arguments are malformed.
+    arguments are malformed. A :class:`ToolCall` is returned as is (its arguments parsed when
+    only ``raw_arguments`` was set).
     """
     if isinstance(obj, ToolCall):
-        call = obj
-        if call.arguments is None:
-            call.arguments = _parse_arguments(call.raw_arguments, call)
-        return call
-    data = _as_mapping(obj)
-    if data is None:
-        call = ToolCall(name="", id=None, raw=obj)
+        if not isinstance(obj.name, str) or not obj.name:
+            raise CallParseError(f"tool call #{index} has no tool name", "malformed_call", obj)
+        if obj.arguments is None:
+            obj.arguments = parse_arguments(obj.raw_arguments, obj)
+        return obj
+    if obj is None or isinstance(obj, (str, bytes, bytearray, int, float, list, tuple)):
+        call = ToolCall(name="", raw=obj)
         raise CallParseError(
-            f"tool call #{index} is a {type(obj).__name__}, not a tool call object or dict",
-            "malformed_call", call)
-    kind = data.get("type")
-    if kind == "function_call":  # OpenAI responses
-        call = ToolCall(name=_name(data), id=data.get("call_id") or data.get("id"),
-                        raw_arguments=data.get("arguments"), format="openai-responses", raw=obj)
-        call.extra["item_id"] = data.get("id")
-    elif isinstance(data.get("function"), (Mapping,)) or (
-        data.get("function") is not None and not isinstance(data.get("function"), str)
-    ):
-        fn = _as_mapping(data["function"]) or {}
-        call = ToolCall(name=_name(fn), id=data.get("id"), raw_arguments=fn.get("arguments"),
-                        format="openai-chat", raw=obj)
-    elif kind == "tool_use":  # Anthropic
-        call = ToolCall(name=_name(data), id=data.get("id"), raw_arguments=data.get("input"),
-                        format="anthropic", raw=obj)
-    elif data.get("function_call") is not None or data.get("functionCall") is not None:
-        inner = _as_mapping(data.get("function_call") or data.get("functionCall")) or {}
-        call = ToolCall(name=_name(inner), id=inner.get("id"), raw_arguments=inner.get("args"),
-                        format="gemini", raw=obj)
-    elif kind == "tool_call":  # LangChain
-        call = ToolCall(name=_name(data), id=data.get("id"), raw_arguments=data.get("args"),
-                        format="langchain", raw=obj)
-    elif "args" in data and "name" in data:  # Gemini FunctionCall
-        call = ToolCall(name=_name(data), id=data.get("id"), raw_arguments=data.get("args"),
-                        format="gemini", raw=obj)
-    elif "name" in data and ("arguments" in data or "input" in data or len(data) <= 2):
-        raw_args = data.get("arguments", data.get("input"))
-        call = ToolCall(name=_name(data), id=data.get("id") or data.get("call_id"),
-                        raw_arguments=raw_args, format="registry", raw=obj)
+            f"tool call #{index} is {_describe(obj) if obj is not None else 'None'}, not a "
+            "tool call: pass the call objects or dicts the model returned (OpenAI tool_calls "
+            "items, responses function_call items, Anthropic tool_use blocks, Gemini "
+            "function_call parts)", "malformed_call", call)
+    kind = _get(obj, "type")
+    fmt: str
+    name: Any
+    call_id: Any
+    raw_args: Any
+    extra: dict[str, Any] | None = None
+    if kind == "function_call" or (kind is None and _has(obj, "call_id") and _has(obj, "name")):
+        fmt = "openai-responses"
+        name = _get(obj, "name")
+        item_id = _get(obj, "id")
+        call_id = _get(obj, "call_id") or item_id
+        raw_args = _get(obj, "arguments")
+        if item_id is not None:
+            extra = {"item_id": item_id}
+    elif kind == "tool_use":
+        fmt, name, call_id, raw_args = ("anthropic", _get(obj, "name"), _get(obj, "id"),
+                                        _get(obj, "input"))
+    elif kind == "tool_call":
+        fmt, name, call_id, raw_args = ("langchain", _get(obj, "name"), _get(obj, "id"),
+                                        _get(obj, "args"))
     else:
-        keys = ", ".join(sorted(map(str, data))) or "none"
-        call = ToolCall(name=str(data.get("name") or ""), id=data.get("id"), raw=obj)
-        raise CallParseError(
-            f"tool call #{index} has no recognisable shape (keys: {keys}); expected an OpenAI, "
-            "Anthropic, Gemini or LangChain tool call", "malformed_call", call)
+        fn = _get(obj, "function")
+        inner = None if fn is not None else (
+            _get(obj, "function_call") or _get(obj, "functionCall"))
+        if fn is not None and not isinstance(fn, (str, bytes)):
+            fmt, name, call_id, raw_args = ("openai-chat", _get(fn, "name"), _get(obj, "id"),
+                                            _get(fn, "arguments"))
+        elif inner is not None and not isinstance(inner, (str, bytes)):
+            fmt, name, call_id, raw_args = ("gemini", _get(inner, "name"), _get(inner, "id"),
+                                            _get(inner, "args"))
+            # Gemini 3 rejects a history whose function_call parts lost their signature.
+            signature = _get(obj, "thought_signature") or _get(obj, "thoughtSignature")
+            if signature is not None:
+                extra = {"thought_signature": signature}
+        elif kind is None and _has(obj, "name") and _has(obj, "args"):
+            fmt, name, call_id, raw_args = ("gemini", _get(obj, "name"), _get(obj, "id"),
+                                            _get(obj, "args"))
+        elif kind is None and _has(obj, "name") and (
+            _has(obj, "arguments") or _has(obj, "input") or _only_name_and_id(obj)
+        ):
+            raw_args = _get(obj, "arguments")
+            if raw_args is None:
+                raw_args = _get(obj, "input")
+            fmt, name, call_id = "registry", _get(obj, "name"), _get(obj, "id")
+        else:
+            call = ToolCall(name=_name_of(obj), id=_str_or_none(_get(obj, "id")), raw=obj)
+            what = f"of type {kind!r}" if isinstance(kind, str) else _describe(obj)
+            raise CallParseError(
+                f"tool call #{index} ({what}) is not a tool call this registry understands; "
+                "expected an OpenAI chat tool call, an OpenAI responses function_call item, an "
+                "Anthropic tool_use block, a Gemini function_call part or a LangChain tool call",
+                "malformed_call", call)
+    call = ToolCall(name=name if isinstance(name, str) else "", id=_str_or_none(call_id),
+                    raw_arguments=raw_args, format=fmt, raw=obj)
+    if extra:
+        call.extra.update(extra)
     if not call.name:
-        raise CallParseError(f"tool call #{index} has no tool name", "malformed_call", call)
-    call.arguments = _parse_arguments(call.raw_arguments, call)
+        shown = "" if name is None else f" (got {type(name).__name__} {_short(name)})"
+        raise CallParseError(f"tool call #{index} has no tool name{shown}: call a tool by its "
+                             "exact name", "malformed_call", call)
+    call.arguments = parse_arguments(raw_args, call)
     return call
 
 
-def _name(data: Mapping[str, Any]) -> str:
-    name = data.get("name")
+def _only_name_and_id(obj: Any) -> bool:
+    try:
+        return isinstance(obj, Mapping) and set(obj) <= {"name", "id"}
+    except Exception:
+        return False
+
+
+def _name_of(obj: Any) -> str:
+    name = _get(obj, "name")
     return name if isinstance(name, str) else ""
 
 
-def _parse_arguments(raw: Any, call: ToolCall) -> dict[str, Any]:
-    """Arguments as a dict. Accepted: a mapping, a JSON object string, an empty string or
-    ``None`` (no arguments), and a JSON string that itself holds a JSON object (a common
-    double-encoding by models)."""
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_KIND_NAMES: dict[type, str] = {list: "an array", str: "a string", int: "a number",
+                                float: "a number", bool: "a boolean"}
+
+
+def parse_arguments(raw: Any, call: ToolCall) -> dict[str, Any]:
+    """Arguments as a new dict.
+
+    Accepted: a mapping (copied); a JSON object string; an empty string, ``"null"`` or
+    ``None`` (no arguments); a JSON string that itself holds a JSON object (a double encoding
+    some models produce). Anything else is a :class:`CallParseError` of kind
+    ``malformed_arguments`` whose message says what was wrong.
+    """
+    if type(raw) is dict:
+        return raw.copy()
+    if raw is None:
         return {}
     if isinstance(raw, Mapping):
-        return dict(raw)
+        try:
+            return dict(raw)
+        except Exception as exc:
+            raise CallParseError(f"arguments for tool {call.name!r} could not be read: {exc}",
+                                 "malformed_arguments", call) from None
     if isinstance(raw, (bytes, bytearray)):
-        raw = raw.decode("utf-8", "replace")
+        raw = bytes(raw).decode("utf-8", "replace")
     if isinstance(raw, str):
+        if not raw.strip():
+            return {}
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             excerpt = raw if len(raw) <= 200 else raw[:200] + "..."
             raise CallParseError(
                 f"arguments for tool {call.name!r} are not valid JSON ({exc.msg} at line "
-                f"{exc.lineno} column {exc.colno}): {excerpt}",
-                "malformed_arguments", call) from None
+                f"{exc.lineno} column {exc.colno}): {excerpt} -- send the arguments as one "
+                "JSON object", "malformed_arguments", call) from None
+        except RecursionError:
+            raise CallParseError(f"arguments for tool {call.name!r} are nested too deeply",
+                                 "malformed_arguments", call) from None
         if isinstance(value, str):
             try:
                 inner = json.loads(value)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 inner = None
             if isinstance(inner, dict):
                 return inner
         if isinstance(value, dict):
             return value
+        if value is None:
+            return {}
         raw = value
-    kind = {list: "an array", str: "a string", int: "a number", float: "a number",
-            bool: "a boolean"}.get(type(raw), type(raw).__name__)
+    kind = _KIND_NAMES.get(type(raw), type(raw).__name__)
     raise CallParseError(
-        f"arguments for tool {call.name!r} must be a JSON object, got {kind}",
-        "malformed_arguments", call)
+        f"arguments for tool {call.name!r} must be a JSON object of named arguments, got "
+        f"{kind}", "malformed_arguments", call)

@@ -1,10 +1,31 @@
-"""Tool return values into what goes back to the model."""
+"""Tool return values into what goes back to the model.
+
+Rules (see docs/execution.md):
+
+* ``str`` passes through unchanged; ``None`` is ``"null"``; ``bool``, ``int`` and ``float`` are
+  their JSON text.
+* dicts, lists, tuples, sets, pydantic models, dataclasses, datetimes (ISO 8601), dates, times,
+  decimals (as JSON strings, no precision lost), enums (their values), UUIDs and paths become
+  JSON text with non-ASCII characters kept (``ensure_ascii=False``); anything else falls back
+  to ``str()`` inside the JSON.
+* an :class:`~toolregistry.Image`, image bytes (PNG, JPEG, GIF, WebP by their magic numbers),
+  and tuples or lists that contain images anywhere in their first two levels (``("text",
+  Image)``, ``("note", [img1, img2])``, ``[img1, img2]``) become multimodal content: a list of
+  ``{"type": "text", "text": ...}`` and ``{"type": "image", "image": Image}`` parts in order.
+  Non-text, non-image items inside such a tuple become JSON text parts.
+* other bytes are decoded as UTF-8 (invalid sequences replaced).
+* a ready :class:`~toolregistry.ToolResult` is completed (call id, name, duration), not wrapped.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pydantic_core
+
 from .types import Image, ToolResult
+
+__all__ = ["encode_content", "error_result", "make_result", "to_json_text"]
 
 _IMAGE_MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -12,18 +33,12 @@ _IMAGE_MAGIC = (
     (b"GIF87a", "image/gif"),
     (b"GIF89a", "image/gif"),
 )
+_to_json = pydantic_core.to_json
 
 
 def to_json_text(value: Any) -> str:
-    """JSON text of ``value`` with non-ASCII kept readable (``ensure_ascii=False``).
-
-    dicts, lists, pydantic models, dataclasses, datetimes (ISO 8601), decimals (as strings, no
-    precision lost), enums (their values), sets, UUIDs and paths are supported; anything else
-    falls back to ``str()``.
-    """
-    import pydantic_core
-
-    return pydantic_core.to_json(value, fallback=str, serialize_unknown=True).decode("utf-8")
+    """JSON text of ``value`` with non-ASCII kept readable (``ensure_ascii=False``)."""
+    return _to_json(value, fallback=str, serialize_unknown=True).decode("utf-8")
 
 
 def _image_of_bytes(data: bytes) -> Image | None:
@@ -35,45 +50,63 @@ def _image_of_bytes(data: bytes) -> Image | None:
     return None
 
 
-def _part(value: Any) -> list[dict[str, Any]]:
-    if isinstance(value, Image):
-        return [{"type": "image", "image": value}]
-    if isinstance(value, str):
-        return [{"type": "text", "text": value}]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Image) for v in value):
-        return [{"type": "image", "image": v} for v in value]
-    if isinstance(value, dict) and value.get("type") in ("text", "image") and len(value) <= 3:
-        return [dict(value)]
-    return [{"type": "text", "text": encode_content(value)}]  # type: ignore[dict-item]
-
-
-def _has_image(value: Any) -> bool:
+def _has_image(value: Any, depth: int = 0) -> bool:
     if isinstance(value, Image):
         return True
-    if isinstance(value, (list, tuple)):
-        return any(isinstance(v, Image) or (isinstance(v, (list, tuple)) and
-                                            any(isinstance(x, Image) for x in v)) for v in value)
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return any(_has_image(v, depth + 1) for v in value)
     return False
 
 
+def _is_part(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    if kind == "text":
+        return isinstance(value.get("text"), str)
+    return kind == "image" and isinstance(value.get("image"), Image)
+
+
+def _parts(value: Any, out: list[dict[str, Any]], depth: int = 0) -> None:
+    if isinstance(value, Image):
+        out.append({"type": "image", "image": value})
+    elif isinstance(value, str):
+        out.append({"type": "text", "text": value})
+    elif _is_part(value):
+        out.append(dict(value))
+    elif depth < 2 and isinstance(value, (list, tuple)) and _has_image(value):
+        for item in value:
+            _parts(item, out, depth + 1)
+    else:
+        text = encode_content(value)
+        out.append({"type": "text", "text": text if isinstance(text, str) else str(text)})
+
+
 def encode_content(value: Any) -> str | list[dict[str, Any]]:
-    """``str`` passes through; images (alone, in tuples or lists, mixed with text) become
-    multimodal parts; ``None`` is ``"null"``; everything else is JSON text."""
-    if isinstance(value, str):
-        return value
+    """What the model sees for a tool's return value (see the module docstring)."""
+    cls = type(value)
+    if cls is str:
+        return value  # type: ignore[no-any-return]
     if value is None:
         return "null"
-    if isinstance(value, (bytes, bytearray)):
+    if cls is bool:
+        return "true" if value else "false"
+    if cls is int:
+        return str(value)
+    if isinstance(value, str):  # str subclasses (StrEnum members are JSON-encoded below)
+        if not hasattr(value, "value"):
+            return str(value)
+    elif isinstance(value, (bytes, bytearray)):
         image = _image_of_bytes(bytes(value))
         if image is not None:
             return [{"type": "image", "image": image}]
         return bytes(value).decode("utf-8", "replace")
-    if _has_image(value):
-        if isinstance(value, Image):
-            return [{"type": "image", "image": value}]
+    elif isinstance(value, Image):
+        return [{"type": "image", "image": value}]
+    elif isinstance(value, (list, tuple)) and _has_image(value):
         parts: list[dict[str, Any]] = []
         for item in value:
-            parts.extend(_part(item))
+            _parts(item, parts, 1)
         return parts
     return to_json_text(value)
 
@@ -90,8 +123,7 @@ def make_result(call_id: str | None, name: str, value: Any, *, reason: str | Non
             value.reason = reason
         value.duration = duration
         return value
-    return ToolResult(call_id=call_id, name=name, content=encode_content(value), value=value,
-                      reason=reason, duration=duration)
+    return ToolResult(call_id, name, encode_content(value), False, None, value, reason, duration)
 
 
 def error_result(call_id: str | None, name: str, kind: str, message: str, *,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -169,9 +171,25 @@ class ToolContext:
     """What a tool parameter annotated ``ToolContext`` receives at call time.
 
     It is never part of the schema the model sees. ``values`` is the mapping the application
-    passed as ``context=`` to ``invoke`` / ``execute_tool_calls``.
+    passed as ``context=`` to ``invoke`` / ``execute_tool_calls``; ``cancel_event`` is set when
+    the call times out, so a cooperative tool can stop early.
     """
 
     registry: Any
     call: ToolCall
     values: Mapping[str, Any] = field(factory=dict)
+    cancel_event: threading.Event = field(factory=threading.Event, repr=False)
+    """Set when the call timed out or was cancelled: long-running tools may check it."""
+    deadline: float | None = None
+    """When the call's time is up, on the ``time.monotonic()`` clock (``None``: no limit)."""
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the call timed out or was cancelled (stop working and return)."""
+        return self.cancel_event.is_set()
+
+    def remaining(self) -> float | None:
+        """Seconds left before the call's deadline (``None`` when it has none)."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
