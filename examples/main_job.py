@@ -28,6 +28,7 @@ def run() -> int:
         return main(["--config", str(HERE / "pyproject.toml"), "demo"])
     finally:
         server.shutdown()
+        server.server_close()
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ __all__ = [
     "ToolTag",
     "__version__",
     "hookimpl",
+    "render_tool_prompt",
 ]
 
 _LAZY = {
@@ -40,6 +41,7 @@ _LAZY = {
     "ChangeEvent": ".events",
     "RetryPolicy": "._execution",
     "hookimpl": ".hookspecs",
+    "render_tool_prompt": ".prompt",
 }
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from ._registry import ToolRegistry
     from .events import ChangeEvent
     from .hookspecs import hookimpl
+    from .prompt import render_tool_prompt
     from .tool import Injected, Provenance, Tool, ToolMetadata, ToolTag
     from .types import Image, ToolCall, ToolContext, ToolResult
 

@@ -798,6 +798,25 @@ class ToolRegistry:
             if t.metadata.defer
         ]
 
+    # ------------------------------------------------------------------ prompts
+    def render_tool_prompt(self, context: Mapping[str, Any] | None = None, *,
+                           include_deferred_summaries: bool = True,
+                           names: Iterable[str] | None = None) -> str:
+        """The tool part of a system prompt: a ``<tool_best_practices>`` block (practices and
+        prompt injections of enabled, visible tools) and the deferred-tool summaries."""
+        from .prompt import render_tool_prompt
+
+        return render_tool_prompt(self, context,
+                                  include_deferred_summaries=include_deferred_summaries,
+                                  names=names)
+
+    def tool_choice(self, value: str, api_format: str = "openai-chat") -> Any:
+        """``auto`` / ``none`` / ``required`` / a tool name as ``api_format`` expects it
+        (``langchain`` too); unknown names are an error suggesting close ones."""
+        from .tool_choice import tool_choice
+
+        return tool_choice(value, api_format, registry=self)
+
     # ------------------------------------------------------------------ execution
     def _get_executor(self) -> Executor:
         if self._executor is None:
