@@ -1,7 +1,7 @@
 """Text analysis shared by documents and queries.
 
 Pipeline: Unicode NFKC, identifier splitting (``read_file``, ``a.b-c``, ``getHTTPResponse``),
-case folding, Porter stemming for English words, and overlapping character bigrams plus
+case folding, light stemming of English words (plurals, -ed, -ing), and overlapping character bigrams plus
 unigrams for runs of Han, Kana and Hangul (these scripts do not put spaces between words, so
 ``压缩文件`` becomes ``压缩 缩文 文件`` + ``压 缩 文 件``).
 
@@ -31,6 +31,7 @@ _CJK_CLASS = (
     "\U00020000-\U0003134f"  # CJK Extensions B-G
 )
 _TOKEN_RE = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_]+)")
+_WORD_RE = re.compile(r"[^\W_]+")
 # Split points inside an identifier: lower/digit -> Upper, and ACRONYMWord.
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -120,14 +121,30 @@ def analyze(text: str) -> list[str]:
     """Index terms of a document field (order kept, repeats kept for term frequency)."""
     if not text:
         return []
+    get = _cache.get
     terms: list[str] = []
+    extend = terms.extend
+    if text.isascii():
+        # Fast path (most tool text): no normalisation and no CJK runs to look for.
+        for word in _WORD_RE.findall(text):
+            hit = get(word)
+            extend(hit if hit is not None else _word_terms(word))
+        return terms
     for cjk, word in _TOKEN_RE.findall(_normalize(text)):
-        terms.extend(_cjk_terms(cjk) if cjk else _word_terms(word))
+        if cjk:
+            extend(_cjk_terms(cjk))
+        else:
+            hit = get(word)
+            extend(hit if hit is not None else _word_terms(word))
     return terms
 
 
 def analyze_query(text: str) -> dict[str, bool]:
-    """Query terms mapped to whether they may anchor a hit (``False`` for filler)."""
+    """Query terms mapped to whether they may anchor a hit (``False`` for filler).
+
+    Bare numbers ("5 units", "in 2021") are left out when the query has words to match:
+    they are arguments to a tool, not a description of it.
+    """
     out: dict[str, bool] = {}
     for cjk, word in _TOKEN_RE.findall(_normalize(text)):
         if cjk:
@@ -149,4 +166,6 @@ def analyze_query(text: str) -> dict[str, bool]:
             term = stem(low)
             anchor = low not in FILLER_WORDS
             out[term] = out.get(term, False) or anchor
+    if any(anchor and not t.isdigit() for t, anchor in out.items()):
+        out = {t: a for t, a in out.items() if not t.isdigit()}
     return out

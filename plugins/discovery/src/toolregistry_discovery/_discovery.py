@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry._log import log
 
-from ._fields import tool_fields
+from ._fields import fold_name, tool_fields
 from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex
 
 if TYPE_CHECKING:
@@ -21,14 +20,6 @@ __all__ = ["DISCOVER_TOOLS_NAME", "INFRASTRUCTURE_TOOLS", "ToolDiscoveryTool"]
 DISCOVER_TOOLS_NAME = "discover_tools"
 INFRASTRUCTURE_TOOLS = frozenset({DISCOVER_TOOLS_NAME})
 """Tools the plugin registers itself; never indexed, never returned."""
-
-_NAME_FOLD = re.compile(r"[\s./\-]+")
-
-
-def fold_name(name: str) -> str:
-    """``Files.Read-File`` -> ``files_read_file``: how clients commonly respell a tool name."""
-    return _NAME_FOLD.sub("_", name.strip()).casefold()
-
 
 def merge_field_weights(field_weights: Mapping[str, float] | None) -> dict[str, float]:
     """The default weights with ``field_weights`` applied on top (unknown fields are errors)."""

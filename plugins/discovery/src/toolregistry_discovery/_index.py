@@ -85,6 +85,8 @@ class BM25FIndex:
                 f"delta={delta!r} (>= 0)"
             )
         self.field_weights: dict[str, float] = {k: float(v) for k, v in weights.items()}
+        self._weights = tuple(self.field_weights.values())
+        self._field_names = frozenset(self.field_weights)
         self.k1 = float(k1)
         self.b = float(b)
         self.delta = float(delta)
@@ -119,7 +121,7 @@ class BM25FIndex:
             return [k for k in self._keys if k is not None]
 
     def _field_texts(self, fields: Mapping[str, str | Iterable[str] | None]) -> tuple[str, ...]:
-        unknown = set(fields) - set(self.field_weights)
+        unknown = fields.keys() - self._field_names
         if unknown:
             raise ValueError(
                 f"unknown index field(s) {sorted(unknown)}; known fields: "
@@ -140,7 +142,7 @@ class BM25FIndex:
         wtf: dict[str, float] = {}
         length = 0.0
         get = wtf.get
-        for w, text in zip(self.field_weights.values(), texts):
+        for w, text in zip(self._weights, texts):
             if not w or not text:
                 continue
             terms = self._analyze(text)
@@ -163,8 +165,9 @@ class BM25FIndex:
             self._dl.append(length)
             self._total_len += length
             postings = self._postings
+            get = postings.get
             for t, v in wtf.items():
-                p = postings.get(t)
+                p = get(t)
                 if p is None:
                     postings[t] = [array("i", (slot,)), array("f", (v,)), 1]
                 else:

@@ -1,9 +1,10 @@
-"""A Porter (1980) stemmer for English search terms.
+"""A light English stemmer: the inflectional steps of Porter (1980), 1a-1c and 5.
 
-Both documents and queries go through it, so only the equivalence classes matter:
-``reading`` / ``reads`` / ``read``, ``compression`` / ``compressed`` / ``compress``,
-``calculate`` / ``calculation`` / ``calculating``. Written here rather than pulled in as a
-dependency because it is small and the index calls it through a cache anyway.
+It folds plurals, ``-ed`` / ``-ing`` and a final ``-e`` (``reading`` / ``reads`` / ``read``,
+``archives`` / ``archiving`` / ``archive``, ``cities`` / ``city``) and leaves derivations
+alone (``translation`` stays apart from ``translate``): tool vocabulary is precise, and the
+full Porter conflations (``general`` / ``generate``) cost more than they gain. Documents and
+queries go through the same function, so only the equivalence classes matter.
 """
 
 from __future__ import annotations
@@ -54,27 +55,6 @@ def _cvc(word: str) -> bool:
     )
 
 
-_STEP2 = (
-    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
-    ("izer", "ize"), ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"),
-    ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"), ("ator", "ate"),
-    ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"),
-    ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"),
-)
-_STEP3 = (
-    ("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
-    ("ful", ""), ("ness", ""),
-)
-_STEP4 = (
-    "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
-    "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize",
-)
-# Longest suffix first: Porter applies the rule of the longest matching suffix only.
-_STEP2_SORTED = tuple(sorted(_STEP2, key=lambda r: -len(r[0])))
-_STEP3_SORTED = tuple(sorted(_STEP3, key=lambda r: -len(r[0])))
-_STEP4_SORTED = tuple(sorted(_STEP4, key=len, reverse=True))
-
-
 def _step1ab(w: str) -> str:
     if w.endswith(("sses", "ies")):
         w = w[:-2]
@@ -104,26 +84,6 @@ def _step1c(w: str) -> str:
     return w
 
 
-def _replace(w: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
-    for suffix, repl in rules:
-        if w.endswith(suffix):
-            stem = w[: -len(suffix)]
-            return stem + repl if _measure(stem) > min_m - 1 else w
-    return w
-
-
-def _step4(w: str) -> str:
-    for suffix in _STEP4_SORTED:
-        if w.endswith(suffix):
-            stem = w[: -len(suffix)]
-            if _measure(stem) <= 1:
-                return w
-            if suffix == "ion" and not stem.endswith(("s", "t")):
-                return w
-            return stem
-    return w
-
-
 def _step5(w: str) -> str:
     if w.endswith("e"):
         stem = w[:-1]
@@ -136,13 +96,11 @@ def _step5(w: str) -> str:
 
 
 def stem(word: str) -> str:
-    """Porter-stem one lower-case word; short words and non-ASCII-letter words pass through."""
-    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+    """Stem one lower-case word; short words and non-ASCII-letter words pass through."""
+    if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
-    w = _step1ab(word)
-    w = _step1c(w)
-    w = _replace(w, _STEP2_SORTED, 1)
-    w = _replace(w, _STEP3_SORTED, 1)
-    w = _step4(w)
-    w = _step5(w)
+    w = _step5(_step1c(_step1ab(word)))
+    if _double_cons(w) and w[-1] not in "lsz":
+        # Step 1b undoubles "added" -> "ad"; undouble the base form too so "add" meets it.
+        w = w[:-1]
     return w
