@@ -15,6 +15,7 @@ import bisect
 import re
 from collections import deque
 from collections.abc import Iterator
+from itertools import accumulate
 from typing import Any
 
 from attrs import define
@@ -23,6 +24,7 @@ from ._tokens import estimate_from_sizes
 
 Buffer = Any  # bytes or mmap.mmap: both support find(), slicing and indexing
 _STEP = 256
+_BLOCK = 1 << 20
 
 
 @define
@@ -41,21 +43,37 @@ def _segments(length: int, wrap: int) -> int:
     return 1 if length <= wrap else -(-length // wrap)
 
 
-def build_index(buf: Buffer, wrap: int) -> LineIndex:
-    """One pass over ``buf`` (a C-level ``find`` per physical line)."""
+def build_index(buf: Buffer, wrap: int, block: int = _BLOCK) -> LineIndex:
+    """One pass over ``buf``, a block of about 1 MB at a time: ``split`` and ``accumulate``
+    do the per-line work in C, and a Python loop runs only per checkpoint (and per line in
+    a block that holds a line longer than ``wrap``)."""
     size = len(buf)
     positions, lines = [0], [0]
     pos = vline = count = 0
-    find = buf.find
     while pos < size:
-        nl = find(b"\n", pos)
-        end = size if nl < 0 else nl
-        vline += _segments(end - pos, wrap)
-        pos = end + 1
-        count += 1
-        if count % _STEP == 0 and pos < size:
-            positions.append(pos)
-            lines.append(vline)
+        end = min(size, pos + block)
+        if end < size:
+            nl = buf.rfind(b"\n", pos, end)
+            if nl < 0:  # one line longer than a block: take it whole
+                nl = buf.find(b"\n", end)
+            end = size if nl < 0 else nl + 1
+        chunk = buf[pos:end]
+        parts = chunk.split(b"\n")
+        if chunk.endswith(b"\n"):
+            parts.pop()  # the empty piece after the last newline is not a line
+        lens = list(map(len, parts))
+        starts = list(accumulate((n + 1 for n in lens[:-1]), initial=pos))
+        if max(lens) <= wrap:
+            vlines: list[int] | range = range(vline, vline + len(lens) + 1)
+        else:
+            vlines = list(accumulate((_segments(n, wrap) for n in lens), initial=vline))
+        for i in range((-count) % _STEP, len(lens), _STEP):
+            if count + i > 0:
+                positions.append(starts[i])
+                lines.append(vlines[i])
+        vline = vlines[len(lens)]
+        count += len(lens)
+        pos = end
     return LineIndex(wrap, size, positions, lines, vline)
 
 

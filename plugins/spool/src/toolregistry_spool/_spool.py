@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,23 +149,40 @@ class Spooler:
         settings = self.settings
         threshold = settings.threshold_tokens
         counter = self.counter
-        if counter is None and len(text) * MAX_TOKENS_PER_CHAR <= threshold:
+        chars = len(text)
+        data: bytes | None = None
+        nbytes: int | None = None
+        if counter is not None:
+            tokens: int | None = int(counter(text))
+        elif chars * MAX_TOKENS_PER_CHAR <= threshold:
             return None  # cannot be over: not even encoded
-        data = text.encode("utf-8", "replace")
-        tokens = int(counter(text)) if counter is not None else estimate_from_sizes(
-            len(text), len(data))
-        if tokens <= threshold:
+        elif text.isascii():  # O(1): the estimate needs no pass over the text
+            nbytes = chars
+            tokens = estimate_from_sizes(chars, nbytes)
+        elif chars / 4 > threshold:
+            tokens = None  # certainly over (the estimate is >= chars / 4): known once written
+        else:
+            data = text.encode("utf-8", "replace")
+            nbytes = len(data)
+            tokens = estimate_from_sizes(chars, nbytes)
+        if tokens is not None and tokens <= threshold:
             return None
         reader = self.ensure_reader(registry) if settings.reader else None
         entry: Entry | None = None
         failure: str | None = None
         try:
-            entry = self.store.write(data)
+            entry = self.store.write([data] if data is not None else _encoded_chunks(text))
+            nbytes = entry.size
         except (OSError, SpoolError) as exc:
             failure = f"{type(exc).__name__}: {exc}"
+        if nbytes is None:
+            nbytes = len(text.encode("utf-8", "replace"))
+        if tokens is None:
+            tokens = estimate_from_sizes(chars, nbytes)
+        if failure is not None:
             log.warning("spool.failed", tool=result.name, call_id=result.call_id,
-                        size=len(data), error=failure)
-        preview = self._preview(text, data, tokens, entry, reader, failure)
+                        size=nbytes, error=failure)
+        preview = self._preview(text, nbytes, tokens, entry, reader, failure)
         if isinstance(content, str):
             new_content: str | list[dict[str, Any]] = preview
         else:
@@ -185,7 +202,7 @@ class Spooler:
             log.info("spool.written", tool=result.name, call_id=result.call_id,
                      handle=entry.handle, size=entry.size, tokens=tokens)
         else:
-            metadata["spool"] = {"handle": None, "path": None, "size": len(data),
+            metadata["spool"] = {"handle": None, "path": None, "size": nbytes,
                                  "tokens": tokens, "error": failure}
         return attrs.evolve(result, content=new_content, metadata=metadata)
 
@@ -233,25 +250,25 @@ class Spooler:
             return f"{what} The full text is in the file {entry.path}.]"
         return f"{what} The full text could not be saved ({failure}).]"
 
-    def _preview(self, text: str, data: bytes, tokens: int, entry: Entry | None,
+    def _preview(self, text: str, nbytes: int, tokens: int, entry: Entry | None,
                  reader: str | None, failure: str | None) -> str:
         """Head, a marker, tail and the notice line: at most ``threshold_tokens`` in all."""
         settings = self.settings
         threshold = settings.threshold_tokens
-        overhead = self.count(self._notice(tokens, len(data), entry, reader, failure, 10**9)
-                              + f"\n[... {len(data):,} bytes not shown, from line "
+        overhead = self.count(self._notice(tokens, nbytes, entry, reader, failure, 10**9)
+                              + f"\n[... {nbytes:,} bytes not shown, from line "
                               f"{10**9} on ...]\n")
         budget = threshold - overhead - 4
         ratio = len(text) / max(tokens, 1)  # characters per token in this text
         for _ in range(6):
-            preview = self._assemble(text, data, tokens, entry, reader, failure, budget, ratio)
+            preview = self._assemble(text, nbytes, tokens, entry, reader, failure, budget, ratio)
             used = self.count(preview)
             if used <= threshold:
                 return preview
             budget -= used - threshold + 16  # estimates of the parts do not add up exactly
-        return self._notice(tokens, len(data), entry, reader, failure, 0)
+        return self._notice(tokens, nbytes, entry, reader, failure, 0)
 
-    def _assemble(self, text: str, data: bytes, tokens: int, entry: Entry | None,
+    def _assemble(self, text: str, nbytes: int, tokens: int, entry: Entry | None,
                   reader: str | None, failure: str | None, budget: int, ratio: float) -> str:
         settings = self.settings
         budget = max(0, budget)
@@ -261,18 +278,19 @@ class Spooler:
         tail_start = self._tail_start(text, head_end, tail_budget, ratio) if tail_budget else (
             len(text))
         head, tail = text[:head_end], text[tail_start:]
-        head_bytes = len(head.encode("utf-8", "replace"))
+        head_data = head.encode("utf-8", "replace")
+        head_bytes = len(head_data)
         tail_bytes = len(tail.encode("utf-8", "replace"))
-        resume = count_lines(data[:head_bytes], settings.wrap_bytes)
+        resume = count_lines(head_data, settings.wrap_bytes)
         if head and not head.endswith("\n"):
             resume = max(0, resume - 1)  # the cut line is shown again in full
-        omitted = len(data) - head_bytes - tail_bytes
+        omitted = nbytes - head_bytes - tail_bytes
         pieces = [head if head.endswith("\n") or not head else head + "\n"]
         if omitted > 0:
             pieces.append(f"[... {omitted:,} bytes not shown, from line {resume} on ...]\n")
         if tail:
             pieces.append(tail if tail.endswith("\n") else tail + "\n")
-        pieces.append(self._notice(tokens, len(data), entry, reader, failure, resume))
+        pieces.append(self._notice(tokens, nbytes, entry, reader, failure, resume))
         return "".join(pieces)
 
     # -- the reader tool -------------------------------------------------------------------
@@ -376,6 +394,17 @@ class Spooler:
             while len(self._indexes) > _INDEX_CACHE:
                 self._indexes.popitem(last=False)
         return index
+
+
+_CHUNK_CHARS = 1 << 18
+
+
+def _encoded_chunks(text: str) -> Iterator[bytes]:
+    # Slicing never splits a character (a str holds code points), and "replace" handles a
+    # lone surrogate inside one slice exactly as in the whole text: same bytes as encoding
+    # the text at once.
+    for start in range(0, len(text), _CHUNK_CHARS):
+        yield text[start:start + _CHUNK_CHARS].encode("utf-8", "replace")
 
 
 def get_spooler(registry: ToolRegistry) -> Spooler:
