@@ -1,0 +1,251 @@
+"""Hostile and odd documents: clear errors or bounded results, never hangs or blow-ups."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+from toolregistry import ToolRegistry
+from toolregistry_openapi import Limits, OpenAPIError, tools_from_openapi
+
+
+def _spec(**paths: dict) -> dict:
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths}
+
+
+def _post_body(schema: dict) -> dict:
+    return {"post": {"operationId": "op", "requestBody": {"content": {"application/json": {
+        "schema": schema}}}, "responses": {"200": {"description": "ok"}}}}
+
+
+def test_shared_hostile_documents_load_bounded(data_dir: Path) -> None:
+    # their remote, python:// and dangling references sit in responses, which tools never
+    # resolve: the documents load, and nothing is fetched
+    for name in ("with_externals.yaml", "recursive_objs.yaml", "missing_reference.yaml"):
+        tools, session, _ = tools_from_openapi(data_dir / "prance_refs" / name)
+        session.close()
+        assert len(tools) == 3
+    tools, session, _ = tools_from_openapi(data_dir / "prance_refs" / "with_externals.yaml")
+    session.close()
+    by_name = {t.name: t for t in tools}
+    # a parameter given as a relative $ref (with a sibling key the resolver ignores)
+    assert by_name["showPetById"].parameters["required"] == ["petId"]
+
+
+def test_dangling_reference_is_a_clear_error(data_dir: Path, tmp_path: Path) -> None:
+    spec = _spec(**{"/x": _post_body({"$ref": "#/components/schemas/Nope"})})
+    with pytest.raises(OpenAPIError, match=r"POST /x.*dangling \$ref '#/components/schemas/Nope'.*strict=False"):
+        tools_from_openapi(spec)
+    # a dangling reference reached from the shared document, in a parameter this time
+    doc = (data_dir / "prance_refs" / "missing_reference.yaml").read_text()
+    doc = doc.replace("""        - name: petId
+          in: path
+          required: true
+          description: The id of the pet to retrieve
+          type: string""", """        - $ref: 'definitions.yaml#/missing'""")
+    for part in ("definitions.yaml", "error.json"):
+        shutil.copy(data_dir / "prance_refs" / part, tmp_path / part)
+    (tmp_path / "missing.yaml").write_text(doc)
+    with pytest.raises(OpenAPIError, match=r"definitions\.yaml.*nothing at '/missing'"):
+        tools_from_openapi(tmp_path / "missing.yaml")
+    # strict=False skips that operation and keeps the others
+    with ToolRegistry() as registry:
+        tools = registry.register_from_openapi(tmp_path / "missing.yaml", strict=False)
+        assert sorted(t.name for t in tools) == ["createPets", "listPets"]
+
+
+def test_remote_references_are_refused_without_any_request() -> None:
+    spec = _spec(**{"/x": _post_body({"$ref": "http://finkhaeuser.de/projects/prance/petstore.yaml#/definitions/Pet"})})
+    started = time.monotonic()
+    with pytest.raises(OpenAPIError, match="allow_remote_refs=True"):
+        tools_from_openapi(spec)
+    assert time.monotonic() - started < 1
+    with pytest.raises(OpenAPIError, match="unsupported scheme 'python'"):
+        tools_from_openapi(_spec(**{"/x": _post_body({"$ref": "python://tests/specs/petstore.yaml#/definitions/Pet"})}))
+    with pytest.raises(OpenAPIError, match="given as a dict"):
+        tools_from_openapi(_spec(**{"/x": _post_body({"$ref": "other.yaml#/Pet"})}))
+
+
+def test_non_utf8_part_file_names_the_file(data_dir: Path, tmp_path: Path) -> None:
+    src = data_dir / "prance_refs" / "issue_51_iso-8859-2"
+    # the shared main document references the UTF-8 twin: it loads
+    tools, session, _ = tools_from_openapi(src / "openapi-main.yaml")
+    session.close()
+    assert len(tools) == 1
+    for f in src.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    main = tmp_path / "openapi-main.yaml"
+    main.write_text(main.read_text().replace("openapi-part.yaml", "openapi-part-iso-8859-2.yaml"))
+    with pytest.raises(OpenAPIError, match=r"openapi-part-iso-8859-2\.yaml.*is not UTF-8.*iconv"):
+        tools_from_openapi(main)
+    with pytest.raises(OpenAPIError, match="is not UTF-8"):
+        tools_from_openapi(src / "openapi-part-iso-8859-2.yaml")
+
+
+def test_yaml_billion_laughs_is_refused_fast(tmp_path: Path) -> None:
+    lines = ["openapi: 3.0.0", "info: {title: t, version: '1'}", "paths: {}", 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 10):
+        prev = f"*a{i - 1}"
+        lines.append(f"a{i}: &a{i} [{', '.join([prev] * 9)}]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    with pytest.raises(OpenAPIError, match="alias bomb"):
+        tools_from_openapi(bomb)
+    assert time.monotonic() - started < 5
+
+
+def test_recursive_yaml_alias_is_refused(tmp_path: Path) -> None:
+    doc = tmp_path / "loop.yaml"
+    doc.write_text("openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {}\nx: &x [*x]\n")
+    with pytest.raises(OpenAPIError, match="recursive YAML alias"):
+        tools_from_openapi(doc)
+
+
+def test_deeply_nested_documents(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"openapi": "3.0.0", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(OpenAPIError, match="nested too deeply"):
+        tools_from_openapi(deep)
+    deep_yaml = tmp_path / "deep.yaml"
+    deep_yaml.write_text("openapi: 3.0.0\nx: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(OpenAPIError, match="nested too deeply|maximum nesting depth"):
+        tools_from_openapi(deep_yaml)
+    block = tmp_path / "block.yaml"
+    block.write_text("openapi: 3.0.0\n" + "".join(" " * i + f"k{i}:\n" for i in range(5000)))
+    started = time.monotonic()
+    with pytest.raises(OpenAPIError, match="nested too deeply|maximum nesting depth"):
+        tools_from_openapi(block)
+    assert time.monotonic() - started < 10
+
+
+def test_deep_schema_is_cut_and_stays_valid() -> None:
+    schema: dict = {"type": "string"}
+    for i in range(300):
+        schema = {"type": "object", "properties": {f"p{i}": schema}}
+    with ToolRegistry() as registry:
+        (tool,) = registry.register_from_openapi(_spec(**{"/x": _post_body(schema)}))
+        jsonschema.Draft202012Validator.check_schema(tool.parameters)
+        depth, node = 0, tool.parameters["properties"]["body"]
+        while node.get("properties"):
+            node = next(iter(node["properties"].values()))
+            depth += 1
+        assert depth <= Limits().max_schema_depth + 1
+        for fmt in ("openai-chat", "anthropic", "gemini", "mcp"):
+            assert registry.get_schemas(api_format=fmt)
+
+
+def test_huge_document_over_the_limit(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(_spec(**{f"/p{i}": {"get": {"responses": {}}} for i in range(5000)})))
+    with pytest.raises(OpenAPIError, match="larger than 1000 bytes"):
+        tools_from_openapi(big, limits=Limits(max_bytes=1000))
+    tools, session, _ = tools_from_openapi(big)
+    session.close()
+    assert len(tools) == 5000
+
+
+def test_reference_cycles_are_bounded() -> None:
+    spec = _spec(**{"/x": {"$ref": "#/paths/~1y"}, "/y": {"$ref": "#/paths/~1x"},
+                    "/z": {"get": {"operationId": "z", "parameters": [
+                        {"$ref": "#/components/parameters/A"}], "responses": {}}}})
+    spec["components"] = {"parameters": {"A": {"$ref": "#/components/parameters/B"},
+                                         "B": {"$ref": "#/components/parameters/A"}}}
+    with pytest.raises(OpenAPIError, match=r"\$ref cycle"):
+        tools_from_openapi(spec)
+    with ToolRegistry() as registry:
+        assert registry.register_from_openapi(spec, strict=False) == []
+
+
+def test_recursive_schemas_become_shared_defs() -> None:
+    node = {"type": "object", "properties": {"name": {"type": "string"},
+                                             "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}
+    spec = _spec(**{"/x": _post_body({"$ref": "#/components/schemas/Node"})})
+    spec["components"] = {"schemas": {"Node": node}}
+    with ToolRegistry() as registry:
+        (tool,) = registry.register_from_openapi(spec)
+        params = tool.parameters
+        assert params["properties"]["body"] == {"$ref": "#/$defs/Node"}
+        assert params["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+        gemini = registry.get_tool_schema("op", api_format="gemini")
+        assert len(json.dumps(gemini)) < 100_000
+
+
+def test_yaml_scalars_dates_status_codes_and_booleans(tmp_path: Path) -> None:
+    doc = tmp_path / "odd.yaml"
+    doc.write_text("""
+openapi: 3.0.0
+info: {title: odd, version: 2020-01-01}
+paths:
+  /x:
+    get:
+      operationId: odd
+      parameters:
+        - name: since
+          in: query
+          schema: {type: string, format: date, default: 2021-02-03, example: 2021-02-03}
+        - name: mode
+          in: query
+          schema: {type: string, enum: [on, off, yes, no]}
+        - name: n
+          in: query
+          schema: {type: integer, nullable: true, minimum: 1, exclusiveMinimum: true}
+      responses:
+        200: {description: ok}
+        404: {description: missing}
+""")
+    with ToolRegistry() as registry:
+        (tool,) = registry.register_from_openapi(doc)
+        props = tool.parameters["properties"]
+        assert props["since"]["default"] == "2021-02-03"
+        assert props["since"]["examples"] == ["2021-02-03"]
+        assert props["mode"]["enum"] == ["on", "off", "yes", "no"]
+        assert props["n"]["type"] == ["integer", "null"] and props["n"]["exclusiveMinimum"] == 1
+        assert "minimum" not in props["n"]
+        json.dumps(registry.get_schemas(api_format="gemini"))
+
+
+def test_not_an_openapi_document(tmp_path: Path) -> None:
+    other = tmp_path / "x.yaml"
+    other.write_text("name: compose\nservices: {}\n")
+    with pytest.raises(OpenAPIError, match="not an OpenAPI document.*services"):
+        tools_from_openapi(other)
+    with pytest.raises(OpenAPIError, match="cannot read the OpenAPI document"):
+        tools_from_openapi(tmp_path / "missing.yaml")
+    with pytest.raises(OpenAPIError, match="unsupported OpenAPI version"):
+        tools_from_openapi({"openapi": "4.0.0", "paths": {}})
+    two = tmp_path / "two.yaml"
+    two.write_text("openapi: 3.0.0\n---\nopenapi: 3.0.0\n")
+    with pytest.raises(OpenAPIError, match="neither valid JSON nor valid YAML"):
+        tools_from_openapi(two)
+
+
+def test_name_clashes_between_parameters_and_the_body() -> None:
+    spec = _spec(**{"/items/{id}": {"post": {
+        "operationId": "op",
+        "parameters": [
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}},
+            {"name": "id", "in": "query", "schema": {"type": "string"}},
+            {"name": "body", "in": "query", "schema": {"type": "string"}},
+            {"name": "filter[name]", "in": "query", "schema": {"type": "string"}},
+            {"name": "Accept", "in": "header", "schema": {"type": "string"}},
+        ],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"id": {"type": "string"}}}}}},
+        "responses": {}}}})
+    (tool,) = tools_from_openapi(spec)[0]
+    assert list(tool.parameters["properties"]) == ["id", "query_id", "query_body", "filter_name_", "body"]
+    assert tool.parameters["required"] == ["id", "body"]
+
+
+def test_operations_without_ids_get_unique_names() -> None:
+    spec = _spec(**{"/a-b": {"get": {"responses": {}}}, "/a_b": {"get": {"responses": {}}},
+                    "/x": {"get": {"operationId": "dup", "responses": {}},
+                           "put": {"operationId": "dup", "responses": {}}}})
+    tools = tools_from_openapi(spec)[0]
+    assert [t.name for t in tools] == ["get_a_b", "get_a_b_2", "dup", "dup_2"]
+    assert [t.provenance.original_name for t in tools] == ["GET /a-b", "GET /a_b", "dup", "dup"]
