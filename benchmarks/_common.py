@@ -421,6 +421,18 @@ def print_table(title: str, rows: Sequence[Row], sides: Sequence[str]) -> None:
             print(f"  {row.metric}: {row.note}")
 
 
+def source_state() -> str:
+    """Which kernel source "ours" measured: the commit, and whether core/ had local changes."""
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h %cs"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "core"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "source state unknown (no git)"
+    return f"repo at {head}" + (", core/ with uncommitted changes" if dirty else "")
+
+
 def machine_line() -> str:
     return (f"{platform.python_implementation()} {platform.python_version()} on "
             f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")

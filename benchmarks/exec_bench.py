@@ -142,7 +142,7 @@ def main(argv: list[str]) -> int:
     print(f"\n{c.machine_line()}; medians of {repeats} interleaved fresh-process rounds; "
           f"invoke: {params['invoke_batches']} x {params['invoke_calls']} calls, batch: "
           f"{params['batch_runs']} timed batches after {params['batch_warmup']} warm-up")
-    print(f"  ours: toolregistry {ours_version}  [{args.ours_python}]")
+    print(f"  ours: toolregistry {ours_version}  [{args.ours_python}]; {c.source_state()}")
     print(f"  0.19: toolregistry {old_version}  [{old}]")
     c.print_table("exec_bench: validated execution", rows, sides)
     c.dump_json(args.json, {"bench": "exec", "raw": samples}, rows)
