@@ -330,8 +330,8 @@ class BM25FIndex:
                     if t in c:
                         fields[fname] += s * c[t] / wtf
             return {
-                "fields": {f: v for f, v in fields.items() if v},
-                "terms": by_term,
+                "fields": {f: round(v, 4) for f, v in fields.items() if v},
+                "terms": {t: round(v, 4) for t, v in by_term.items()},
                 "doc_length": float(self._dl[slot]),
                 "avg_doc_length": self._total_len / len(self._ids) if self._ids else 0.0,
             }
