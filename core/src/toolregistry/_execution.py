@@ -642,6 +642,8 @@ class Executor:
                 results[i] = self._run_sync(prep)
                 continue
             handles = [(i, prep, self._start(prep)) for i, prep in segment]
+            # Earliest deadline first, so each overrunning call is stopped at its own deadline.
+            handles.sort(key=_deadline_key)
             for i, prep, handle in handles:
                 results[i] = self._collect(prep, handle)
         return [r for r in results if r is not None]
@@ -908,6 +910,11 @@ def _as_list(calls: Iterable[Any]) -> list[Any]:
         return list(calls)
     except TypeError:
         return [calls]  # a single call object
+
+
+def _deadline_key(item: tuple[int, _Prepared, Any]) -> float:
+    timeout = item[1].timeout
+    return item[2][0] + (timeout if timeout is not None else 1e12)
 
 
 def _settle(fut: asyncio.Future[Any], work: _Work) -> None:

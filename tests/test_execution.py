@@ -1,0 +1,652 @@
+"""Validated, concurrent execution of model tool calls (issue 4, "Execution")."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import pydantic
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+from toolregistry import (
+    RetryPolicy,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolMetadata,
+    ToolRegistry,
+    ToolResult,
+    hookimpl,
+)
+from toolregistry.errors import ToolCallError
+
+
+def chat(name: str, arguments: Any, call_id: str) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+class Unit(enum.Enum):
+    C = "c"
+    F = "f"
+
+
+@dataclasses.dataclass
+class Window:
+    start: int
+    end: int
+
+
+class Place(pydantic.BaseModel):
+    city: str
+    country: str = "JP"
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@pytest.fixture
+def reg(registry: ToolRegistry) -> ToolRegistry:
+    registry.register(add)
+    return registry
+
+
+def run_all(registry: ToolRegistry, name: str, arguments: Any) -> list[ToolResult]:
+    """The same call through every path: invoke, ainvoke, execute_tool_calls, aexecute."""
+    calls = [chat(name, arguments, "c1")]
+
+    async def both() -> tuple[ToolResult, list[ToolResult]]:
+        return (await registry.ainvoke(name, arguments, call_id="c1"),
+                await registry.aexecute_tool_calls(calls))
+
+    a, batch = asyncio.run(both())
+    return [registry.invoke(name, arguments, call_id="c1"), a,
+            registry.execute_tool_calls(calls)[0], batch[0]]
+
+
+# --- validation -------------------------------------------------------------------------------
+
+def test_valid_calls_on_every_path(reg: ToolRegistry) -> None:
+    for result in run_all(reg, "add", {"a": 2, "b": 3}):
+        assert (result.ok, result.content, result.value, result.call_id) == (True, "5", 5, "c1")
+
+
+@pytest.mark.parametrize("arguments, fragments", [
+    ({"a": 1}, ["b: required argument missing"]),
+    ({"a": "x", "b": 1}, ["a: Input should be a valid integer", "(got 'x')"]),
+    ({"a": 1, "b": 2, "c": 3}, ["c: unexpected argument"]),
+])
+def test_invalid_arguments_on_every_path(reg: ToolRegistry, arguments: dict[str, Any],
+                                         fragments: list[str]) -> None:
+    for result in run_all(reg, "add", arguments):
+        assert result.is_error and result.error_kind == "invalid_arguments"
+        assert result.text.startswith("Error: invalid arguments for tool 'add'")
+        for fragment in fragments:
+            assert fragment in result.text
+        assert "call it again" in result.text
+
+
+def test_schema_first_tools_are_validated_on_every_path(registry: ToolRegistry) -> None:
+    seen: list[dict[str, Any]] = []
+    registry.register(Tool(
+        name="lookup", description="Look up.", callable=lambda **kw: seen.append(kw) or "ok",
+        parameters={"type": "object", "properties": {
+            "q": {"type": "string", "minLength": 2},
+            "limit": {"type": "integer", "maximum": 10}},
+            "required": ["q"], "additionalProperties": False}))
+    for result in run_all(registry, "lookup", {"q": "x", "limit": 50}):
+        assert result.error_kind == "invalid_arguments"
+        assert "q:" in result.text and "limit:" in result.text
+    assert seen == []
+    for result in run_all(registry, "lookup", {"q": "tea"}):
+        assert result.ok
+    assert seen == [{"q": "tea"}] * 4
+
+
+def test_schema_first_remote_refs_are_not_fetched(registry: ToolRegistry) -> None:
+    registry.register(Tool(
+        name="remote", callable=lambda **kw: "ran",
+        parameters={"type": "object",
+                    "properties": {"x": {"$ref": "http://127.0.0.1:9/never.json"}}}))
+    result = registry.invoke("remote", {"x": 1})
+    assert result.is_error and "remote" in result.text
+
+
+def test_enum_dataclass_and_pydantic_parameters_arrive_as_those_types(
+        registry: ToolRegistry) -> None:
+    received: dict[str, Any] = {}
+
+    @registry.register
+    def plan(unit: Unit, window: Window, place: Place, kind: Literal["a", "b"] = "a") -> str:
+        """Plan."""
+        received.update(unit=unit, window=window, place=place, kind=kind)
+        return "ok"
+
+    args = {"unit": "f", "window": {"start": 1, "end": 2}, "place": {"city": "Kyoto"}}
+    for result in run_all(registry, "plan", args):
+        assert result.ok, result.text
+        assert received["unit"] is Unit.F
+        assert received["window"] == Window(1, 2)
+        assert received["place"] == Place(city="Kyoto", country="JP")
+        assert received["kind"] == "a"
+    bad = registry.invoke("plan", {**args, "unit": "k"})
+    assert bad.error_kind == "invalid_arguments" and "unit" in bad.text
+
+
+def test_safe_coercion_for_python_tools(registry: ToolRegistry) -> None:
+    @registry.register
+    def f(n: int, x: float, flag: bool, place: Place, tags: list[str]) -> str:
+        """F."""
+        return f"{n!r} {x!r} {flag!r} {place.city} {tags}"
+
+    ok = registry.invoke("f", {"n": "3", "x": 2, "flag": "true",
+                               "place": '{"city": "Nara"}', "tags": '["a", "b"]'})
+    assert ok.content == "3 2.0 True Nara ['a', 'b']", ok.text
+    for bad in ({"n": "3.5"}, {"n": 3.5}, {"n": "three"}, {"place": "Nara"}):
+        args = {"n": 1, "x": 1, "flag": False, "place": {"city": "c"}, "tags": [], **bad}
+        assert registry.invoke("f", args).error_kind == "invalid_arguments", bad
+
+
+def test_safe_coercion_for_schema_first_tools(registry: ToolRegistry) -> None:
+    registry.register(Tool(
+        name="s", callable=lambda **kw: kw,
+        parameters={"type": "object", "properties": {
+            "n": {"type": "integer"}, "x": {"type": "number"}, "b": {"type": "boolean"},
+            "o": {"type": "object"}, "a": {"type": "array"}, "s": {"type": "string"}}}))
+    result = registry.invoke("s", {"n": "4", "x": "2.5", "b": "false", "o": '{"k": 1}',
+                                   "a": "[1]", "s": "7"})
+    assert result.value == {"n": 4, "x": 2.5, "b": False, "o": {"k": 1}, "a": [1], "s": "7"}
+    for bad in ({"n": "4.5"}, {"n": "four"}, {"b": "yes"}, {"o": "[1]"}, {"s": 7}):
+        assert registry.invoke("s", bad).error_kind == "invalid_arguments", bad
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+def test_every_error_kind_in_one_batch(registry: ToolRegistry) -> None:
+    registry.register(add)
+
+    @registry.register
+    def boom() -> str:
+        """Fails."""
+        raise ValueError("the database is down")
+
+    @registry.register
+    def remote() -> str:
+        """Fails remotely."""
+        raise ToolCallError("HTTP 503 from the service", kind="remote")
+
+    @registry.register
+    def off() -> str:
+        """Disabled."""
+        return "never"
+
+    @registry.register(metadata=ToolMetadata(timeout=0.2))
+    def slow() -> str:
+        """Slow."""
+        time.sleep(1)
+        return "late"
+
+    registry.disable("off", reason="maintenance")
+    calls: list[Any] = [
+        chat("add", {"a": 1, "b": 2}, "ok"),
+        chat("ad", {"a": 1, "b": 2}, "unknown"),
+        chat("add", '{"a": 1,', "json"),
+        chat("add", "[1, 2]", "array"),
+        chat("add", {"a": "one", "b": 2}, "invalid"),
+        chat("off", {}, "disabled"),
+        chat("boom", {}, "raised"),
+        chat("remote", {}, "remote"),
+        chat("slow", {}, "timeout"),
+        {"nonsense": True},
+    ]
+    started = time.perf_counter()
+    results = registry.execute_tool_calls(calls)
+    assert time.perf_counter() - started < 0.9
+    assert [r.call_id for r in results[:-1]] == [c["id"] for c in calls[:-1]]
+    assert [r.error_kind for r in results] == [
+        None, "unknown_tool", "malformed_arguments", "malformed_arguments", "invalid_arguments",
+        "disabled", "execution", "remote", "timeout", "malformed_call"]
+    texts = [r.text for r in results]
+    assert "Did you mean: add?" in texts[1]
+    assert "not valid JSON" in texts[2]
+    assert "must be a JSON object" in texts[3] and "array" in texts[3]
+    assert "a: Input should be a valid integer" in texts[4]
+    assert "disabled (maintenance)" in texts[5]
+    assert "ValueError: the database is down" in texts[6]
+    assert "HTTP 503" in texts[7]
+    assert "did not finish within 0.2 s" in texts[8]
+    assert "not a tool call" in texts[9]
+    assert all(t.startswith("Error: ") for t in texts[1:])
+
+
+def test_unknown_tool_suggests_at_most_three_close_names(registry: ToolRegistry) -> None:
+    for i in range(30):
+        registry.register(Tool(name=f"get_weather_{i}", callable=lambda: "x"))
+    registry.register(Tool(name="send_email", callable=lambda: "x"))
+    result = registry.invoke("get_weather", {})
+    assert result.error_kind == "unknown_tool"
+    suggested = result.text.split("Did you mean: ")[1].split("?")[0].split(", ")
+    assert 1 <= len(suggested) <= 3
+    assert all(s.startswith("get_weather_") for s in suggested)
+    assert "send_email" not in result.text
+    nothing = registry.invoke("zzzzqqq", {})
+    assert "Did you mean" not in nothing.text and "get_weather_" not in nothing.text
+
+
+def test_model_spellings_of_a_name_are_accepted(reg: ToolRegistry) -> None:
+    assert reg.invoke("functions.add", {"a": 1, "b": 1}).content == "2"
+
+
+def test_bad_input_never_raises(reg: ToolRegistry) -> None:
+    weird: list[Any] = [None, 1, "str", b"x", [], {}, {"function": None},
+                        {"type": "function_call", "name": None}, object(),
+                        {"id": 3, "function": {"name": "add", "arguments": {"a": 1, "b": 2}}}]
+    results = reg.execute_tool_calls(weird)
+    assert len(results) == len(weird)
+    assert results[-1].ok and results[-1].call_id == "3"
+    assert all(r.is_error for r in results[:-1])
+
+
+def test_one_call_on_its_own_is_accepted(reg: ToolRegistry) -> None:
+    results = reg.execute_tool_calls(chat("add", {"a": 1, "b": 1}, "solo"))  # type: ignore[arg-type]
+    assert [r.call_id for r in results] == ["solo"]
+
+
+def test_calls_without_ids_get_one(reg: ToolRegistry) -> None:
+    results = reg.execute_tool_calls([{"name": "add", "arguments": {"a": 1, "b": 1}}] * 2)
+    ids = [r.call_id for r in results]
+    assert all(i and i.startswith("call_") for i in ids) and ids[0] != ids[1]
+
+
+def test_closed_registry_answers_with_errors() -> None:
+    registry = ToolRegistry()
+    registry.register(add)
+    registry.close()
+    assert registry.invoke("add", {"a": 1, "b": 1}).error_kind == "execution"
+    results = registry.execute_tool_calls([chat("add", {"a": 1, "b": 1}, "x")])
+    assert "closed" in results[0].text
+
+
+# --- hooks ------------------------------------------------------------------------------------
+
+class Recorder:
+    def __init__(self) -> None:
+        self.pre: list[str] = []
+        self.post: list[str] = []
+
+    @hookimpl
+    def pre_invoke(self, registry: ToolRegistry, tool: Tool, call: ToolCall) -> None:
+        assert call.arguments is not None
+        self.pre.append(tool.name)
+        call.reason = call.arguments.pop("why", None)
+
+    @hookimpl
+    def post_invoke(self, registry: ToolRegistry, tool: Tool, call: ToolCall,
+                    result: ToolResult) -> ToolResult | None:
+        self.post.append(tool.name)
+        result.metadata["seen"] = True
+        return None
+
+
+def test_hooks_run_on_every_path() -> None:
+    recorder = Recorder()
+    registry = ToolRegistry(plugins=[recorder])
+    try:
+        registry.register(add)
+        results = run_all(registry, "add", {"a": 1, "b": 2, "why": "testing"})
+        assert all(r.ok and r.reason == "testing" and r.metadata["seen"] for r in results)
+        assert recorder.pre == recorder.post == ["add"] * 4
+    finally:
+        registry.close()
+
+
+def test_a_failing_pre_invoke_hook_is_an_error_result() -> None:
+    class Rejecting:
+        @hookimpl
+        def pre_invoke(self, registry: ToolRegistry, tool: Tool, call: ToolCall) -> None:
+            raise PermissionError("not allowed now")
+
+    registry = ToolRegistry(plugins=[Rejecting()])
+    try:
+        registry.register(add)
+        result = registry.invoke("add", {"a": 1, "b": 2})
+        assert result.error_kind == "hook" and "not allowed now" in result.text
+    finally:
+        registry.close()
+
+
+# --- concurrency ------------------------------------------------------------------------------
+
+def test_sync_tools_run_concurrently_on_the_pool(registry: ToolRegistry) -> None:
+    threads: set[int] = set()
+
+    @registry.register
+    def nap(i: int) -> int:
+        """Sleep a little."""
+        threads.add(threading.get_ident())
+        time.sleep(0.3)
+        return i
+
+    started = time.perf_counter()
+    results = registry.execute_tool_calls([chat("nap", {"i": i}, f"c{i}") for i in range(6)])
+    assert time.perf_counter() - started < 1.0
+    assert [r.value for r in results] == list(range(6))
+    assert threading.get_ident() not in threads and len(threads) == 6
+
+
+def test_async_tools_run_on_the_callers_loop(registry: ToolRegistry) -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    @registry.register
+    async def wait(i: int) -> int:
+        """Wait."""
+        loops.append(asyncio.get_running_loop())
+        await asyncio.sleep(0.3)
+        return i
+
+    async def main() -> tuple[float, list[ToolResult]]:
+        started = time.perf_counter()
+        results = await registry.aexecute_tool_calls(
+            [chat("wait", {"i": i}, f"c{i}") for i in range(5)])
+        assert all(loop is asyncio.get_running_loop() for loop in loops)
+        return time.perf_counter() - started, results
+
+    elapsed, results = asyncio.run(main())
+    assert elapsed < 1.0 and [r.value for r in results] == list(range(5))
+    # The sync API runs them on its private loop, concurrently too.
+    loops.clear()
+    started = time.perf_counter()
+    results = registry.execute_tool_calls([chat("wait", {"i": i}, f"c{i}") for i in range(5)])
+    assert time.perf_counter() - started < 1.0 and [r.value for r in results] == list(range(5))
+    assert len(set(map(id, loops))) == 1
+
+
+def test_the_sync_api_works_inside_a_running_loop(registry: ToolRegistry) -> None:
+    @registry.register
+    async def later(x: int) -> int:
+        """Async."""
+        await asyncio.sleep(0.01)
+        return x
+
+    registry.register(add)
+
+    async def main() -> list[ToolResult]:
+        assert asyncio.get_running_loop()
+        return registry.execute_tool_calls([chat("later", {"x": 1}, "a"),
+                                            chat("add", {"a": 1, "b": 1}, "b")])
+
+    results = asyncio.run(main())
+    assert [r.value for r in results] == [1, 2]
+    assert asyncio.run(_invoke_inside(registry)).value == 3
+
+
+async def _invoke_inside(registry: ToolRegistry) -> ToolResult:
+    return registry.invoke("later", {"x": 3})
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_unsafe_tools_run_alone(registry: ToolRegistry, api: str) -> None:
+    active = 0
+    peak_during_unsafe = 0
+    lock = threading.Lock()
+    order: list[str] = []
+
+    def enter(tag: str) -> None:
+        nonlocal active
+        with lock:
+            active += 1
+            order.append(tag)
+
+    def leave() -> None:
+        nonlocal active
+        with lock:
+            active -= 1
+
+    @registry.register
+    def safe(i: int) -> int:
+        """Safe."""
+        enter(f"safe{i}")
+        time.sleep(0.05)
+        leave()
+        return i
+
+    @registry.register(metadata=ToolMetadata(is_concurrency_safe=False))
+    def unsafe(i: int) -> int:
+        """Unsafe."""
+        nonlocal peak_during_unsafe
+        enter(f"unsafe{i}")
+        with lock:
+            peak_during_unsafe = max(peak_during_unsafe, active)
+        time.sleep(0.05)
+        leave()
+        return i
+
+    calls = [chat("safe", {"i": 0}, "a"), chat("safe", {"i": 1}, "b"),
+             chat("unsafe", {"i": 2}, "c"), chat("safe", {"i": 3}, "d"),
+             chat("unsafe", {"i": 4}, "e")]
+    if api == "sync":
+        results = registry.execute_tool_calls(calls)
+    else:
+        results = asyncio.run(registry.aexecute_tool_calls(calls))
+    assert [r.value for r in results] == [0, 1, 2, 3, 4]
+    assert peak_during_unsafe == 1
+    assert order.index("unsafe2") > max(order.index("safe0"), order.index("safe1"))
+    assert order.index("safe3") > order.index("unsafe2")
+
+
+def _timed(fn: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+def test_timeouts_return_on_time_for_blocking_sync_tools() -> None:
+    registry = ToolRegistry(default_timeout=0.3)
+    try:
+        cancelled = threading.Event()
+
+        @registry.register
+        def block(ctx: ToolContext) -> str:
+            """Blocks in C code."""
+            try:
+                time.sleep(1.0)
+            finally:  # ToolCancelled lands right after the sleep
+                if ctx.cancelled:
+                    cancelled.set()
+            return "late"
+
+        @registry.register(metadata=ToolMetadata(timeout=0.1))
+        def own_limit() -> str:
+            """Per-tool limit."""
+            time.sleep(1.0)
+            return "late"
+
+        elapsed, result = _timed(lambda: registry.invoke("block", {}))
+        assert result.error_kind == "timeout" and 0.25 < elapsed < 0.6
+        assert "0.3 s" in result.text
+        elapsed, result = _timed(lambda: registry.invoke("own_limit", {}))
+        assert result.error_kind == "timeout" and elapsed < 0.4
+        elapsed, result = _timed(lambda: registry.invoke("block", {}, timeout=0.05))
+        assert result.error_kind == "timeout" and elapsed < 0.3
+        elapsed, results = _timed(lambda: registry.execute_tool_calls(
+            [chat("block", {}, "a"), chat("own_limit", {}, "b")]))
+        assert [r.error_kind for r in results] == ["timeout", "timeout"] and elapsed < 0.6
+        assert results[1].duration < 0.2  # stopped at its own deadline, not the batch's
+        elapsed, results = _timed(lambda: asyncio.run(registry.aexecute_tool_calls(
+            [chat("block", {}, "a"), chat("own_limit", {}, "b")])))
+        assert [r.error_kind for r in results] == ["timeout", "timeout"] and elapsed < 0.6
+        assert cancelled.wait(2)  # the tool saw its cancel_event
+    finally:
+        registry.close()
+
+
+def test_a_python_loop_is_interrupted_at_its_deadline(registry: ToolRegistry) -> None:
+    stopped = threading.Event()
+
+    @registry.register
+    def spin() -> str:
+        """Busy loop."""
+        try:
+            while True:
+                pass
+        finally:
+            stopped.set()
+
+    result = registry.invoke("spin", {}, timeout=0.1)
+    assert result.error_kind == "timeout"
+    assert stopped.wait(2)
+
+
+def test_async_tools_that_ignore_cancellation_still_return_on_time(
+        registry: ToolRegistry) -> None:
+    @registry.register
+    async def stubborn() -> str:
+        """Ignores cancellation."""
+        for _ in range(10):
+            try:
+                await asyncio.sleep(0.1)
+            except asyncio.CancelledError:
+                pass
+        return "late"
+
+    elapsed, result = _timed(lambda: registry.invoke("stubborn", {}, timeout=0.1))
+    assert result.error_kind == "timeout" and elapsed < 0.4
+
+
+    async def main() -> tuple[float, ToolResult]:
+        started = time.perf_counter()
+        result = await registry.ainvoke("stubborn", {}, timeout=0.1)
+        return time.perf_counter() - started, result  # asyncio.run then waits for the orphan
+
+    elapsed, result = asyncio.run(main())
+    assert result.error_kind == "timeout" and elapsed < 0.4
+
+
+def test_no_deadline_runs_inline(registry_factory: Any) -> None:
+    registry = registry_factory(default_timeout=0)
+    seen: list[int] = []
+
+    @registry.register
+    def where() -> str:
+        """Where."""
+        seen.append(threading.get_ident())
+        return "ok"
+
+    assert registry.invoke("where", {}).ok and seen == [threading.get_ident()]
+
+
+def test_no_retries_by_default_or_for_non_idempotent_tools(registry_factory: Any) -> None:
+    attempts: list[str] = []
+
+    def flaky(tag: str) -> str:
+        attempts.append(tag)
+        if len([a for a in attempts if a == tag]) < 3:
+            raise ConnectionError("reset by peer")
+        return "ok"
+
+    plain = registry_factory()
+    plain.register(Tool.from_function(flaky, metadata=ToolMetadata(idempotent_hint=True)))
+    assert plain.invoke("flaky", {"tag": "a"}).error_kind == "execution"
+    assert attempts == ["a"]
+
+    retrying = registry_factory(retry=RetryPolicy(attempts=3, backoff=0.01))
+    retrying.register(Tool.from_function(flaky, name="not_idempotent"))
+    retrying.register(Tool.from_function(flaky, metadata=ToolMetadata(idempotent_hint=True)))
+    assert retrying.invoke("not_idempotent", {"tag": "b"}).is_error
+    assert attempts.count("b") == 1
+    assert retrying.invoke("flaky", {"tag": "c"}).content == "ok"
+    assert attempts.count("c") == 3
+    result = asyncio.run(retrying.ainvoke("flaky", {"tag": "d"}))
+    assert result.ok and attempts.count("d") == 3
+
+
+def test_retries_apply_only_to_the_listed_errors(registry_factory: Any) -> None:
+    calls = 0
+
+    def broken() -> str:
+        nonlocal calls
+        calls += 1
+        raise ValueError("a bug, not a transient error")
+
+    registry = registry_factory(retry=RetryPolicy(attempts=5, backoff=0.01))
+    registry.register(Tool.from_function(broken, metadata=ToolMetadata(read_only_hint=True)))
+    assert registry.invoke("broken", {}).is_error and calls == 1
+
+
+def test_async_retries(registry_factory: Any) -> None:
+    tries = 0
+
+    async def fetch() -> str:
+        nonlocal tries
+        tries += 1
+        if tries < 2:
+            raise TimeoutError("upstream slow")
+        return "data"
+
+    registry = registry_factory(retry=RetryPolicy(attempts=2, backoff=0.01))
+    registry.register(Tool.from_function(fetch, metadata=ToolMetadata(idempotent_hint=True)))
+    assert registry.invoke("fetch", {}).content == "data" and tries == 2
+
+
+def test_a_tool_may_call_the_registry(registry: ToolRegistry) -> None:
+    registry.register(add)
+
+    @registry.register
+    def twice(x: int) -> int:
+        """Calls add through the registry."""
+        inner = registry.invoke("add", {"a": x, "b": x})
+        return int(inner.content)
+
+    assert registry.invoke("twice", {"x": 4}).value == 8
+
+
+def test_injected_context(registry: ToolRegistry) -> None:
+    @registry.register
+    def who(ctx: ToolContext) -> str:
+        """Who."""
+        assert ctx.remaining() is not None
+        return f"{ctx.values['user']}:{ctx.call.id}"
+
+    assert registry.invoke("who", {}, context={"user": "ana"}, call_id="z").content == "ana:z"
+
+
+# --- logging ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def logs() -> Iterator[list[dict[str, Any]]]:
+    try:
+        with capture_logs() as entries:
+            yield entries
+    finally:
+        structlog.reset_defaults()
+
+
+def test_one_event_per_call_without_argument_values(reg: ToolRegistry,
+                                                    logs: list[dict[str, Any]]) -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    reg.execute_tool_calls([chat("add", {"a": 111, "b": 222}, "c1"),
+                            chat("nope", {"a": 333}, "c2")])
+    events = [e for e in logs if e["event"].startswith("call.")]
+    assert [(e["event"], e["tool"], e["call_id"], e["outcome"]) for e in events] == [
+        ("call.failed", "nope", "c2", "unknown_tool"), ("call.finished", "add", "c1", "ok")]
+    assert all(isinstance(e["duration"], float) for e in events)
+    assert "111" not in repr(logs) and "333" not in repr(logs)
+
+
+def test_argument_values_at_debug_level(reg: ToolRegistry, logs: list[dict[str, Any]]) -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    reg.invoke("add", {"a": 111, "b": 222}, call_id="c1")
+    started = [e for e in logs if e["event"] == "call.started"]
+    assert started == [{"event": "call.started", "log_level": "debug", "tool": "add",
+                        "call_id": "c1", "arguments": {"a": 111, "b": 222}}]
