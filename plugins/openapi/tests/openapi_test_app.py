@@ -5,7 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-from fastapi import Cookie, Depends, FastAPI, File, Form, Header, HTTPException, Query, Request, Response, UploadFile
+from fastapi import (
+    Cookie,
+    Depends,
+    FastAPI,
+    File,
+    Form,
+    Header,
+    HTTPException,
+    Query,
+    Request,
+    Response,
+    UploadFile,
+)
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import (
     APIKeyCookie,

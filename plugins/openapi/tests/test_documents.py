@@ -11,6 +11,7 @@ import jsonschema
 import jsonschema_rs
 import pytest
 import yaml
+
 from toolregistry import ToolRegistry
 
 FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from toolregistry import ToolRegistry
 from toolregistry_openapi import Limits, OpenAPIError, tools_from_openapi
 
@@ -113,12 +114,12 @@ def test_deeply_nested_documents(tmp_path: Path) -> None:
         tools_from_openapi(deep)
     deep_yaml = tmp_path / "deep.yaml"
     deep_yaml.write_text("openapi: 3.0.0\nx: " + "[" * 50_000 + "]" * 50_000 + "\n")
-    with pytest.raises(OpenAPIError, match="nested too deeply|maximum nesting depth"):
+    with pytest.raises(OpenAPIError, match=r"nested too deeply|maximum nesting depth"):
         tools_from_openapi(deep_yaml)
     block = tmp_path / "block.yaml"
     block.write_text("openapi: 3.0.0\n" + "".join(" " * i + f"k{i}:\n" for i in range(5000)))
     started = time.monotonic()
-    with pytest.raises(OpenAPIError, match="nested too deeply|maximum nesting depth"):
+    with pytest.raises(OpenAPIError, match=r"nested too deeply|maximum nesting depth"):
         tools_from_openapi(block)
     assert time.monotonic() - started < 10
 
@@ -212,7 +213,7 @@ paths:
 def test_not_an_openapi_document(tmp_path: Path) -> None:
     other = tmp_path / "x.yaml"
     other.write_text("name: compose\nservices: {}\n")
-    with pytest.raises(OpenAPIError, match="not an OpenAPI document.*services"):
+    with pytest.raises(OpenAPIError, match=r"not an OpenAPI document.*services"):
         tools_from_openapi(other)
     with pytest.raises(OpenAPIError, match="cannot read the OpenAPI document"):
         tools_from_openapi(tmp_path / "missing.yaml")

@@ -8,6 +8,7 @@ import json
 
 import httpx
 import pytest
+
 from toolregistry import Image, ToolRegistry, ToolTag
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urljoin
 
 from attrs import frozen
+
 from toolregistry._log import log
 from toolregistry.errors import ToolCallError
 
@@ -108,7 +109,7 @@ class Credentials:
         if name in self.per_scheme:
             return self.per_scheme[name]
         kind = str(scheme.get("type", "")).lower()
-        if kind == "http" and str(scheme.get("scheme", "")).lower() == "basic" or kind == "basic":
+        if (kind == "http" and str(scheme.get("scheme", "")).lower() == "basic") or kind == "basic":
             return self.basic
         return self.token
 
@@ -300,15 +301,15 @@ def _file_part(name: str, value: Any) -> tuple[str, str, bytes, str]:
         data = content if isinstance(content, bytes) else str(content).encode("utf-8")
         return (name, str(value.get("filename") or name), data,
                 str(value.get("content_type") or "application/octet-stream"))
-    data = value if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8")
-    return name, name, bytes(data), "application/octet-stream"
+    raw = bytes(value) if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8")
+    return name, name, raw, "application/octet-stream"
 
 
 @frozen
 class Prepared:
     method: str
     url: str
-    params: list[tuple[str, str]]
+    params: list[tuple[str, str | int | float | bool | None]]
     headers: dict[str, str]
     content: bytes | None
 
@@ -384,7 +385,7 @@ def prepare(op: Operation, base_url: str, args: Mapping[str, Any],
     if cookies:
         jar = "; ".join(f"{k}={_cookie_value(v)}" for k, v in cookies.items())
         headers["Cookie"] = f"{headers['Cookie']}; {jar}" if "Cookie" in headers else jar
-    return Prepared(op.method, url, query, headers, content)
+    return Prepared(op.method, url, list(query), headers, content)
 
 
 _COOKIE_UNSAFE = re.compile(r'[;,"\\\x00-\x1f\x7f%]')
@@ -609,7 +610,7 @@ class OperationCaller:
 class AsyncOperationCaller(OperationCaller):
     """Async twin of :class:`OperationCaller` (used by tools from ``aload_openapi``)."""
 
-    async def __call__(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    async def __call__(self, **kwargs: Any) -> Any:
         import httpx
 
         req = self._prepare(kwargs)

@@ -54,7 +54,7 @@ class SchemaConverter:
         if name is not None:
             return name
         parts = [p for p in pointer.split("/") if p]
-        if len(parts) == 3 and parts[:2] == ["components", "schemas"] or (
+        if (len(parts) == 3 and parts[:2] == ["components", "schemas"]) or (
             len(parts) == 2 and parts[0] == "definitions"
         ):
             base = parts[-1]
@@ -167,10 +167,7 @@ class SchemaConverter:
                 elif isinstance(value, list) and value:  # draft-4 tuple form
                     out["prefixItems"] = [self._sub(v, base, refs, depth) for v in value
                                           if isinstance(v, (Mapping, bool))]
-            elif key == "additionalProperties":
-                if isinstance(value, (Mapping, bool)):
-                    out[key] = self._sub(value, base, refs, depth)
-            elif key in _SCHEMA_KEYS:
+            elif key == "additionalProperties" or key in _SCHEMA_KEYS:
                 if isinstance(value, (Mapping, bool)):
                     out[key] = self._sub(value, base, refs, depth)
             elif key in _SCHEMA_LIST_KEYS:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from attrs import frozen
+
 from toolregistry._log import log
 from toolregistry.tool import Provenance, Tool, ToolMetadata, ToolTag
 

@@ -95,7 +95,7 @@ def spec_version(root: Mapping[str, Any], where: str) -> str:
     raw = str(root.get("openapi", "")).strip()
     if raw.startswith("3.0"):
         return "3.0"
-    if raw.startswith("3.1") or raw.startswith("3.2"):
+    if raw.startswith(("3.1", "3.2")):
         return "3.1"
     if "openapi" in root:
         raise OpenAPIError(f"{where}: unsupported OpenAPI version {root['openapi']!r} (2.0, 3.0, 3.1)")
@@ -340,8 +340,10 @@ def _operation(
                 media = next(iter(value["content"].values()))
                 raw = media.get("schema") if isinstance(media, Mapping) else None
                 kind = "json"
-            if isinstance(raw, (Mapping, bool)):
-                schema = raw if isinstance(raw, bool) else converter.convert(raw, pbase, refs, 1)
+            if isinstance(raw, Mapping):
+                schema = converter.convert(raw, pbase, refs, 1)
+            elif raw is False:
+                schema = {"not": {}}
             else:
                 schema = {}
             if kind != "json":
@@ -349,8 +351,6 @@ def _operation(
             default_style = "form" if loc in ("query", "cookie") else "simple"
             style = str(value.get("style") or default_style)
             explode = bool(value.get("explode", style == "form"))
-        if isinstance(schema, bool):
-            schema = {} if schema else {"not": {}}
         desc = _text(value.get("description"))
         if desc:
             schema = {**schema, "description": desc} if "description" not in schema else schema
