@@ -35,14 +35,23 @@ def _resolve() -> Any:
     return _fallback
 
 
+_stdlib = logging.getLogger("toolregistry")
+
+
 class _Log:
-    """A logger that resolves its backend per event (cheap), honouring late configuration."""
+    """A logger that resolves its backend per event (cheap), honouring late configuration.
+
+    Without a structlog configuration, events below the standard logger's level cost one
+    level check (calls on hot paths log at info and debug).
+    """
 
     def debug(self, event: str, **kw: Any) -> None:
-        _resolve().debug(event, **kw)
+        if structlog.is_configured() or _stdlib.isEnabledFor(logging.DEBUG):
+            _resolve().debug(event, **kw)
 
     def info(self, event: str, **kw: Any) -> None:
-        _resolve().info(event, **kw)
+        if structlog.is_configured() or _stdlib.isEnabledFor(logging.INFO):
+            _resolve().info(event, **kw)
 
     def warning(self, event: str, **kw: Any) -> None:
         _resolve().warning(event, **kw)
@@ -52,9 +61,7 @@ class _Log:
 
     def is_debug(self) -> bool:
         """True when debug events would be emitted (skip building costly context otherwise)."""
-        if structlog.is_configured():
-            return True
-        return logging.getLogger("toolregistry").isEnabledFor(logging.DEBUG)
+        return structlog.is_configured() or _stdlib.isEnabledFor(logging.DEBUG)
 
 
 log = _Log()

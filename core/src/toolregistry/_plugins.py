@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata as md
+import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from .types import ToolCall, ToolResult
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
+ENV_TRACE = "TOOLREGISTRY_TRACE_HOOKS"
 HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
               "loaders", "suggest_tools")
 
@@ -118,6 +120,9 @@ class PluginHost:
         self.settings = settings
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
+        if os.environ.get(ENV_TRACE):
+            self.pm.trace.root.setwriter(lambda msg: log.debug("hook.trace", message=msg))
+            self.pm.enable_tracing()
         self.records: dict[str, PluginRecord] = {}
         self.loaders: dict[str, tuple[str, Any]] = {}
         self._load_entry_points()
@@ -283,6 +288,28 @@ class Hooks:
         self.has_post_invoke = bool(h.post_invoke.get_hookimpls())
         self.has_on_change = bool(h.on_change.get_hookimpls())
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
+        # Hooks called per tool or per call: with a single plain implementation (the usual
+        # case) call it directly; pluggy's dispatch costs more than the work. Tracing keeps
+        # the full path.
+        self._direct_schema = self._direct("schema_transform")
+        self._direct_pre = self._direct("pre_invoke")
+
+    def _direct(self, name: str) -> Callable[..., Any] | None:
+        if os.environ.get(ENV_TRACE):
+            return None
+        impls = getattr(self._hook, name).get_hookimpls()
+        if len(impls) != 1 or impls[0].hookwrapper or impls[0].wrapper:
+            return None
+        impl = impls[0]
+        fn = impl.function
+        argnames = impl.argnames
+        if argnames in (("registry", "tool", "call"), ("registry", "tool", "schema", "api_format")):
+            return fn  # type: ignore[no-any-return]
+
+        def call(**kwargs: Any) -> Any:
+            return fn(**{a: kwargs[a] for a in argnames})
+
+        return call
 
     @staticmethod
     def _failed(hook: str, exc: BaseException, **ctx: Any) -> None:
@@ -307,15 +334,23 @@ class Hooks:
         if not self.has_schema_transform:
             return
         try:
-            self._hook.schema_transform(registry=registry, tool=tool, schema=schema,
-                                        api_format=api_format)
+            direct = self._direct_schema
+            if direct is not None:
+                direct(registry=registry, tool=tool, schema=schema, api_format=api_format)
+            else:
+                self._hook.schema_transform(registry=registry, tool=tool, schema=schema,
+                                            api_format=api_format)
         except Exception as exc:
             self._failed("schema_transform", exc, tool=tool.name, api_format=api_format)
             raise
 
     def pre_invoke(self, registry: ToolRegistry, tool: Tool, call: ToolCall) -> None:
         if self.has_pre_invoke:
-            self._hook.pre_invoke(registry=registry, tool=tool, call=call)
+            direct = self._direct_pre
+            if direct is not None:
+                direct(registry=registry, tool=tool, call=call)
+            else:
+                self._hook.pre_invoke(registry=registry, tool=tool, call=call)
 
     def post_invoke(self, registry: ToolRegistry, tool: Tool, call: ToolCall,
                     result: ToolResult) -> ToolResult:

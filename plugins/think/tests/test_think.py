@@ -21,7 +21,7 @@ REASON = "The user asked about weather in Tokyo, so I should call get_weather wi
 
 class TestThinkContract(PluginContract):
     plugin_name = "think"
-    registry_options = {"think_augment": True}  # noqa: RUF012
+    registry_options = {"think_augment": True}
 
 
 def params_of(definition: dict[str, Any], fmt: str) -> dict[str, Any]:

@@ -49,11 +49,6 @@ def _declares_own(tool: Tool) -> bool:
     return isinstance(props, dict) and REASON_FIELD in props
 
 
-def _augmented(registry: ToolRegistry, tool: Tool) -> bool:
-    own = tool.metadata.think_augment
-    return own if own is not None else registry.think_augment
-
-
 @hookimpl
 def register(registry: ToolRegistry, tool: Tool) -> None:
     if _declares_own(tool):
@@ -67,15 +62,26 @@ def register(registry: ToolRegistry, tool: Tool) -> None:
 @hookimpl
 def schema_transform(registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
                      api_format: str) -> None:
-    if not _augmented(registry, tool) or _declares_own(tool):
+    own = tool.metadata.think_augment
+    if own is False or (own is None and not registry.think_augment):
         return
     props = schema.get("properties")
     if props is None:
         if schema.get("type", "object") != "object":
             return
         props = schema["properties"] = {}
-    if isinstance(props, dict):
-        props[REASON_FIELD] = reason_property(_settings(registry).description)
+    if isinstance(props, dict) and REASON_FIELD not in props:  # a native one stays untouched
+        props[REASON_FIELD] = _property(registry)
+
+
+def _property(registry: ToolRegistry) -> dict[str, Any]:
+    # The description is looked up once per registry; each schema gets its own copy because
+    # the kernel's strict-mode pass edits properties in place.
+    state = registry.plugin_state("think")
+    prop = state.get("property")
+    if prop is None:
+        prop = state["property"] = reason_property(_settings(registry).description)
+    return dict(prop)
 
 
 @hookimpl
