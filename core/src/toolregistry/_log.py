@@ -3,28 +3,39 @@
 When the application configured structlog, events go through its configuration; otherwise
 they go to the standard library logger ``toolregistry`` (silent until logging is set up), so
 a library never prints to stdout on its own -- stdout may be an MCP stdio channel.
+
+structlog itself is imported only when an event is emitted: an application that configured it
+has imported it already, and otherwise an event below the logger's level costs one level
+check and no import.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
-import structlog
-
+_stdlib = logging.getLogger("toolregistry")
 _fallback: Any = None
 _configured: Any = None
 
 
+def _structlog_configured() -> bool:
+    module = sys.modules.get("structlog")
+    return module is not None and bool(module.is_configured())
+
+
 def _resolve() -> Any:
     global _fallback, _configured
+    import structlog
+
     if structlog.is_configured():
         if _configured is None:
             _configured = structlog.get_logger("toolregistry")
         return _configured
     if _fallback is None:
         _fallback = structlog.wrap_logger(
-            logging.getLogger("toolregistry"),
+            _stdlib,
             processors=[
                 structlog.stdlib.filter_by_level,
                 structlog.processors.add_log_level,
@@ -35,33 +46,32 @@ def _resolve() -> Any:
     return _fallback
 
 
-_stdlib = logging.getLogger("toolregistry")
+def _enabled(level: int) -> bool:
+    return _structlog_configured() or _stdlib.isEnabledFor(level)
 
 
 class _Log:
-    """A logger that resolves its backend per event (cheap), honouring late configuration.
-
-    Without a structlog configuration, events below the standard logger's level cost one
-    level check (calls on hot paths log at info and debug).
-    """
+    """A logger that resolves its backend per event, honouring late configuration."""
 
     def debug(self, event: str, **kw: Any) -> None:
-        if structlog.is_configured() or _stdlib.isEnabledFor(logging.DEBUG):
+        if _enabled(logging.DEBUG):
             _resolve().debug(event, **kw)
 
     def info(self, event: str, **kw: Any) -> None:
-        if structlog.is_configured() or _stdlib.isEnabledFor(logging.INFO):
+        if _enabled(logging.INFO):
             _resolve().info(event, **kw)
 
     def warning(self, event: str, **kw: Any) -> None:
-        _resolve().warning(event, **kw)
+        if _enabled(logging.WARNING):
+            _resolve().warning(event, **kw)
 
     def error(self, event: str, **kw: Any) -> None:
-        _resolve().error(event, **kw)
+        if _enabled(logging.ERROR):
+            _resolve().error(event, **kw)
 
     def is_debug(self) -> bool:
         """True when debug events would be emitted (skip building costly context otherwise)."""
-        return structlog.is_configured() or _stdlib.isEnabledFor(logging.DEBUG)
+        return _enabled(logging.DEBUG)
 
 
 log = _Log()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from toolregistry import hookimpl
 from toolregistry._log import log
 
@@ -18,23 +16,16 @@ DEFAULT_DESCRIPTION = "Why you chose this tool and what you expect from it."
 _STATE_KEY = "settings"
 
 
-class ThinkSettings(BaseModel):
-    """``[tool.toolregistry.plugins.think]``."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    description: str = Field(DEFAULT_DESCRIPTION, min_length=1,
-                             description="The description of the injected property.")
-
-
 class NativeReasonWarning(UserWarning):
     """A tool declares its own ``toolcall_reason`` parameter; the registry leaves it alone."""
 
 
-def _settings(registry: ToolRegistry) -> ThinkSettings:
+def _settings(registry: ToolRegistry) -> Any:
     state = registry.plugin_state("think")
     settings = state.get(_STATE_KEY)
     if settings is None:
+        from ._settings import ThinkSettings  # pydantic: loaded on first use, not with the plugin
+
         settings = state[_STATE_KEY] = registry.plugin_settings("think", ThinkSettings)
     return settings
 
