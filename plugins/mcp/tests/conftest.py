@@ -190,3 +190,11 @@ def spec() -> object:
 def children_gone() -> object:
     """``children_gone(before=set())``: assert no child process of ours is left (bounded)."""
     return assert_no_children
+
+
+@pytest.fixture
+def procs() -> object:
+    """Helpers for tests that start their own server process."""
+    import types
+
+    return types.SimpleNamespace(free_port=free_port, wait_for_port=wait_for_port, stop=stop)

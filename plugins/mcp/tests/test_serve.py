@@ -1,0 +1,184 @@
+"""A registry served over MCP, and loaded back with register_from_mcp (the round trip)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolregistry import Tool, ToolRegistry
+
+SERVED = textwrap.dedent('''
+    import sys
+    from typing import Literal
+
+    from toolregistry import Image, Tool, ToolRegistry
+    from toolregistry_mcp import serve
+
+    PNG = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
+
+    registry = ToolRegistry(name="served")
+
+    @registry.register
+    def get_weather(city: str, unit: Literal["c", "f"] = "c") -> str:
+        """Get the current weather for a city.
+
+        Args:
+            city: City name, e.g. "Tokyo".
+            unit: Temperature unit.
+        """
+        return f"{city}: 21 degrees {unit}"
+
+    @registry.register
+    def photo() -> tuple:
+        """A photo with a caption."""
+        return ("a pixel", Image.from_bytes(PNG, "image/png"))
+
+    @registry.register
+    def explode() -> str:
+        """Always fails."""
+        raise RuntimeError("kaboom")
+
+    @registry.register
+    def grow() -> str:
+        """Register one more tool."""
+        def late(x: int) -> int:
+            """Arrived late."""
+            return x * 2
+        registry.register(late)
+        return "grown"
+
+    if len(sys.argv) > 1:
+        registry.register_from_mcp(sys.argv[1], namespace="inner", include=["echo", "image"])
+
+    serve(registry)
+''')
+
+SERVER = Path(__file__).parent / "servers" / "test_server.py"
+
+
+@pytest.fixture
+def served_script(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+    script = tmp_path / "served.py"
+    script.write_text(SERVED, encoding="utf-8")
+    return script
+
+
+def test_round_trip_over_stdio(registry: ToolRegistry, served_script: Path) -> None:
+    tools = registry.register_from_mcp(
+        {"command": sys.executable, "args": [str(served_script)],
+         "cwd": str(served_script.parent)}, namespace=True)
+    names = sorted(t.name for t in tools)
+    assert names == ["served-explode", "served-get_weather", "served-grow", "served-photo"]
+    weather = registry["served-get_weather"]
+    assert weather.description.startswith("Get the current weather for a city.")
+    assert weather.parameters["properties"]["unit"]["enum"] == ["c", "f"]
+    assert weather.parameters["required"] == ["city"]
+    result = registry.invoke("served-get_weather", {"city": "Tokyo", "unit": "f"})
+    assert result.content == "Tokyo: 21 degrees f"
+    # Invalid arguments are refused on this side already; the far side validates too.
+    assert registry.invoke("served-get_weather", {"city": "Oslo", "unit": "k"}).error_kind \
+        == "invalid_arguments"
+    photo = registry.invoke("served-photo", {})
+    assert photo.ok and photo.text == "a pixel" and photo.images[0].media_type == "image/png"
+    boom = registry.invoke("served-explode", {})
+    assert boom.is_error and boom.error_kind == "remote" and "kaboom" in boom.text
+    # A tool registered on the far side reaches us through notifications/tools/list_changed.
+    assert registry.invoke("served-grow", {}).content == "grown"
+    deadline = time.monotonic() + 10
+    while "served-late" not in registry:
+        assert time.monotonic() < deadline, "list_changed did not arrive"
+        time.sleep(0.02)
+    assert registry.invoke("served-late", {"x": 21}).content == "42"
+
+
+def test_round_trip_through_a_served_mcp_source(registry: ToolRegistry,
+                                                served_script: Path) -> None:
+    # Served registry holding an MCP source itself: every source kind is served.
+    registry.register_from_mcp(
+        {"command": sys.executable, "args": [str(served_script), str(SERVER)],
+         "cwd": str(served_script.parent)}, namespace="outer", connect_timeout=60)
+    assert registry.invoke("outer-inner-echo", {"text": "deep"}).content == "deep"
+    image = registry.invoke("outer-inner-image", {})
+    assert image.ok and image.images
+
+
+@pytest.fixture
+def http_served(tmp_path: Path, procs: Any) -> Iterator[str]:
+    free_port, stop, wait_for_port = procs.free_port, procs.stop, procs.wait_for_port
+
+    module = tmp_path / "served_tools.py"
+    module.write_text(textwrap.dedent('''
+        def shout(text: str) -> str:
+            """Upper-case the text."""
+            return text.upper()
+    '''), encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(textwrap.dedent('''
+        [tool.toolregistry]
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "served_tools:shout"
+    '''), encoding="utf-8")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolregistry_mcp", "serve", "--transport", "streamable-http",
+         "--port", str(port), "--config", str(config)],
+        cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(proc)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_round_trip_over_streamable_http(registry: ToolRegistry, http_served: str) -> None:
+    tools = registry.register_from_mcp(http_served)
+    assert [t.name for t in tools] == ["shout"]
+    assert registry.invoke("shout", {"text": "quiet"}).content == "QUIET"
+
+
+def test_build_server_in_process() -> None:
+    import anyio
+    from mcp import Client
+
+    from toolregistry_mcp import build_server
+
+    reg = ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml")
+
+    def double(x: int) -> dict[str, int]:
+        """Double a number."""
+        return {"value": x * 2}
+
+    reg.register(Tool.from_function(double))
+
+    async def main() -> Any:
+        async with Client(build_server(reg), mode="legacy") as client:
+            listed = await client.list_tools()
+            called = await client.call_tool("double", {"x": 4})
+            invalid = await client.call_tool("double", {"x": "four"})
+            unknown = await client.call_tool("nope", {})
+            return listed, called, invalid, unknown
+
+    listed, called, invalid, unknown = anyio.run(main)
+    assert [t.name for t in listed.tools] == ["double"]
+    assert listed.tools[0].input_schema["properties"]["x"]["type"] == "integer"
+    assert json.loads(called.content[0].text) == {"value": 8}
+    assert called.structured_content == {"value": 8}
+    assert invalid.is_error and "x" in invalid.content[0].text
+    assert unknown.is_error and "nope" in unknown.content[0].text
+    reg.close()
