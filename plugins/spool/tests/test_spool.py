@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import stat
@@ -339,6 +340,20 @@ def test_reader_pages_through_execute_tool_calls(make_registry: MakeRegistry) ->
     assert "\n".join(got) + "\n" == text
 
 
+def test_reader_accepts_null_for_optional_arguments(make_registry: MakeRegistry) -> None:
+    """Models (and OpenAI strict mode) send null for "not given"."""
+    registry = make_registry()
+    register_big(registry, lines(2000))
+    handle = registry.invoke("big", {}).metadata["spool"]["handle"]
+    args = json.dumps({"handle": handle, "offset": None, "limit": None, "tail": None,
+                       "grep": None})
+    page = registry.execute_tool_calls([call("read_tool_output", args)])[0]
+    assert page.ok, page.content
+    assert page.text.splitlines()[1].startswith("line 0000000")
+    strict = registry.get_tool_schema("read_tool_output", strict=True)
+    assert strict["function"]["parameters"]["properties"]["tail"]["type"] == ["integer", "null"]
+
+
 def test_reader_tail_and_grep(make_registry: MakeRegistry) -> None:
     registry = make_registry()
     register_big(registry, lines(5000) + "ERROR: disk full\nWarning: slow\n")
@@ -412,8 +427,6 @@ def test_hostile_handles_through_the_model_api(make_registry: MakeRegistry, hand
     registry = make_registry()
     register_big(registry, lines(2000))
     registry.invoke("big", {})
-    import json
-
     args = json.dumps({"handle": handle})
     result = registry.execute_tool_calls([call("read_tool_output", args)])[0]
     assert result.is_error and result.error_kind == "invalid_arguments"
@@ -479,6 +492,16 @@ def test_permissions(make_registry: MakeRegistry) -> None:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_keep_set_after_the_first_spool(make_registry: MakeRegistry) -> None:
+    registry = make_registry()
+    register_big(registry, lines(2000))
+    path = Path(registry.invoke("big", {}).metadata["spool"]["path"])
+    ts.configure(registry, keep=True)
+    assert (path.parent / ".keep").exists()  # a later process's sweep leaves it alone
+    registry.close()
+    assert path.exists()
 
 
 def test_close_removes_files_unless_kept(make_registry: MakeRegistry) -> None:

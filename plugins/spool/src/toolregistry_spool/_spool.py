@@ -37,6 +37,8 @@ READER_DESCRIPTION = (
     "(grep). Lines are numbered from 0; very long lines are split into several numbered lines."
 )
 
+# Optional parameters accept null: models (and OpenAI strict mode, where every property is
+# required) often send null for "not given", and that must not be an invalid call.
 _READER_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -46,26 +48,26 @@ _READER_PARAMETERS: dict[str, Any] = {
             "pattern": HANDLE_PATTERN,
         },
         "offset": {
-            "type": "integer",
+            "type": ["integer", "null"],
             "minimum": 0,
             "default": 0,
             "description": "First line to return (numbered from 0).",
         },
         "limit": {
-            "type": "integer",
+            "type": ["integer", "null"],
             "minimum": 1,
             "maximum": _MAX_LIMIT,
             "default": 200,
             "description": "How many lines to return at most (or matches, with grep).",
         },
         "tail": {
-            "type": "integer",
+            "type": ["integer", "null"],
             "minimum": 1,
             "maximum": _MAX_LIMIT,
             "description": "Return the last N lines instead (with grep: the last N matches).",
         },
         "grep": {
-            "type": "string",
+            "type": ["string", "null"],
             "description": "Return only lines containing this text, with their line numbers "
                            "(case-insensitive for ASCII letters; 'error|warning' finds either).",
         },
@@ -114,7 +116,7 @@ class Spooler:
                                         max_age=new.max_age_seconds,
                                         max_total=new.max_total_bytes)
             else:
-                self.store.keep = new.keep
+                self.store.set_keep(new.keep)
                 self.store.max_age = new.max_age_seconds
                 self.store.max_total = new.max_total_bytes
             if new.token_counter != self.settings.token_counter:
@@ -354,8 +356,8 @@ class Spooler:
                                   plugin=PLUGIN_NAME),
         )
 
-    def read(self, handle: str, offset: int = 0, limit: int = 200, tail: int | None = None,
-             grep: str | None = None) -> str:
+    def read(self, handle: str, offset: int | None = 0, limit: int | None = 200,
+             tail: int | None = None, grep: str | None = None) -> str:
         """What the reader tool returns for one call (never more than the threshold)."""
         try:
             entry, buf = self.store.open(handle)
@@ -363,8 +365,8 @@ class Spooler:
             raise ToolCallError(str(exc), kind="invalid_arguments") from None
         try:
             index = self._index(entry, buf)
-            offset = max(0, int(offset))
-            limit = max(1, min(int(limit), _MAX_LIMIT))
+            offset = max(0, int(offset or 0))
+            limit = max(1, min(int(200 if limit is None else limit), _MAX_LIMIT))
             n_tail = None if tail is None else max(1, min(int(tail), _MAX_LIMIT))
             max_tokens = max(100, self.settings.threshold_tokens - 100)
             if grep:

@@ -149,6 +149,19 @@ class SpoolStore:
             except OSError:
                 continue  # another process may be sweeping it right now
 
+    def set_keep(self, keep: bool) -> None:
+        """Change ``keep`` (also for a folder made already: its marker protects it from
+        being swept as stale by a later process)."""
+        with self._lock:
+            self.keep = keep
+            directory = self._dir
+        if directory is not None:
+            marker = directory / _KEEP_MARKER
+            if keep:
+                marker.touch(mode=0o600)
+            else:
+                _unlink(marker)
+
     # -- writing --------------------------------------------------------------------------
     def write(self, chunks: Iterable[bytes]) -> Entry:
         """Store the concatenated ``chunks`` under a new handle; evicts old outputs past the
