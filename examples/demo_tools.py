@@ -51,7 +51,7 @@ def convert_currency(amount: Decimal, source: Currency, target: Currency) -> dic
 async def world_clock(timezone_offset_hours: int = 0) -> str:
     """Tell the (demo's fixed) time at a UTC offset."""
     await asyncio.sleep(0)
-    base = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.UTC)
     return (base + dt.timedelta(hours=timezone_offset_hours)).strftime("%H:%M")
 
 

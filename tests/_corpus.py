@@ -8,9 +8,8 @@ import enum
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Optional, Union
 
-from typing_extensions import TypedDict
-
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 
 class Color(enum.Enum):

@@ -48,13 +48,13 @@ def test_register_forms(registry: ToolRegistry) -> None:
     assert registry["ns-renamed"].provenance.original_name == "renamed"
     assert "add" in registry and "nope" not in registry
     assert registry.get_tool("nope") is None
-    with pytest.raises(KeyError, match="no tool named 'ad'.*did you mean 'add'"):
+    with pytest.raises(KeyError, match=r"no tool named 'ad'.*did you mean 'add'"):
         registry["ad"]
 
 
 def test_collisions_are_errors_unless_replace(registry: ToolRegistry) -> None:
     registry.register(add)
-    with pytest.raises(ToolNameCollisionError, match="'add' is already registered.*replace=True"):
+    with pytest.raises(ToolNameCollisionError, match=r"'add' is already registered.*replace=True"):
         registry.register(add)
     registry.register(add, replace=True)
     assert len(registry) == 1
@@ -138,7 +138,7 @@ def test_args_and_unsupported_annotations_are_clear_errors() -> None:
         Tool.from_function(star)
     with pytest.raises(ToolRegistrationError, match=r"\*\*options"):
         Tool.from_function(kw)
-    with pytest.raises(ToolRegistrationError, match="parameter 'thing'.*no JSON schema"):
+    with pytest.raises(ToolRegistrationError, match=r"parameter 'thing'.*no JSON schema"):
         Tool.from_function(opaque)
 
     def unresolvable(thing: NotDefinedAnywhere) -> None:  # type: ignore[name-defined]  # noqa: F821

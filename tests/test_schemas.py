@@ -208,7 +208,7 @@ def signatures(draw: st.DrawFn) -> Any:
         default = inspect.Parameter.empty
         if has_default:
             seen_default = True
-            default = DEFAULTS.get(ann, None)
+            default = DEFAULTS.get(ann)
         params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                         annotation=ann, default=default))
 

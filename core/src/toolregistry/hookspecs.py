@@ -91,8 +91,8 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
     """
 
 
-@hookspec  # type: ignore[empty-body]
-def loaders() -> Mapping[str, Loader]:
+@hookspec
+def loaders() -> Mapping[str, Loader]:  # type: ignore[empty-body]
     """Return ``{kind: loader}`` for the tool sources this plugin provides.
 
     Called once when the plugin manager is built. ``registry.register_from_<kind>(...)`` and
