@@ -33,7 +33,14 @@ from ._operations import Operation, SpecInfo, extract, spec_version
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
 
-__all__ = ["Document", "aload_openapi", "load_openapi", "read_document", "tools_from_openapi"]
+__all__ = [
+    "Document",
+    "aload_openapi",
+    "build_tools",
+    "load_openapi",
+    "read_document",
+    "tools_from_openapi",
+]
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RESPONSE_BYTES = 20 * 1024 * 1024
@@ -241,6 +248,31 @@ class _Built:
 def tools_from_openapi(
     spec: Any,
     *,
+    timeout: float = DEFAULT_TIMEOUT,
+    headers: Mapping[str, str] | None = None,
+    limits: Limits | None = None,
+    verify: Any = True,
+    **options: Any,
+) -> tuple[list[Tool], HttpSession, SpecInfo]:
+    """Build (not register) one tool per operation of ``spec``; see :func:`load_openapi`.
+
+    Returns the tools, the HTTP session their callables share (close it when done) and the
+    document's facts.
+    """
+    lim = limits or DEFAULT_LIMITS
+    doc, client = read_document(spec, timeout=timeout, headers=headers, limits=lim, verify=verify)
+    try:
+        return build_tools(doc, client=client, timeout=timeout, headers=headers, limits=lim,
+                           verify=verify, **options)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def build_tools(
+    doc: Document,
+    *,
+    client: Any = None,
     base_url: str | None = None,
     auth: Any = None,
     headers: Mapping[str, str] | None = None,
@@ -258,35 +290,31 @@ def tools_from_openapi(
     defer: bool = False,
     is_async: bool = False,
 ) -> tuple[list[Tool], HttpSession, SpecInfo]:
-    """Build (not register) one tool per operation of ``spec``; see :func:`load_openapi`."""
+    """The tools of a document already read (the conversion half of
+    :func:`tools_from_openapi`); ``client`` fetches same-origin references of a URL document."""
     lim = limits or DEFAULT_LIMITS
     if isinstance(include, str):
         include = [include]
     if isinstance(exclude, str):
         exclude = [exclude]
     started = time.perf_counter()
-    doc, client = read_document(spec, timeout=timeout, headers=headers, limits=lim, verify=verify)
-    try:
-        fetch = None
-        if client is not None or allow_remote_refs:
-            fetch = _make_fetch(client, timeout, headers or {}, lim, verify)
-        version = spec_version(doc.root, doc.label)
-        resolver = Resolver(doc.root, doc.uri, ResolverOptions(
-            allow_remote_refs=allow_remote_refs, limits=lim, fetch=fetch))
-        converter = SchemaConverter(resolver, version, lim)
-        skipped: list[str] = []
+    fetch = None
+    if client is not None or allow_remote_refs:
+        fetch = _make_fetch(client, timeout, headers or {}, lim, verify)
+    version = spec_version(doc.root, doc.label)
+    resolver = Resolver(doc.root, doc.uri, ResolverOptions(
+        allow_remote_refs=allow_remote_refs, limits=lim, fetch=fetch))
+    converter = SchemaConverter(resolver, version, lim)
+    skipped: list[str] = []
 
-        def on_skip(method: str, path: str, error: str) -> None:
-            skipped.append(f"{method} {path}")
-            log.warning("openapi.operation_skipped", spec=doc.label, method=method, path=path,
-                        error=error)
+    def on_skip(method: str, path: str, error: str) -> None:
+        skipped.append(f"{method} {path}")
+        log.warning("openapi.operation_skipped", spec=doc.label, method=method, path=path,
+                    error=error)
 
-        info, operations = extract(doc.root, resolver, converter, where=doc.label,
-                                   include=include, exclude=exclude, strict=strict,
-                                   on_skip=on_skip)
-    finally:
-        if client is not None:
-            client.close()
+    info, operations = extract(doc.root, resolver, converter, where=doc.label,
+                               include=include, exclude=exclude, strict=strict,
+                               on_skip=on_skip)
     if converter.truncated:
         log.warning("openapi.schema_truncated", spec=doc.label, count=converter.truncated,
                     max_depth=lim.max_schema_depth)
