@@ -95,21 +95,17 @@ def _enabled(level: int) -> bool:
     return _is_configured() or _stdlib_logger.isEnabledFor(level)
 
 
-_INPUT_ERRORS = frozenset({"unknown_tool", "malformed_call", "malformed_arguments",
-                           "invalid_arguments", "disabled"})
-
-
 def _log_result(result: ToolResult) -> None:
-    if result.is_error:
-        kind = result.error_kind
-        level = logging.INFO if kind in _INPUT_ERRORS else logging.WARNING
-        if _enabled(level):
-            emit = log.info if level == logging.INFO else log.warning
-            emit("call.failed", tool=result.name, call_id=result.call_id,
-                 duration=round(result.duration, 6), outcome=kind, error=result.text[:500])
-    elif _enabled(logging.INFO):
-        log.info("call.finished", tool=result.name, call_id=result.call_id,
-                 duration=round(result.duration, 6), outcome="ok")
+    # Info, not warning, for failures too: an error result is the normal way a call ends badly
+    # (the model reads it and corrects itself), not a problem of the application.
+    if _enabled(logging.INFO):
+        if result.is_error:
+            log.info("call.failed", tool=result.name, call_id=result.call_id,
+                     duration=round(result.duration, 6), outcome=result.error_kind,
+                     error=result.text[:500])
+        else:
+            log.info("call.finished", tool=result.name, call_id=result.call_id,
+                     duration=round(result.duration, 6), outcome="ok")
 
 
 # --- the worker pool ------------------------------------------------------------------------
