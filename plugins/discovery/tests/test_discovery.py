@@ -352,3 +352,50 @@ def test_suggestions_use_live_index_when_enabled(registry: ToolRegistry) -> None
     registry.register(_tool("convert_currency", "Convert money between currencies."))
     assert registry.suggest_names("money_converter", 3)[0] == "convert_currency"
     assert "discover_tools" not in registry.suggest_names("discover_tool", 3)
+
+
+# -- lifetime and concurrency -------------------------------------------------------------
+
+def test_registry_with_discovery_is_garbage_collected() -> None:
+    import gc
+    import weakref
+
+    reg = ToolRegistry(tool_discovery=True)
+    reg.register(_tool("a_tool", "Does a thing."))
+    ref = weakref.ref(reg)
+    del reg
+    gc.collect()
+    assert ref() is None  # per-registry state does not keep the registry alive
+
+
+def test_search_while_registering_from_another_thread() -> None:
+    import threading
+
+    reg = ToolRegistry(tool_discovery=True)
+    d = get_discoverer(reg)
+    assert d is not None
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(400):
+                reg.register(_tool(f"t{i}", f"Task {i} about topic {i % 7}."))
+                if i % 3 == 0:
+                    reg.unregister(f"t{i}")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while not done.is_set():
+        try:
+            d.discover("topic task", top_k=3)
+        except BaseException as exc:
+            errors.append(exc)
+            break
+    thread.join()
+    assert not errors
+    assert len(d.index) == len([n for n in reg.list_tools() if n != "discover_tools"])
