@@ -46,12 +46,12 @@ STOP_WORDS = _words(
     being am this that these those it its as than then there their theirs which who whom whose
     what when where why how if so such do does did doing i me my mine we us our ours you your
     yours he him his she her hers they them have has had having would should could can will
-    shall may might must also just very too all any some each every both either neither not no
-    only own same other about above after again against before below between during over under
-    up down out off here while until because through per via etc e g ie eg whether
+    shall may might must also just very too some both either neither here while because etc
+    e g ie eg whether
     """
 )
-"""Function words: dropped from documents and queries alike."""
+"""Function words: dropped from documents and queries alike. Words that can carry a tool's
+meaning ("between", "before", "up", "not", "all") are kept."""
 
 FILLER_WORDS = _words(
     """
