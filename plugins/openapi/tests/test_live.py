@@ -305,3 +305,40 @@ def test_remote_refs_only_when_allowed(registry, server_url):
     assert json.loads(json.loads(result.content)["body"]) == {"name": "n"}
     bad = registry.invoke("echoThing", {"body": {}})
     assert bad.error_kind == "invalid_arguments"
+
+
+def test_config_source_and_namespace_from_title(tmp_path, server_url):
+    (tmp_path / "pyproject.toml").write_text(f"""
+[[tool.toolregistry.sources]]
+kind = "openapi"
+spec = "{server_url}"
+namespace = true
+include = ["getItem", "secureBasic"]
+auth = ["cfg", "pw"]
+timeout = 5
+""")
+    reg = ToolRegistry.from_config(tmp_path / "pyproject.toml")
+    try:
+        assert sorted(reg.list_tools()) == ["Test_service-getItem", "Test_service-secureBasic"]
+        assert json.loads(reg.invoke("Test_service-secureBasic", {}).content)["user"] == "cfg"
+    finally:
+        reg.close()
+
+
+def test_bad_options_are_clear(registry, server_url):
+    from toolregistry_openapi import OpenAPIError
+
+    with pytest.raises(TypeError, match="bogus"):
+        registry.register_from_openapi(server_url, bogus=1)
+    with pytest.raises(OpenAPIError, match="auth must be"):
+        registry.register_from_openapi(server_url, auth=42)
+    assert len(registry) == 0
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    with pytest.raises(OpenAPIError, match="cannot fetch the OpenAPI document"):
+        registry.register_from_openapi(closed)
+    # a path under the service: the usual paths there, then at the origin
+    assert len(registry.register_from_openapi(server_url + "/nothing-here/", include="getText")) == 1

@@ -92,7 +92,9 @@ class Credentials:
             return cls()
         if isinstance(auth, str):
             return cls(token=auth)
-        if isinstance(auth, tuple) and len(auth) == 2 and all(isinstance(a, str) for a in auth):
+        if isinstance(auth, (tuple, list)) and len(auth) == 2 and all(
+            isinstance(a, str) for a in auth
+        ):  # a list too: TOML has no tuples
             return cls(basic=(auth[0], auth[1]))
         if isinstance(auth, Mapping):
             return cls(per_scheme=dict(auth))

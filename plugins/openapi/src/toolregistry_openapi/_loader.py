@@ -260,6 +260,12 @@ def tools_from_openapi(
     document's facts.
     """
     lim = limits or DEFAULT_LIMITS
+    unknown = sorted(set(options) - _BUILD_OPTIONS)
+    if unknown:  # before any file or network access
+        raise TypeError(
+            f"register_from_openapi() got unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(sorted(_ALL_OPTIONS))}"
+        )
     doc, client = read_document(spec, timeout=timeout, headers=headers, limits=lim, verify=verify)
     try:
         return build_tools(doc, client=client, timeout=timeout, headers=headers, limits=lim,
@@ -382,19 +388,37 @@ def _remember(registry: Any, session: HttpSession) -> None:
         weakref.finalize(registry, session.close)
 
 
-def load_openapi(registry: ToolRegistry, spec: Any, *, namespace: str | None = None,
+_BUILD_OPTIONS = frozenset(
+    {"base_url", "auth", "include", "exclude", "use_spec_servers", "server_variables",
+     "allow_remote_refs", "strict", "max_response_bytes", "defer", "is_async", "namespace"}
+)
+
+_ALL_OPTIONS = _BUILD_OPTIONS | {"timeout", "headers", "limits", "verify", "replace"}
+
+
+def _namespace(namespace: str | bool | None, info: SpecInfo) -> str | None:
+    if namespace is True:  # the document's title, e.g. "Swagger Petstore" -> Swagger_Petstore
+        from toolregistry._names import normalize_name
+
+        return normalize_name(info.title)
+    return namespace or None
+
+
+def load_openapi(registry: ToolRegistry, spec: Any, *, namespace: str | bool | None = None,
                  replace: bool = False, **options: Any) -> list[Tool]:
     """Register one tool per operation of the OpenAPI document ``spec`` in ``registry``.
 
     ``spec``: a file path, an http(s) URL (the document, or a service root where the usual
     paths such as ``/openapi.json`` are tried) or a dict. Options: ``base_url``, ``auth``
     (token, (user, password), {scheme name: credential} or httpx.Auth), ``headers``,
-    ``namespace``, ``include`` / ``exclude`` (glob patterns on the tool name, operationId,
-    ``"METHOD /path"`` or ``"tag:<tag>"``), ``timeout``, ``use_spec_servers``,
+    ``namespace`` (``True``: the document's title), ``include`` / ``exclude`` (glob patterns
+    on the tool name, operationId, ``"METHOD /path"`` or ``"tag:<tag>"``), ``timeout``,
+    ``use_spec_servers``,
     ``server_variables``, ``allow_remote_refs``, ``strict``, ``limits``,
     ``max_response_bytes``, ``verify``, ``defer``, ``replace``. See docs/openapi.md.
     """
-    tools, session, _info = tools_from_openapi(spec, namespace=namespace, **options)
+    tools, session, info = tools_from_openapi(spec, **options)
+    namespace = _namespace(namespace, info)
     try:
         registered = registry.register_tools(tools, namespace=namespace, replace=replace)
     except BaseException:
@@ -404,13 +428,15 @@ def load_openapi(registry: ToolRegistry, spec: Any, *, namespace: str | None = N
     return registered
 
 
-async def aload_openapi(registry: ToolRegistry, spec: Any, *, namespace: str | None = None,
+async def aload_openapi(registry: ToolRegistry, spec: Any, *,
+                        namespace: str | bool | None = None,
                         replace: bool = False, **options: Any) -> list[Tool]:
     """Async twin of :func:`load_openapi`: reading and conversion run in a worker thread, and
     the tools' callables are async (httpx.AsyncClient)."""
-    tools, session, _info = await asyncio.to_thread(
-        tools_from_openapi, spec, namespace=namespace, is_async=True, **options
+    tools, session, info = await asyncio.to_thread(
+        tools_from_openapi, spec, is_async=True, **options
     )
+    namespace = _namespace(namespace, info)
     try:
         registered = registry.register_tools(tools, namespace=namespace, replace=replace)
     except BaseException:
