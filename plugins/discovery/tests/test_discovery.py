@@ -399,3 +399,27 @@ def test_search_while_registering_from_another_thread() -> None:
     thread.join()
     assert not errors
     assert len(d.index) == len([n for n in reg.list_tools() if n != "discover_tools"])
+
+
+def test_enable_refuses_to_replace_a_users_discover_tools() -> None:
+    from toolregistry.errors import ToolNameCollisionError
+
+    reg = ToolRegistry()
+    reg.register(_tool("discover_tools", "My own thing."))
+    with pytest.raises(ToolNameCollisionError, match="discover_tools"):
+        reg.enable_tool_discovery()
+    assert reg["discover_tools"].description == "My own thing."
+    reg.disable_tool_discovery()  # leaves a tool it did not register alone
+    assert "discover_tools" in reg
+
+
+def test_single_word_queries_stay_fast() -> None:
+    reg = ToolRegistry()
+    reg.register_tools([_tool(f"tool_{i}", f"Does task {i}.") for i in range(5000)])
+    d = ToolDiscoveryTool(reg)
+    d.discover("warmup")
+    start = time.perf_counter()
+    for _ in range(50):
+        d.discover("task")
+    assert (time.perf_counter() - start) / 50 < 0.02  # no per-query scan of every name
+    assert d.discover("TOOL_42")[0]["name"] == "tool_42"

@@ -60,6 +60,7 @@ class ToolDiscoveryTool:
         delta: float = 1.0,
     ) -> None:
         self._registry = registry
+        self._folded: tuple[int, dict[str, str]] | None = None
         self.field_weights = merge_field_weights(field_weights)
         self._index = BM25FIndex(self.field_weights, k1=k1, b=b, delta=delta)
         self.rebuild_index()
@@ -119,11 +120,20 @@ class ToolDiscoveryTool:
             return tool
         if not name or any(c.isspace() for c in name):
             return None
-        folded = fold_name(name)
-        for candidate in self._registry.list_tools():
-            if fold_name(candidate) == folded:
-                return self._live_tool(candidate)
-        return None
+        found = self._folded_names().get(fold_name(name))
+        return self._live_tool(found) if found is not None else None
+
+    def _folded_names(self) -> dict[str, str]:
+        """``fold_name(n) -> n`` for every tool, rebuilt only after the registry changed."""
+        version = self._registry.version
+        cached = self._folded
+        if cached is None or cached[0] != version:
+            folded: dict[str, str] = {}
+            for n in self._registry.list_tools(include_disabled=True):
+                folded.setdefault(fold_name(n), n)
+            cached = (version, folded)
+            self._folded = cached
+        return cached[1]
 
     def _schema(self, tool: Tool, api_format: str) -> dict[str, Any]:
         return dict(self._registry.get_tool_schema(tool.name, api_format=api_format))

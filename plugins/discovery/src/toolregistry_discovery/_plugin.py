@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolregistry import Tool, ToolMetadata, ToolTag, hookimpl
 from toolregistry._log import log
+from toolregistry.errors import ToolNameCollisionError
 from toolregistry.tool import Provenance
 from toolregistry.types import ToolContext
 
@@ -97,6 +98,14 @@ def make_discover_tool(discoverer: ToolDiscoveryTool) -> Tool:
 
 
 def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None) -> None:
+    existing = registry.get_tool(DISCOVER_TOOLS_NAME)
+    if existing is not None and existing.provenance.plugin != PLUGIN_NAME:
+        raise ToolNameCollisionError(
+            f"cannot enable tool discovery on registry {registry.name!r}: a tool named "
+            f"{DISCOVER_TOOLS_NAME!r} is already registered ({existing.provenance.kind}"
+            f"{': ' + existing.provenance.detail if existing.provenance.detail else ''}); "
+            "unregister or rename it first"
+        )
     discoverer = ToolDiscoveryTool(registry, field_weights=field_weights)
     _state(registry)[_STATE_KEY] = discoverer
     registry.register(make_discover_tool(discoverer), replace=True)
