@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
@@ -250,6 +250,8 @@ class Resolver:
         self.options = options
         self.docs: dict[str | None, Any] = {root_uri: root}
         self._root_origin = _origin(root_uri) if root_uri and is_url(root_uri) else None
+        # big specs point at the same shared parameters from hundreds of operations
+        self._cache: dict[tuple[str, str | None], Target] = {}
 
     # -- locations ----------------------------------------------------------------------
     def _join(self, doc_part: str, base: str | None, ref: str) -> str:
@@ -318,6 +320,14 @@ class Resolver:
         """The value ``ref`` (relative to document ``base``) points at."""
         if not isinstance(ref, str):
             raise OpenAPIError(f"$ref must be a string, got {ref!r} in {base or 'the document'}")
+        hit = self._cache.get((ref, base))
+        if hit is not None:
+            return hit
+        target = self._resolve(ref, base)
+        self._cache[(ref, base)] = target
+        return target
+
+    def _resolve(self, ref: str, base: str | None) -> Target:
         doc_part, _, pointer = ref.partition("#")
         if doc_part:
             uri: str | None = self._join(doc_part, base, ref)
@@ -334,7 +344,7 @@ class Resolver:
                 )
             for raw in pointer[1:].split("/"):
                 part = _unescape(raw)
-                if isinstance(node, Mapping):
+                if isinstance(node, dict):
                     if part in node:
                         node = node[part]
                         continue
@@ -356,7 +366,7 @@ class Resolver:
     def deref(self, node: Any, base: str | None) -> tuple[Any, str | None]:
         """Follow ``$ref`` chains (parameters, bodies, path items) to a real value."""
         seen: list[str] = []
-        while isinstance(node, Mapping) and "$ref" in node:
+        while isinstance(node, dict) and "$ref" in node:
             ref = node["$ref"]
             key = f"{base}#{ref}"
             if key in seen:

@@ -45,6 +45,8 @@ class SchemaConverter:
         self.def_refs: dict[str, frozenset[str]] = {}
         self._names: dict[tuple[str | None, str], str] = {}
         self._closures: dict[str, frozenset[str]] = {}
+        self._shared: dict[tuple[int, str | None, int],
+                           tuple[Mapping[str, Any], dict[str, Any], frozenset[str]]] = {}
         self.truncated = 0
 
     # -- naming ---------------------------------------------------------------------------
@@ -85,7 +87,7 @@ class SchemaConverter:
         try:
             if isinstance(value, bool):
                 converted: Any = value
-            elif isinstance(value, Mapping):
+            elif isinstance(value, dict):
                 converted = self.convert(value, target.uri, refs, 0)
             else:
                 raise OpenAPIError(
@@ -126,6 +128,22 @@ class SchemaConverter:
         return result
 
     # -- conversion -----------------------------------------------------------------------
+    def convert_shared(self, node: Mapping[str, Any], base: str | None, refs: set[str],
+                       depth: int, strip: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """:meth:`convert` memoised by object identity, for schemas many operations share
+        (a ``$ref``-ed parameter's schema is one object in the document). ``strip``: keys
+        of ``node`` that are not schema keywords (a Swagger 2 parameter is its own schema).
+        The result is shared: callers copy before changing it."""
+        key = (id(node), base, depth)
+        hit = self._shared.get(key)
+        if hit is None or hit[0] is not node:
+            local: set[str] = set()
+            source = {k: v for k, v in node.items() if k not in strip} if strip else node
+            hit = (node, self.convert(source, base, local, depth), frozenset(local))
+            self._shared[key] = hit
+        refs |= hit[2]
+        return hit[1]
+
     def convert(self, node: Mapping[str, Any], base: str | None, refs: set[str],
                 depth: int) -> dict[str, Any]:
         """One schema object to JSON Schema 2020-12; referenced names are added to ``refs``."""
@@ -156,24 +174,24 @@ class SchemaConverter:
                 if t is not None:
                     out["type"] = t
             elif key in _SCHEMA_MAP_KEYS:
-                if isinstance(value, Mapping):
+                if isinstance(value, dict):
                     out[key] = {
                         str(k): self._sub(v, base, refs, depth) for k, v in value.items()
-                        if isinstance(v, (Mapping, bool))
+                        if isinstance(v, (dict, bool))
                     }
             elif key == "items":
-                if isinstance(value, (Mapping, bool)):
+                if isinstance(value, (dict, bool)):
                     out["items"] = self._sub(value, base, refs, depth)
                 elif isinstance(value, list) and value:  # draft-4 tuple form
                     out["prefixItems"] = [self._sub(v, base, refs, depth) for v in value
-                                          if isinstance(v, (Mapping, bool))]
+                                          if isinstance(v, (dict, bool))]
             elif key == "additionalProperties" or key in _SCHEMA_KEYS:
-                if isinstance(value, (Mapping, bool)):
+                if isinstance(value, (dict, bool)):
                     out[key] = self._sub(value, base, refs, depth)
             elif key in _SCHEMA_LIST_KEYS:
                 if isinstance(value, list):
                     items = [self._sub(v, base, refs, depth) for v in value
-                             if isinstance(v, (Mapping, bool))]
+                             if isinstance(v, (dict, bool))]
                     if items:
                         out[key] = items
             elif key == "required":
@@ -205,7 +223,7 @@ class SchemaConverter:
             elif key == "examples":
                 if isinstance(value, list):
                     out["examples"] = value
-            elif key == "dependentRequired" and isinstance(value, Mapping):
+            elif key == "dependentRequired" and isinstance(value, dict):
                 out[key] = {str(k): [str(x) for x in v] for k, v in value.items()
                             if isinstance(v, list)}
             # everything else (discriminator, xml, externalDocs, x-*, $id, $defs, ...) dropped:

@@ -339,6 +339,7 @@ def build_tools(
             description=op.description,
             parameters=op.parameters,
             callable=caller_cls(op, session, base, why),
+            is_async=is_async,  # known: spares the kernel an inspect per tool
             metadata=meta,
             namespace=namespace,
             provenance=Provenance(

@@ -130,7 +130,7 @@ def _schema_servers(root: Mapping[str, Any], version: str) -> tuple[Mapping[str,
         return ({"url": f"{scheme}://{host}{base_path}"},)
     servers = root.get("servers")
     if isinstance(servers, list):
-        return tuple(s for s in servers if isinstance(s, Mapping) and isinstance(s.get("url"), str))
+        return tuple(s for s in servers if isinstance(s, dict) and isinstance(s.get("url"), str))
     return ()
 
 
@@ -154,7 +154,7 @@ def extract(
     """
     version = converter.version
     paths = root.get("paths") or {}
-    if not isinstance(paths, Mapping):
+    if not isinstance(paths, dict):
         raise OpenAPIError(f"{where}: 'paths' must be a mapping")
     base = resolver.root_uri
     schemes: Mapping[str, Any]
@@ -162,11 +162,11 @@ def extract(
         schemes = root.get("securityDefinitions") or {}
     else:
         comps = root.get("components") or {}
-        schemes = comps.get("securitySchemes") or {} if isinstance(comps, Mapping) else {}
+        schemes = comps.get("securitySchemes") or {} if isinstance(comps, dict) else {}
     resolved_schemes: dict[str, Mapping[str, Any]] = {}
-    for sname, scheme in (schemes.items() if isinstance(schemes, Mapping) else ()):
+    for sname, scheme in (schemes.items() if isinstance(schemes, dict) else ()):
         value, _ = resolver.deref(scheme, base)
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             resolved_schemes[str(sname)] = value
     global_security = root.get("security")
 
@@ -183,11 +183,11 @@ def extract(
             if on_skip is not None:
                 on_skip("*", path, str(exc))
             continue
-        if not isinstance(item_value, Mapping):
+        if not isinstance(item_value, dict):
             continue
         for method in METHODS:
             op = item_value.get(method)
-            if isinstance(op, Mapping):
+            if isinstance(op, dict):
                 raw_ops.append((method, path, item_value, op, item_base))
 
     from toolregistry._names import normalize_name
@@ -234,7 +234,7 @@ def extract(
                 ) from None
             if on_skip is not None:
                 on_skip(method.upper(), path, text)
-    info_title = root.get("info", {}).get("title") if isinstance(root.get("info"), Mapping) else None
+    info_title = root.get("info", {}).get("title") if isinstance(root.get("info"), dict) else None
     info = SpecInfo(
         version=version,
         title=_text(info_title) or where,
@@ -250,7 +250,7 @@ def _param_kind(schema: Any, resolver: Resolver, base: str | None) -> str:
         value, _ = resolver.deref(schema, base)
     except OpenAPIError:
         return "scalar"
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         return "scalar"
     t = value.get("type")
     if t == "array" or (isinstance(t, list) and "array" in t):
@@ -282,7 +282,7 @@ def _operation(
             continue
         for raw in source:
             value, pbase = resolver.deref(raw, base)
-            if not isinstance(value, Mapping) or not isinstance(value.get("name"), (str, int)):
+            if not isinstance(value, dict) or not isinstance(value.get("name"), (str, int)):
                 continue
             merged[(str(value["name"]), str(value.get("in")))] = (value, pbase)
 
@@ -307,7 +307,7 @@ def _operation(
         rb = op.get("requestBody")
         if rb is not None:
             rb_value, rb_base = resolver.deref(rb, base)
-            if isinstance(rb_value, Mapping):
+            if isinstance(rb_value, dict):
                 body, body_schema = _openapi3_body(rb_value, rb_base, resolver, converter, refs)
 
     taken = {"body"} if body is not None else set()
@@ -326,9 +326,8 @@ def _operation(
         taken.add(arg)
         kind = "scalar"
         if version == "2.0":
-            raw_schema = {k: v for k, v in value.items() if k not in _SWAGGER2_NON_SCHEMA}
-            schema = converter.convert(raw_schema, pbase, refs, 1)
-            kind = _param_kind(raw_schema, resolver, pbase)
+            schema = converter.convert_shared(value, pbase, refs, 1, _SWAGGER2_NON_SCHEMA)
+            kind = _param_kind(value, resolver, pbase)
             cf = value.get("collectionFormat", "csv")
             style, explode = {
                 "multi": ("form", True), "ssv": ("spaceDelimited", False),
@@ -336,12 +335,12 @@ def _operation(
             }.get(cf, ("form" if loc == "query" else "simple", False))
         else:
             raw = value.get("schema")
-            if raw is None and isinstance(value.get("content"), Mapping) and value["content"]:
+            if raw is None and isinstance(value.get("content"), dict) and value["content"]:
                 media = next(iter(value["content"].values()))
-                raw = media.get("schema") if isinstance(media, Mapping) else None
+                raw = media.get("schema") if isinstance(media, dict) else None
                 kind = "json"
-            if isinstance(raw, Mapping):
-                schema = converter.convert(raw, pbase, refs, 1)
+            if isinstance(raw, dict):
+                schema = converter.convert_shared(raw, pbase, refs, 1)
             elif raw is False:
                 schema = {"not": {}}
             else:
@@ -383,10 +382,10 @@ def _operation(
     if deprecated:
         description = f"(Deprecated) {description}"
     security_raw = op.get("security", global_security)
-    security = (tuple(s for s in security_raw if isinstance(s, Mapping))
+    security = (tuple(s for s in security_raw if isinstance(s, dict))
                 if isinstance(security_raw, list) else None)
     servers_raw = op.get("servers") or item.get("servers") or ()
-    servers = tuple(s for s in servers_raw if isinstance(s, Mapping)) if isinstance(
+    servers = tuple(s for s in servers_raw if isinstance(s, dict)) if isinstance(
         servers_raw, list) else ()
     return Operation(
         method=method.upper(), path=path, name=name, operation_id=op_id,
@@ -423,15 +422,15 @@ def _openapi3_body(
     refs: set[str],
 ) -> tuple[BodySpec | None, dict[str, Any] | None]:
     content = rb.get("content")
-    if not isinstance(content, Mapping) or not content:
+    if not isinstance(content, dict) or not content:
         return None, None
     mt = _pick_media(content)
     if mt is None:
         return None, None
-    media = content[mt] if isinstance(content[mt], Mapping) else {}
+    media = content[mt] if isinstance(content[mt], dict) else {}
     raw = media.get("schema")
     schema: dict[str, Any]
-    if isinstance(raw, Mapping):
+    if isinstance(raw, dict):
         schema = converter.convert(raw, base, refs, 1)
     elif raw is False:
         schema = {"not": {}}
@@ -444,18 +443,18 @@ def _openapi3_body(
         raw, Mapping
     ):
         resolved, rbase = resolver.deref(raw, base)
-        props = resolved.get("properties") if isinstance(resolved, Mapping) else None
-        for pname, pschema in (props.items() if isinstance(props, Mapping) else ()):
+        props = resolved.get("properties") if isinstance(resolved, dict) else None
+        for pname, pschema in (props.items() if isinstance(props, dict) else ()):
             target, _ = resolver.deref(pschema, rbase)
-            if not isinstance(target, Mapping) or not low.startswith("multipart/"):
+            if not isinstance(target, dict) or not low.startswith("multipart/"):
                 continue
-            if target.get("type") == "array" and isinstance(target.get("items"), Mapping):
+            if target.get("type") == "array" and isinstance(target.get("items"), dict):
                 target = target["items"]
             if _is_file_schema(target):
                 files.add(str(pname))
         encoding = media.get("encoding")
-        for pname, enc in (encoding.items() if isinstance(encoding, Mapping) else ()):
-            if isinstance(enc, Mapping) and enc.get("style") == "deepObject":
+        for pname, enc in (encoding.items() if isinstance(encoding, dict) else ()):
+            if isinstance(enc, dict) and enc.get("style") == "deepObject":
                 deep.add(str(pname))
     desc = _text(rb.get("description"))
     if desc and "description" not in schema:
@@ -476,7 +475,7 @@ def _swagger2_body(
     if body_param is not None:
         value, pbase = body_param
         raw = value.get("schema")
-        schema = converter.convert(raw, pbase, refs, 1) if isinstance(raw, Mapping) else {}
+        schema = converter.convert(raw, pbase, refs, 1) if isinstance(raw, dict) else {}
         mt = next((c for c in consumes if _JSON_RE.match(c) and c != "*/*"), None)
         mt = mt or (consumes[0] if consumes else "application/json")
         desc = _text(value.get("description"))
