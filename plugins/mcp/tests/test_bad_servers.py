@@ -163,3 +163,46 @@ def test_bad_server_spec(registry: ToolRegistry) -> None:
         registry.register_from_mcp({"args": ["x"]})
     with pytest.raises(ConfigError, match="does not exist"):
         registry.register_from_mcp("/nowhere/server.py")
+
+
+EXIT_SCRIPT = """
+import sys
+from toolregistry import ToolRegistry
+registry = ToolRegistry(config=sys.argv[2])
+registry.register_from_mcp(sys.argv[1], include=["pid"])
+print(registry.invoke("pid", {}).text, flush=True)
+if sys.argv[3] == "raise":
+    raise RuntimeError("the application crashed without closing anything")
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "raise"])
+def test_no_orphans_when_the_application_forgets_to_close(tmp_path: Path, how: str,
+                                                          no_orphans: None) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "app.py"
+    script.write_text(EXIT_SCRIPT, encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.toolregistry]\n", encoding="utf-8")
+    server = Path(__file__).parent / "servers" / "test_server.py"
+    done = subprocess.run([sys.executable, str(script), str(server), str(config), how],
+                          capture_output=True, text=True, timeout=60, check=False)
+    pid = int(done.stdout.split()[0])
+    _wait_for(lambda: not psutil.pid_exists(pid)
+              or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout=10)
+
+
+def test_dropped_registry_ends_its_servers(spec: Any, no_orphans: None) -> None:
+    import gc
+
+    def use() -> int:
+        reg = ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml")
+        reg.register_from_mcp(spec(), include=["pid"])
+        return int(reg.invoke("pid", {}).text)
+
+    pid = use()
+    gc.collect()
+    _wait_for(lambda: not psutil.pid_exists(pid)
+              or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout=10)

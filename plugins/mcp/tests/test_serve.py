@@ -152,6 +152,20 @@ def test_round_trip_over_streamable_http(registry: ToolRegistry, http_served: st
     assert registry.invoke("shout", {"text": "quiet"}).content == "QUIET"
 
 
+def test_toolregistry_serve_cli(registry: ToolRegistry, tmp_path: Path) -> None:
+    (tmp_path / "served_tools.py").write_text(
+        "def shout(text: str) -> str:\n    \"\"\"Upper-case the text.\"\"\"\n"
+        "    return text.upper()\n", encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry]\n[[tool.toolregistry.sources]]\n'
+                      'kind = "python"\ntarget = "served_tools:shout"\n', encoding="utf-8")
+    registry.register_from_mcp(
+        {"command": sys.executable,
+         "args": ["-m", "toolregistry.cli", "--config", str(config), "serve"],
+         "cwd": str(tmp_path), "env": {"PYTHONPATH": str(tmp_path)}}, namespace="cli")
+    assert registry.invoke("cli-shout", {"text": "via cli"}).content == "VIA CLI"
+
+
 def test_build_server_in_process() -> None:
     import anyio
     from mcp import Client

@@ -10,8 +10,10 @@ from toolregistry.hookspecs import Loader
 
 @hookimpl
 def loaders() -> Mapping[str, Loader]:
-    """``register_from_mcp`` / ``aregister_from_mcp`` and ``kind = "mcp"`` config sources."""
-    # Importing the loader module does not import the SDK: that happens on first use.
+    """``register_from_mcp`` / ``aregister_from_mcp`` and ``kind = "mcp"`` config sources;
+    ``mcp:serve`` is what ``toolregistry serve`` calls."""
+    # Importing these modules does not import the SDK: that happens on first use.
     from ._loader import aload, load
+    from ._serve import serve
 
-    return {"mcp": load, "mcp:async": aload}
+    return {"mcp": load, "mcp:async": aload, "mcp:serve": serve}
