@@ -910,7 +910,7 @@ def _as_list(calls: Iterable[Any]) -> list[Any]:
 
 def _deadline_key(item: tuple[int, _Prepared, Any]) -> float:
     timeout = item[1].timeout
-    return item[2][0] + (timeout if timeout is not None else 1e12)
+    return float(item[2][0]) + (timeout if timeout is not None else 1e12)
 
 
 def _settle(fut: asyncio.Future[Any], work: _Work) -> None:
