@@ -208,9 +208,6 @@ class Spooler:
                                  "tokens": tokens, "error": failure}
         return attrs.evolve(result, content=new_content, metadata=metadata)
 
-    def _fits(self, text: str, budget: int) -> bool:
-        return self.count(text) <= budget
-
     def _head_end(self, text: str, budget: int, ratio: float) -> int:
         n = min(len(text), int(budget * ratio))
         for _ in range(12):
