@@ -57,3 +57,38 @@ def test_unreachable_url_is_a_clear_error(registry: ToolRegistry) -> None:
     with pytest.raises(MCPConnectError) as info:
         registry.register_from_mcp(f"http://127.0.0.1:{port}/mcp", connect_timeout=5)
     assert f"127.0.0.1:{port}" in str(info.value)
+
+
+def test_http_server_restart_starts_a_new_session(registry: ToolRegistry, procs: Any,
+                                                  marker: Any) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    server = Path(__file__).parent / "servers" / "test_server.py"
+    port = procs.free_port()
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, str(server), "--http", str(port),
+                                 "--marker", str(marker)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.wait_for_port(port, proc)
+        return proc
+
+    proc = start()
+    try:
+        registry.register_from_mcp(f"http://127.0.0.1:{port}/mcp", include=["echo", "die"])
+        assert registry.invoke("echo", {"text": "1"}).content == "1"
+        procs.stop(proc)
+        proc = start()
+        # The new server does not know our session (404): a new session, transparently.
+        assert registry.invoke("echo", {"text": "2"}).content == "2"
+        # Dying mid-call is an error for that call, and never re-sent.
+        died = registry.invoke("die", {})
+        assert died.is_error and died.error_kind == "remote"
+        proc.wait(10)
+        assert marker.read_text(encoding="utf-8").split().count("dying") == 1
+        proc = start()
+        assert registry.invoke("echo", {"text": "3"}).content == "3"
+    finally:
+        procs.stop(proc)

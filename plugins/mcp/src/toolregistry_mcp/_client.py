@@ -457,34 +457,41 @@ class MCPClient:
             await self._teardown(conn)
 
     async def _list_tools(self) -> list[mcp_types.Tool]:
+        for attempt in (1, 2):
+            async with self._session() as conn:
+                try:
+                    return await self._list_pages(conn)
+                except Exception as exc:
+                    if attempt == 1 and self._session_expired(conn, exc):
+                        continue
+                    raise self._call_error("tools/list", exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _list_pages(self, conn: _Connection) -> list[mcp_types.Tool]:
         import mcp_types as types
         from pydantic import ValidationError
 
+        session = conn.session
+        assert session is not None
         tools: list[types.Tool] = []
         invalid: dict[str, str] = {}
-        async with self._session() as conn:
-            session = conn.session
-            assert session is not None
-            cursor: str | None = None
-            for _ in range(_MAX_PAGES):
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                try:
-                    with _timeout_scope(self.connect_timeout):
-                        if not conn.lenient:
-                            try:
-                                page = await session.list_tools(params=params)
-                            except ValidationError:
-                                # One malformed tool fails the SDK's whole listing; read the
-                                # raw listing instead and drop only the malformed tools.
-                                conn.lenient = True
-                        if conn.lenient:
-                            page = await self._raw_list(conn, cursor, invalid)
-                except Exception as exc:
-                    raise self._call_error("tools/list", exc) from None
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            with _timeout_scope(self.connect_timeout):
+                if not conn.lenient:
+                    try:
+                        page = await session.list_tools(params=params)
+                    except ValidationError:
+                        # One malformed tool fails the SDK's whole listing; read the raw
+                        # listing instead and drop only the malformed tools.
+                        conn.lenient = True
+                if conn.lenient:
+                    page = await self._raw_list(conn, cursor, invalid)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
         self.invalid_tools = invalid
         return tools
 
@@ -528,22 +535,46 @@ class MCPClient:
         import mcp_types as types
 
         limit = timeout if timeout is not None else self.timeout
-        async with self._session() as conn:
-            session = conn.session
-            assert session is not None
-            try:
-                if conn.lenient:
-                    # The SDK re-lists tools to validate structured output, which fails for
-                    # this server; call through the dispatcher and parse the result alone.
-                    assert conn.dispatcher is not None
-                    raw = await conn.dispatcher.send_raw_request(
-                        "tools/call", {"name": name, "arguments": arguments or {}},
-                        self._raw_options(conn, limit))
-                    return types.CallToolResult.model_validate(raw, by_name=False)
-                # The SDK's per-request timeout sends notifications/cancelled when it fires.
-                return await session.call_tool(name, arguments or {}, read_timeout_seconds=limit)
-            except Exception as exc:
-                raise self._call_error(name, exc, limit) from None
+        for attempt in (1, 2):
+            async with self._session() as conn:
+                session = conn.session
+                assert session is not None
+                try:
+                    if conn.lenient:
+                        # The SDK re-lists tools to validate structured output, which fails
+                        # for this server; call through the dispatcher, parse the result alone.
+                        assert conn.dispatcher is not None
+                        raw = await conn.dispatcher.send_raw_request(
+                            "tools/call", {"name": name, "arguments": arguments or {}},
+                            self._raw_options(conn, limit))
+                        return types.CallToolResult.model_validate(raw, by_name=False)
+                    # The SDK's per-request timeout sends notifications/cancelled when it fires.
+                    return await session.call_tool(name, arguments or {},
+                                                   read_timeout_seconds=limit)
+                except Exception as exc:
+                    if attempt == 1 and self._session_expired(conn, exc):
+                        continue
+                    raise self._call_error(name, exc, limit) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _session_expired(self, conn: _Connection, exc: BaseException) -> bool:
+        """An HTTP server that forgot our session (it restarted) answers 404, which the SDK
+        reports as INVALID_REQUEST "Session terminated" / "Session not found". The server
+        refused the request without running it, and the spec says to start a new session:
+        so this one case is sent again, once, on a fresh session."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INVALID_REQUEST
+
+        exc = _first_error(exc)
+        if self.spec.transport == "stdio" or not isinstance(exc, MCPError):
+            return False
+        text = exc.error.message.lower()
+        if exc.code != INVALID_REQUEST or "session" not in text or not any(
+                word in text for word in ("not found", "terminated", "expired", "unknown")):
+            return False
+        conn.dead = True
+        log.info("mcp.session_expired", server=self.display, error=exc.error.message)
+        return True
 
     def _call_error(self, what: str, exc: BaseException, limit: float | None = None
                     ) -> ToolCallError:
