@@ -579,6 +579,19 @@ def test_stale_folders_of_dead_processes_are_swept(make_registry: MakeRegistry,
     assert kept.exists() and foreign.exists() and fresh.exists()
 
 
+def test_folder_removed_behind_our_back_is_made_again(make_registry: MakeRegistry) -> None:
+    import shutil
+
+    registry = make_registry()
+    register_big(registry, lines(2000))
+    first = registry.invoke("big", {}).metadata["spool"]
+    shutil.rmtree(Path(first["path"]).parent)
+    second = registry.invoke("big", {}).metadata["spool"]
+    assert second["handle"] and Path(second["path"]).exists()
+    assert read(registry, handle=second["handle"], limit=1).ok
+    assert read(registry, handle=first["handle"]).is_error
+
+
 def test_write_failure_still_truncates(make_registry: MakeRegistry, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the spool folder should be")

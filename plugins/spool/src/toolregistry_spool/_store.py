@@ -125,6 +125,16 @@ class SpoolStore:
                 log.debug("spool.created", directory=str(made))
             return self._dir
 
+    def _remake_dir(self, lost: Path) -> Path:
+        with self._lock:
+            if self._dir == lost:
+                dropped = len(self._entries)
+                self._entries.clear()
+                self._total = 0
+                self._dir = None
+                log.warning("spool.folder_lost", directory=str(lost), dropped=dropped)
+        return self._ensure_dir()
+
     def _sweep_stale(self) -> None:
         """Remove spool folders left by processes that died without closing their registry:
         ours by name and owner, older than ``max_age``, not kept on purpose."""
@@ -169,6 +179,7 @@ class SpoolStore:
         text piece by piece: each piece is written while it is still in the CPU cache, which
         is about twice as fast as encoding 10 MB of CJK text at once."""
         directory = self._ensure_dir()
+        remade = False
         while True:
             handle = f"sp_{secrets.token_hex(8)}"
             path = directory / f"{handle}{_SUFFIX}"
@@ -176,6 +187,14 @@ class SpoolStore:
                 fd = os.open(path, _OPEN_WRITE, 0o600)
             except FileExistsError:
                 continue  # 64 random bits: practically never
+            except FileNotFoundError:
+                if remade:
+                    raise
+                # The folder went away (removed by hand, or swept as stale by another process
+                # after a long idle time): its outputs are gone anyway; start a new one.
+                directory = self._remake_dir(directory)
+                remade = True
+                continue
             break
         try:
             if hasattr(os, "fchmod"):
