@@ -137,8 +137,11 @@ def test_collision_is_an_error_with_advice(registry: ToolRegistry, spec: Any,
 
 
 def test_include_exclude(registry: ToolRegistry, spec: Any) -> None:
-    registry.register_from_mcp(spec(), exclude=["die", "slow", "big", "env", "mutate"])
+    registry.register_from_mcp(spec(), exclude=["die", "slow", "big", "env", "mutate"],
+                               timeout=300)
     assert "die" not in registry and "echo" in registry
+    # The registry's own deadline never cuts a call before the MCP timeout does.
+    assert registry["echo"].metadata.timeout == 305
 
 
 def test_async_loader_inside_running_loop(registry: ToolRegistry, spec: Any) -> None:

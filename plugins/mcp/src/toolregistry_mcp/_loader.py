@@ -151,6 +151,10 @@ class MCPSource:
         ann = tool.annotations
         info = self.client.server_info
         metadata = ToolMetadata(
+            # A little above our own per-call timeout, so that the registry's default
+            # timeout never cuts a call the user allowed to run longer, and ours (which
+            # cancels the request on the server and says so) fires first.
+            timeout=self.timeout + 5 if self.timeout else None,
             title=tool.title or (ann.title if ann else None),
             read_only_hint=ann.read_only_hint if ann else None,
             destructive_hint=ann.destructive_hint if ann else None,
