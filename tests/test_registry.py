@@ -335,3 +335,17 @@ def test_thread_safety_under_concurrent_changes() -> None:
     schema_names = [s["function"]["name"] for s in reg.get_schemas()]
     assert schema_names == names
     reg.close()
+
+
+def test_null_for_an_optional_parameter_means_not_given(registry: ToolRegistry) -> None:
+    def page(query: str, limit: int = 10, cursor: str | None = None) -> str:
+        return f"{query}:{limit}:{cursor}"
+
+    registry.register(page)
+    registry.register(Tool(name="remote", callable=lambda **kw: kw, parameters={
+        "type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["q"]}))
+    # OpenAI strict mode makes optional parameters required and nullable: models send null.
+    assert registry.invoke("page", {"query": "a", "limit": None, "cursor": None}).text == "a:10:None"
+    assert registry.invoke("remote", {"q": "x", "n": None}).text == '{"q":"x"}'
+    assert registry.invoke("remote", {"q": None}).error_kind == "invalid_arguments"

@@ -332,13 +332,46 @@ def _strip_titles(node: Any) -> None:
 
 # --- call-time validation ------------------------------------------------------------------
 
+def _admits_null(schema: Any) -> bool:
+    if not isinstance(schema, dict) or not schema:
+        return True
+    t = schema.get("type")
+    if t == "null" or (isinstance(t, list) and "null" in t):
+        return True
+    if None in schema.get("enum", ()) or ("const" in schema and schema["const"] is None):
+        return True
+    return any(_admits_null(b) for b in schema.get("anyOf", ()) or schema.get("oneOf", ()))
+
+
+def optional_not_nullable(parameters: dict[str, Any]) -> frozenset[str]:
+    """Optional parameters whose schema does not admit ``null``.
+
+    OpenAI strict mode makes every optional parameter required and nullable, so models send
+    ``null`` for "not given". For these parameters the validators treat ``null`` as absent.
+    """
+    props = parameters.get("properties")
+    if not isinstance(props, dict):
+        return frozenset()
+    required = set(parameters.get("required", ()))
+    return frozenset(n for n, sub in props.items() if n not in required and not _admits_null(sub))
+
+
+def drop_null_optionals(arguments: Mapping[str, Any], droppable: frozenset[str]
+                        ) -> Mapping[str, Any]:
+    """``arguments`` without ``null`` values of ``droppable`` parameters (a cheap no-op when
+    no value is ``None``)."""
+    if not droppable or None not in arguments.values():
+        return arguments
+    return {k: v for k, v in arguments.items() if not (v is None and k in droppable)}
+
+
 class ArgumentsValidator:
     """Validates model arguments for a Python tool and binds them to ``*args, **kwargs``.
 
     The pydantic model is built on first use (thread-safe), so registration stays cheap.
     """
 
-    __slots__ = ("_lock", "_model", "_names", "_signature", "_tool_name")
+    __slots__ = ("_droppable", "_lock", "_model", "_names", "_signature", "_tool_name")
 
     def __init__(self, tool_name: str, signature: Signature) -> None:
         self._tool_name = tool_name
@@ -346,6 +379,7 @@ class ArgumentsValidator:
         self._model: Any = None
         self._names: tuple[str, ...] = ()
         self._lock = threading.Lock()
+        self._droppable = optional_not_nullable(signature.parameters)
 
     def _ensure(self) -> Any:
         if self._model is None:
@@ -359,7 +393,7 @@ class ArgumentsValidator:
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated arguments by parameter name; raises ``pydantic.ValidationError``."""
         model = self._ensure()
-        instance = model.model_validate(arguments)
+        instance = model.model_validate(drop_null_optionals(arguments, self._droppable))
         values = instance.__dict__
         fields_set = instance.model_fields_set
         out: dict[str, Any] = {}
@@ -406,11 +440,13 @@ class JsonSchemaValidator:
     """Validates arguments of a schema-first tool against its JSON Schema (jsonschema-rs,
     compiled on first use; remote ``$ref`` retrieval refused)."""
 
-    __slots__ = ("_compiled", "_context_param", "_error", "_lock", "_schema", "_tool_name")
+    __slots__ = ("_compiled", "_context_param", "_droppable", "_error", "_lock", "_schema",
+                 "_tool_name")
 
     def __init__(self, tool_name: str, schema: dict[str, Any], context_param: str | None) -> None:
         self._tool_name = tool_name
         self._schema = schema
+        self._droppable = optional_not_nullable(schema)
         self._context_param = context_param
         self._compiled: Any = None
         self._error: str | None = None
@@ -434,7 +470,7 @@ class JsonSchemaValidator:
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         compiled = self._ensure()
-        args = dict(arguments)
+        args = dict(drop_null_optionals(arguments, self._droppable))
         errors = []
         for err in compiled.iter_errors(args):
             path = "/".join(str(p) for p in err.instance_path) or "(arguments)"
