@@ -182,9 +182,11 @@ class SchemaConverter:
             elif key == "items":
                 if isinstance(value, (dict, bool)):
                     out["items"] = self._sub(value, base, refs, depth)
-                elif isinstance(value, list) and value:  # draft-4 tuple form
-                    out["prefixItems"] = [self._sub(v, base, refs, depth) for v in value
-                                          if isinstance(v, (dict, bool))]
+                elif isinstance(value, list):  # draft-4 tuple form
+                    prefix = [self._sub(v, base, refs, depth) for v in value
+                              if isinstance(v, (dict, bool))]
+                    if prefix:
+                        out["prefixItems"] = prefix
             elif key == "additionalProperties" or key in _SCHEMA_KEYS:
                 if isinstance(value, (dict, bool)):
                     out[key] = self._sub(value, base, refs, depth)
@@ -197,7 +199,8 @@ class SchemaConverter:
             elif key == "required":
                 if isinstance(value, list):
                     out[key] = list(dict.fromkeys(str(v) for v in value
-                                                  if isinstance(v, (str, int))))
+                                                  if isinstance(v, (str, int))
+                                                  and not isinstance(v, bool)))
             elif key == "enum":
                 if isinstance(value, list) and value:
                     out[key] = list(value)
@@ -224,8 +227,8 @@ class SchemaConverter:
                 if isinstance(value, list):
                     out["examples"] = value
             elif key == "dependentRequired" and isinstance(value, dict):
-                out[key] = {str(k): [str(x) for x in v] for k, v in value.items()
-                            if isinstance(v, list)}
+                out[key] = {str(k): list(dict.fromkeys(x for x in v if isinstance(x, str)))
+                            for k, v in value.items() if isinstance(v, list)}
             # everything else (discriminator, xml, externalDocs, x-*, $id, $defs, ...) dropped:
             # nested $defs are reached only through $ref, which makes them top-level defs.
         if old:
@@ -250,7 +253,7 @@ class SchemaConverter:
                 return "string"
             return None
         if isinstance(value, list):
-            kinds = list(dict.fromkeys(v for v in value if v in _TYPES))
+            kinds = list(dict.fromkeys(v for v in value if isinstance(v, str) and v in _TYPES))
             if not kinds:
                 return None
             return kinds[0] if len(kinds) == 1 else kinds
