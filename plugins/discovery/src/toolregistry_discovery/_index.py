@@ -264,25 +264,38 @@ class BM25FIndex:
                 return []
             norms = self._norms()
             slots = len(self._keys)
-            scores = np.zeros(slots, dtype=np.float64)
-            anchored = np.zeros(slots, dtype=bool)
-            k1p1 = self.k1 + 1.0
-            delta = self.delta
-            any_anchor = False
+            # Gather every query term's postings, then score them all in a few vector
+            # operations: per-term numpy calls would dominate long queries.
+            docs: list[Any] = []
+            weights: list[Any] = []
+            idfs: list[float] = []
+            sizes: list[int] = []
+            anchor_docs: list[Any] = []
             for term, anchor in terms.items():
                 p = self._postings.get(term)
                 if p is None or p[2] <= 0:
                     continue
-                idf = self._idf(p[2])
-                d = np.frombuffer(p[0], dtype=np.int32)
-                w = np.frombuffer(p[1], dtype=np.float32)
-                scores[d] += idf * (w * k1p1 / (w + norms[d]) + delta)
+                # The ids are copied because they outlive this loop; the weight views are
+                # dropped right after concatenation. Both happen under the lock that add()
+                # takes, so no append meets a buffer pinned by a view.
+                d = np.frombuffer(p[0], dtype=np.int32).copy()
+                docs.append(d)
+                weights.append(np.frombuffer(p[1], dtype=np.float32))
+                idfs.append(self._idf(p[2]))
+                sizes.append(len(d))
                 if anchor:
-                    anchored[d] = True
-                    any_anchor = True
-                del d, w  # release the buffer views before anyone appends to the arrays
-            if not any_anchor:
+                    anchor_docs.append(d)
+            if not anchor_docs:
                 return []
+            all_docs = np.concatenate(docs) if len(docs) > 1 else docs[0]
+            all_w = (np.concatenate(weights) if len(weights) > 1 else weights[0]).astype(
+                np.float64)
+            del weights
+            idf = np.repeat(np.asarray(idfs), sizes)
+            contrib = idf * (all_w * (self.k1 + 1.0) / (all_w + norms[all_docs]) + self.delta)
+            scores = np.bincount(all_docs, weights=contrib, minlength=slots)
+            anchored = np.zeros(slots, dtype=bool)
+            anchored[np.concatenate(anchor_docs) if len(anchor_docs) > 1 else anchor_docs[0]] = True
             if self._dead:
                 anchored &= np.frombuffer(self._dl, dtype=np.float32) > 0
                 # A live document with no indexed text has dl 0 but no postings either.
