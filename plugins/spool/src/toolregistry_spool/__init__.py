@@ -7,16 +7,40 @@ Tools opt in with ``ToolMetadata(too_long_to_file=True)`` (or every tool through
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._settings import DEFAULT_READER_NAME, SpoolSettings
-from ._spool import get_spooler, spool_directory
-from ._store import HANDLE_PATTERN
-from ._tokens import estimate_tokens
-
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
+
+    from ._settings import DEFAULT_READER_NAME, SpoolSettings
+    from ._spool import Spooler, spool_directory
+    from ._store import HANDLE_PATTERN
+    from ._tokens import estimate_tokens
+
+# Loaded on first use, so that loading the plugin (every registry does) stays cheap.
+_LAZY = {
+    "DEFAULT_READER_NAME": "._settings",
+    "SpoolSettings": "._settings",
+    "spool_directory": "._spool",
+    "HANDLE_PATTERN": "._store",
+    "estimate_tokens": "._tokens",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolregistry_spool' has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
+
+
+def get_spooler(registry: ToolRegistry) -> Spooler:
+    """The registry's spooler (created on first use)."""
+    from ._spool import get_spooler as _get
+
+    return _get(registry)
 
 __all__ = [
     "DEFAULT_READER_NAME",

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING
 from toolregistry import hookimpl
 from toolregistry._log import log
 
-from ._spool import get_spooler
-
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
     from toolregistry.events import ChangeEvent
@@ -32,6 +30,8 @@ def post_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall, result: Tool
     flag = tool.metadata.too_long_to_file
     if flag is False:
         return replaced
+    from ._spool import get_spooler
+
     spooler = get_spooler(registry)
     if flag is None and not spooler.settings.all_tools:
         return replaced
@@ -51,6 +51,8 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
     """Register the reader tool once a tool that may spool is present; follow its renames."""
     if event.kind not in ("register", "metadata", "rename", "namespace", "enable"):
         return
+    from ._spool import get_spooler
+
     spooler = get_spooler(registry)
     renamed = event.details.get("renamed")
     if isinstance(renamed, Mapping):
