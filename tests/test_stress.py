@@ -183,7 +183,7 @@ def test_a_thousand_concurrent_calls_sync() -> None:
     assert sum(r.ok for r in results) > 300
     assert elapsed < 15
     reg.close()
-    assert _wait_for_threads(baseline) == baseline
+    assert _wait_for_threads(baseline) <= baseline
 
 
 def test_a_thousand_concurrent_calls_async() -> None:
@@ -199,7 +199,7 @@ def test_a_thousand_concurrent_calls_async() -> None:
     for result, kinds in zip(results, allowed):
         assert result.error_kind in kinds, (result.call_id, result.text)
     reg.close()
-    assert _wait_for_threads(baseline) == baseline
+    assert _wait_for_threads(baseline) <= baseline
 
 
 def test_threads_do_not_grow_over_many_batches() -> None:

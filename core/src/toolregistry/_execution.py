@@ -128,8 +128,8 @@ class _Work:
     interrupt can never land in the worker's next call.
     """
 
-    __slots__ = ("args", "callback", "cancel_event", "done", "error", "fn", "ident", "kwargs",
-                 "result", "state")
+    __slots__ = ("args", "callback", "cancel_event", "done", "error", "finished", "fn", "ident",
+                 "kwargs", "result", "state")
 
     def __init__(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> None:
         self.fn = fn
@@ -143,6 +143,12 @@ class _Work:
         self.done.acquire()
         self.callback: Callable[[_Work], None] | None = None
         self.cancel_event: threading.Event | None = None
+        self.finished = 0.0
+
+    def overran(self, deadline: float | None) -> bool:
+        """True when it finished after ``deadline`` (a ``perf_counter`` time): the caller looked
+        late (a busy thread, a long batch), but the call still ran past its time."""
+        return deadline is not None and self.finished > deadline
 
 
 class _Worker:
@@ -211,6 +217,36 @@ class _WorkerPool:
             os.write(stale.wfd, _QUIT)
         return True
 
+    def submit_many(self, works: list[_Work]) -> None:
+        """Queue a batch: one worker is woken, and each worker that takes a call wakes the
+        next while calls wait, so the caller writes once instead of once per call (each
+        write gives the GIL away) and trivial calls may run back to back on one thread."""
+        if not works:
+            return
+        with self.lock:
+            if self._shutdown:
+                raise RuntimeError("the registry is closed")
+            self._backlog.extend(works[1:])
+        self.submit(works[0])
+
+    def _spread(self) -> None:
+        """Wake an idle worker (or start one) for the next waiting call."""
+        worker = None
+        with self.lock:
+            if not self._backlog or self._shutdown:
+                return
+            if self._idle:
+                worker = self._idle.pop()
+                worker.work = self._backlog.popleft()
+            elif len(self._workers) < self._max:
+                new = _Worker(self._backlog.popleft())
+                self._workers.add(new)
+                new.thread = threading.Thread(target=self._main, args=(new,),
+                                              name="toolregistry-worker", daemon=True)
+                new.thread.start()
+        if worker is not None:
+            os.write(worker.wfd, _GO)
+
     def _main(self, worker: _Worker) -> None:
         ident = threading.get_ident()
         _local.in_pool = True
@@ -220,6 +256,8 @@ class _WorkerPool:
             work = worker.work
             while True:
                 if work is not None:
+                    if self._backlog:
+                        self._spread()
                     work = self._run(work, worker, ident, lock)
                     if work is not None:
                         continue  # the next call from the backlog
@@ -258,6 +296,7 @@ class _WorkerPool:
                 work.result = work.fn(*work.args, **work.kwargs)
             except BaseException as exc:
                 work.error = exc
+            work.finished = time.perf_counter()
         else:
             work.error = ToolCancelled("the call timed out before it started")
         while True:
@@ -637,12 +676,67 @@ class Executor:
                 i, prep = segment[0]
                 results[i] = self._run_sync(prep)
                 continue
-            handles = [(i, prep, self._start(prep)) for i, prep in segment]
+            if getattr(_local, "in_pool", False) or (
+                    self._loop is not None and threading.get_ident() == self._loop.ident):
+                handles = [(i, prep, self._start(prep)) for i, prep in segment]
+            else:
+                handles = self._start_segment(segment)
             # Earliest deadline first, so each overrunning call is stopped at its own deadline.
             handles.sort(key=_deadline_key)
             for i, prep, handle in handles:
                 results[i] = self._collect(prep, handle)
         return [r for r in results if r is not None]
+
+    def _start_segment(self, segment: list[tuple[int, _Prepared]]
+                       ) -> list[tuple[int, _Prepared, Any]]:
+        """Start a concurrent segment: sync calls to the pool in one hand-off, async calls
+        to the private loop as one task (fewer cross-thread wake-ups than one per call)."""
+        handles: list[tuple[int, _Prepared, Any]] = []
+        works: list[_Work] = []
+        group: list[tuple[int, Callable[..., Any], Any, dict[str, Any], _Prepared, float]] = []
+        for i, prep in segment:
+            started = time.perf_counter()
+            try:
+                fn, args, kwargs = self._call_fn(prep)
+            except Exception as exc:
+                handles.append((i, prep, (started, "done", None, exc)))
+                continue
+            if prep.plan.is_async:
+                group.append((i, fn, args, kwargs, prep, started))
+                continue
+            work = _Work(fn, args, kwargs)
+            if prep.ctx is not None:
+                work.cancel_event = prep.ctx.cancel_event
+            works.append(work)
+            handles.append((i, prep, (started, "work", work, None)))
+        try:
+            self.pool.submit_many(works)
+        except RuntimeError as exc:  # closed meanwhile
+            return [(i, prep, (h[0], "done", None, ToolCallError(str(exc))))
+                    for i, prep, h in handles]
+        if group:
+            out: dict[int, tuple[Any, BaseException | None]] = {}
+            future = self.loop_thread.submit(self._async_group(group, out))
+            for i, _, _, _, prep, started in group:
+                handles.append((i, prep, (started, "group", (future, out, i), None)))
+        return handles
+
+    async def _async_group(self, group: list[tuple[int, Callable[..., Any], Any, dict[str, Any],
+                                                   _Prepared, float]],
+                           out: dict[int, tuple[Any, BaseException | None]]) -> None:
+        async def one(i: int, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
+                      prep: _Prepared, started: float) -> None:
+            try:
+                if prep.plan.safe:
+                    value = await self._async_body(fn, args, kwargs, prep)
+                else:
+                    value = await self._async_alone(fn, args, kwargs, prep, started)
+            except (Exception, ToolCancelled) as exc:
+                out[i] = (None, exc)
+            else:
+                out[i] = (value, None)
+
+        await asyncio.gather(*(one(*entry) for entry in group))
 
     def _prepare_batch(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
                        timeout: float | None) -> list[_Prepared | ToolResult]:
@@ -738,10 +832,29 @@ class Executor:
             work: _Work = obj
             if remaining is None:
                 work.done.acquire()
-            elif not work.done.acquire(True, remaining) and self.pool.interrupt(work):
+            elif (not work.done.acquire(True, remaining) and self.pool.interrupt(work)) or \
+                    work.overran(started + prep.timeout):
                 return self._finish(prep, None, _deadline_error(),
                                     time.perf_counter() - started)
             return self._finish(prep, work.result, work.error, time.perf_counter() - started)
+        if kind == "group":
+            group_future, out, key = obj
+            if key not in out:
+                try:
+                    # The group enforces each deadline itself; the margin only guards against a
+                    # loop blocked by a misbehaving tool.
+                    group_future.result(None if remaining is None else remaining + 0.05)
+                except cf.TimeoutError:
+                    pass
+                except BaseException:  # cancelled or broken: what is in ``out`` stands
+                    pass
+            outcome = out.get(key)
+            if outcome is None:
+                if prep.ctx is not None:
+                    prep.ctx.cancel_event.set()
+                return self._finish(prep, None, _deadline_error(),
+                                    time.perf_counter() - started)
+            return self._finish(prep, outcome[0], outcome[1], time.perf_counter() - started)
         future: cf.Future[Any] = obj
         try:
             value = future.result(remaining)
@@ -861,6 +974,7 @@ class Executor:
             loop.call_soon_threadsafe(_settle, fut, w)
 
         work.callback = settle
+        started = time.perf_counter()
         self.pool.submit(work)
         expiry = None
         if prep.timeout is not None:
@@ -873,6 +987,8 @@ class Executor:
                     not self.pool.interrupt(work) and not cancelled:
                 # It finished right at the deadline: take its result.
                 work.done.acquire()
+                if work.overran(started + prep.timeout):  # type: ignore[operator]
+                    raise
                 if work.error is not None:
                     raise work.error from None
                 return work.result
