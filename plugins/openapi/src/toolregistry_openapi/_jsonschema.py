@@ -48,6 +48,7 @@ class SchemaConverter:
         self._shared: dict[tuple[int, str | None, int],
                            tuple[Mapping[str, Any], dict[str, Any], frozenset[str]]] = {}
         self.truncated = 0
+        self.memo: dict[Any, Any] = {}  # for callers' per-object results (parameters)
 
     # -- naming ---------------------------------------------------------------------------
     def _def_name(self, uri: str | None, pointer: str) -> str:

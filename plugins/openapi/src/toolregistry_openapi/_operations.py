@@ -245,6 +245,67 @@ def extract(
     return info, operations
 
 
+_ParamInfo = tuple[dict[str, Any], str, str, bool, frozenset[str]]
+
+
+def _param_schema(value: dict[str, Any], base: str | None, loc: str, resolver: Resolver,
+                  converter: SchemaConverter, refs: set[str]) -> tuple[dict[str, Any], str, str,
+                                                                      bool]:
+    """(schema, kind, style, explode) of one parameter; memoised by identity, since a
+    ``$ref``-ed parameter is one object used by many operations."""
+    memo: dict[tuple[int, str | None, str], tuple[dict[str, Any], _ParamInfo]]
+    memo = converter.memo
+    key = (id(value), base, loc)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not value:
+        local: set[str] = set()
+        hit = (value, _param_info(value, base, loc, resolver, converter, local))
+        memo[key] = hit
+    schema, kind, style, explode, used = hit[1]
+    refs |= used
+    return schema, kind, style, explode
+
+
+def _param_info(value: dict[str, Any], base: str | None, loc: str, resolver: Resolver,
+                converter: SchemaConverter, refs: set[str]) -> _ParamInfo:
+    kind = "scalar"
+    if converter.version == "2.0":
+        schema = converter.convert_shared(value, base, refs, 1, _SWAGGER2_NON_SCHEMA)
+        kind = _param_kind(value, resolver, base)
+        cf = value.get("collectionFormat", "csv")
+        style, explode = _COLLECTION_FORMATS.get(
+            cf, ("form" if loc == "query" else "simple", False))
+    else:
+        raw = value.get("schema")
+        if raw is None and isinstance(value.get("content"), dict) and value["content"]:
+            media = next(iter(value["content"].values()))
+            raw = media.get("schema") if isinstance(media, dict) else None
+            kind = "json"
+        if isinstance(raw, dict):
+            schema = converter.convert_shared(raw, base, refs, 1)
+        elif raw is False:
+            schema = {"not": {}}
+        else:
+            schema = {}
+        if kind != "json":
+            kind = _param_kind(raw, resolver, base) if raw is not None else "scalar"
+        default_style = "form" if loc in ("query", "cookie") else "simple"
+        style = str(value.get("style") or default_style)
+        explode = bool(value.get("explode", style == "form"))
+    desc = _text(value.get("description"))
+    if desc and "description" not in schema:
+        schema = {**schema, "description": desc}
+    if value.get("deprecated") is True:
+        schema = {**schema, "deprecated": True}
+    return schema, kind, style, explode, frozenset(refs)
+
+
+_COLLECTION_FORMATS = {
+    "multi": ("form", True), "ssv": ("spaceDelimited", False),
+    "pipes": ("pipeDelimited", False), "tsv": ("tabDelimited", False),
+}
+
+
 def _param_kind(schema: Any, resolver: Resolver, base: str | None) -> str:
     try:
         value, _ = resolver.deref(schema, base)
@@ -276,7 +337,7 @@ def _operation(
 ) -> Operation:
     version = converter.version
     # path-level parameters first, then the operation's, which override by (name, in)
-    merged: dict[tuple[str, str], tuple[Mapping[str, Any], str | None]] = {}
+    merged: dict[tuple[str, str], tuple[dict[str, Any], str | None]] = {}
     for source in (item.get("parameters"), op.get("parameters")):
         if not isinstance(source, list):
             continue
@@ -324,37 +385,8 @@ def _operation(
                 arg = f"{loc}_{_UNSAFE_ARG.sub('_', pname)}_{n}"[:64]
                 n += 1
         taken.add(arg)
-        kind = "scalar"
-        if version == "2.0":
-            schema = converter.convert_shared(value, pbase, refs, 1, _SWAGGER2_NON_SCHEMA)
-            kind = _param_kind(value, resolver, pbase)
-            cf = value.get("collectionFormat", "csv")
-            style, explode = {
-                "multi": ("form", True), "ssv": ("spaceDelimited", False),
-                "pipes": ("pipeDelimited", False), "tsv": ("tabDelimited", False),
-            }.get(cf, ("form" if loc == "query" else "simple", False))
-        else:
-            raw = value.get("schema")
-            if raw is None and isinstance(value.get("content"), dict) and value["content"]:
-                media = next(iter(value["content"].values()))
-                raw = media.get("schema") if isinstance(media, dict) else None
-                kind = "json"
-            if isinstance(raw, dict):
-                schema = converter.convert_shared(raw, pbase, refs, 1)
-            elif raw is False:
-                schema = {"not": {}}
-            else:
-                schema = {}
-            if kind != "json":
-                kind = _param_kind(raw, resolver, pbase) if raw is not None else "scalar"
-            default_style = "form" if loc in ("query", "cookie") else "simple"
-            style = str(value.get("style") or default_style)
-            explode = bool(value.get("explode", style == "form"))
-        desc = _text(value.get("description"))
-        if desc:
-            schema = {**schema, "description": desc} if "description" not in schema else schema
-        if value.get("deprecated") is True:
-            schema = {**schema, "deprecated": True}
+        schema, kind, style, explode = _param_schema(value, pbase, loc, resolver, converter,
+                                                     refs)
         properties[arg] = schema
         is_required = loc == "path" or value.get("required") is True
         if is_required:
