@@ -190,3 +190,18 @@ async def echo(request: Request) -> dict[str, object]:
             "authorization", "x-api-key", "cookie", "content-type", "x-extra", "x-list")},
         "body": body.decode("utf-8", "replace"),
     }
+
+
+@app.get("/alt/openapi.json", include_in_schema=False)
+def alt_document() -> dict[str, object]:
+    """A document that names a foreign server and a relative one."""
+    ok = {"200": {"description": "ok"}}
+    return {
+        "openapi": "3.0.3", "info": {"title": "alt", "version": "1"},
+        "servers": [{"url": "https://api.example.invalid/v1"}],
+        "paths": {
+            "/echo": {"get": {"operationId": "altEcho", "responses": ok}},
+            "/text": {"get": {"operationId": "altText", "responses": ok,
+                              "servers": [{"url": "/"}]}},
+        },
+    }

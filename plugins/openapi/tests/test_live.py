@@ -342,3 +342,12 @@ def test_bad_options_are_clear(registry, server_url):
         registry.register_from_openapi(closed)
     # a path under the service: the usual paths there, then at the origin
     assert len(registry.register_from_openapi(server_url + "/nothing-here/", include="getText")) == 1
+
+
+def test_url_document_calls_its_own_origin_not_foreign_servers(registry, server_url):
+    registry.register_from_openapi(server_url + "/alt/openapi.json")
+    echo = registry.invoke("altEcho", {})  # the foreign server is ignored: the origin is used
+    assert echo.ok, echo.content
+    assert json.loads(echo.content)["method"] == "GET"
+    text = registry.invoke("altText", {})  # a relative server resolves against the document
+    assert text.ok and text.content == "plain text, ünïcode"
