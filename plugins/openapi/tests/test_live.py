@@ -351,3 +351,14 @@ def test_url_document_calls_its_own_origin_not_foreign_servers(registry, server_
     assert json.loads(echo.content)["method"] == "GET"
     text = registry.invoke("altText", {})  # a relative server resolves against the document
     assert text.ok and text.content == "plain text, ünïcode"
+
+
+def test_response_size_limit_and_limits_table(registry, server_url):
+    registry.register_from_openapi(server_url, include=["getBinary"], max_response_bytes=100,
+                                   limits={"max-bytes": 10_000_000})
+    result = registry.invoke("getBinary", {})
+    assert result.is_error and "larger than the limit" in result.content
+    from toolregistry_openapi import OpenAPIError
+
+    with pytest.raises(OpenAPIError, match="invalid limits"):
+        registry.register_from_openapi(server_url, limits={"max_bites": 1})

@@ -250,7 +250,7 @@ def tools_from_openapi(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     headers: Mapping[str, str] | None = None,
-    limits: Limits | None = None,
+    limits: Limits | Mapping[str, int] | None = None,
     verify: Any = True,
     **options: Any,
 ) -> tuple[list[Tool], HttpSession, SpecInfo]:
@@ -259,6 +259,12 @@ def tools_from_openapi(
     Returns the tools, the HTTP session their callables share (close it when done) and the
     document's facts.
     """
+    if isinstance(limits, Mapping):  # a TOML table in [[tool.toolregistry.sources]]
+        table = {str(k).replace("-", "_"): v for k, v in limits.items()}
+        try:
+            limits = Limits(**table)
+        except TypeError as exc:
+            raise OpenAPIError(f"invalid limits {table!r}: {exc}") from None
     lim = limits or DEFAULT_LIMITS
     unknown = sorted(set(options) - _BUILD_OPTIONS)
     if unknown:  # before any file or network access
