@@ -197,6 +197,11 @@ def test_async_loader_and_calls(server_url):
             assert json.loads(results[4].content)["token"] == "a-tok"
             sync_result = await asyncio.to_thread(reg.invoke, "getText", {})
             assert sync_result.ok, sync_result.content
+            # tools of the sync loader on the async paths (the kernel runs them in threads)
+            sync_tools = reg.register_from_openapi(server_url, namespace="s", include="getItem")
+            assert not sync_tools[0].is_async
+            via_async = await reg.ainvoke("s-getItem", {"item_id": 9})
+            assert json.loads(via_async.content)["item_id"] == 9
 
     asyncio.run(main())
 
