@@ -232,20 +232,38 @@ class ToolRegistry:
 
     def plugin_state(self, plugin: str) -> dict[str, Any]:
         """A per-registry dict a plugin may keep its state in (dropped with the registry)."""
-        with self._lock:
-            return self._plugin_state.setdefault(plugin, {})
+        state = self._plugin_state.get(plugin)
+        if state is None:
+            with self._lock:
+                state = self._plugin_state.setdefault(plugin, {})
+        return state
 
     def get_setting(self, key: str, default: Any = None) -> Any:
         """A registry-level setting (``think_augment``, ``tool_discovery``, plugin keys)."""
         return self._settings.get(key, default)
 
     def set_setting(self, key: str, value: Any, **details: Any) -> None:
-        """Change a registry-level setting; fires an ``on_change`` event of kind ``setting``."""
+        """Change a registry-level setting; fires an ``on_change`` event of kind ``setting``.
+
+        When a plugin's ``on_change`` refuses the change (raises), the old value is restored
+        and the error propagates."""
+        missing = object()
         with self._lock:
+            old = self._settings.get(key, missing)
             self._settings[key] = value
             self._settings_version += 1
             self._version += 1
-        self._emit("setting", (), {"setting": key, "value": value, **details})
+        try:
+            self._emit("setting", (), {"setting": key, "value": value, **details})
+        except BaseException:
+            with self._lock:
+                if old is missing:
+                    self._settings.pop(key, None)
+                else:
+                    self._settings[key] = old
+                self._settings_version += 1
+                self._version += 1
+            raise
 
     @property
     def think_augment(self) -> bool:

@@ -3,8 +3,28 @@ tools on demand (``registry.enable_tool_discovery()`` registers ``discover_tools
 
 from __future__ import annotations
 
-from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
-from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Hit
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
+    from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Hit
+
+# numpy and the index load on first use, so that loading the plugin stays cheap.
+_LAZY = {
+    "DISCOVER_TOOLS_NAME": "._discovery",
+    "ToolDiscoveryTool": "._discovery",
+    "DEFAULT_FIELD_WEIGHTS": "._index",
+    "BM25FIndex": "._index",
+    "Hit": "._index",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolregistry_discovery' has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
 
 __all__ = [
     "DEFAULT_FIELD_WEIGHTS",

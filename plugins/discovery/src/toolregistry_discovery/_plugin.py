@@ -17,11 +17,14 @@ from toolregistry.errors import ToolNameCollisionError
 from toolregistry.tool import Provenance
 from toolregistry.types import ToolContext
 
-from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
-
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
     from toolregistry.events import ChangeEvent
+
+    from ._discovery import ToolDiscoveryTool
+
+# The index (and numpy) load when discovery is first used, not when the plugin loads.
+DISCOVER_TOOLS_NAME = "discover_tools"
 
 PLUGIN_NAME = "discovery"
 MAX_TOP_K = 50
@@ -106,6 +109,8 @@ def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None) -
             f"{': ' + existing.provenance.detail if existing.provenance.detail else ''}); "
             "unregister or rename it first"
         )
+    from ._discovery import ToolDiscoveryTool
+
     discoverer = ToolDiscoveryTool(registry, field_weights=field_weights)
     _state(registry)[_STATE_KEY] = discoverer
     registry.register(make_discover_tool(discoverer), replace=True)
@@ -159,6 +164,8 @@ def suggest_tools(registry: ToolRegistry, name: str, limit: int) -> list[str] | 
         state = _state(registry)
         cached = state.get(_SUGGEST_KEY)
         if cached is None or cached[0] != registry.version:
+            from ._discovery import ToolDiscoveryTool
+
             cached = (registry.version, ToolDiscoveryTool(registry))
             state[_SUGGEST_KEY] = cached
         discoverer = cached[1]
