@@ -10,6 +10,8 @@ fresh process (ours, then 0.19, or the other way round, alternating):
 * ``invoke``: ``registry.invoke("add", {"a": 1, "b": 2})`` on both; the overhead is the median
   time per call minus a direct ``add(1, 2)`` in the same process. 0.19 validates too (its
   ``Tool.run`` validates the parameters) and runs a sync invoke on its thread backend.
+* ``ours no deadline``: ours with ``ToolRegistry(default_timeout=0)`` (information: without a
+  deadline the kernel may run a sync tool on the caller's thread).
 * ``batch``: ``registry.execute_tool_calls(calls)`` with 10 OpenAI-chat tool-call dicts
   (arguments as JSON strings), after a warm-up. 0.19's default execution mode is its process
   pool; its thread mode is shown for information.
@@ -54,7 +56,7 @@ def _calls(n: int) -> list[dict[str, Any]]:
 def _worker(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     from toolregistry import ToolRegistry
 
-    registry = ToolRegistry()
+    registry = ToolRegistry(**params.get("registry_kwargs", {}))
     registry.register(add)
     out: dict[str, Any] = {}
     calls_per_batch = int(params["invoke_calls"])
@@ -110,9 +112,12 @@ def main(argv: list[str]) -> int:
     )
     ours_version = c.check_ours(args.ours_python)
     old = c.old_python(args)
-    pythons = {"ours": args.ours_python, "0.19": old, "0.19 thread": old}
+    pythons = {"ours": args.ours_python, "ours no deadline": args.ours_python, "0.19": old,
+               "0.19 thread": old}
     side_params: dict[str, dict[str, Any]] = {
         "ours": params,
+        # default_timeout=0: no deadline, which lets the kernel run a sync tool inline
+        "ours no deadline": {**params, "registry_kwargs": {"default_timeout": 0}},
         "0.19": params,  # the default execution mode (process pool for batches)
         "0.19 thread": {**params, "invoke": False, "exec_mode": "thread"},
     }
@@ -137,6 +142,11 @@ def main(argv: list[str]) -> int:
               check=lambda m: m["0.19"] / m["ours"] >= 10,
               note="0.19 = its default execution mode (process pool); '0.19 thread' for "
                    "information"),
+        c.Row("(ours no deadline vs 0.19: invoke overhead)",
+              {"ours": col("invoke_overhead")["ours no deadline"],
+               "0.19": col("invoke_overhead")["0.19"]},
+              note="ours with ToolRegistry(default_timeout=0), for information: the "
+                   "default 60 s deadline makes a sync call hop to a worker thread"),
     ]
     old_version = c.distribution_versions(old, ["toolregistry"])["toolregistry"]
     print(f"\n{c.machine_line()}; medians of {repeats} interleaved fresh-process rounds; "
