@@ -113,7 +113,11 @@ def test_fifty_megabyte_result_is_truncated(registry: ToolRegistry, spec: Any) -
     assert time.monotonic() - started < 20
     assert result.ok
     assert len(result.text) < 101_000
-    assert "[truncated by toolregistry-mcp: the result had 52,428,800 characters" in result.text
+    if registry.plugins.is_loaded("spool"):  # the integration environment: spooled whole
+        assert result.metadata["spool"]["handle"]
+    else:
+        assert "[truncated by toolregistry-mcp: the result had 52,428,800 characters" \
+            in result.text
 
 
 def test_message_over_the_bound_is_an_error_then_recovers(tmp_path: Path, spec: Any,
@@ -206,3 +210,13 @@ def test_dropped_registry_ends_its_servers(spec: Any, no_orphans: None) -> None:
     gc.collect()
     _wait_for(lambda: not psutil.pid_exists(pid)
               or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout=10)
+
+
+def test_spool_opt_out_falls_back_to_truncation(registry: ToolRegistry, spec: Any) -> None:
+    if not registry.plugins.is_loaded("spool"):
+        pytest.skip("needs the spool plugin (the integration environment)")
+    registry.register_from_mcp(spec(), include=["big"])
+    assert registry["big"].metadata.too_long_to_file is True
+    registry.update_tool_metadata("big", too_long_to_file=False)
+    result = registry.invoke("big", {"mb": 1})
+    assert "[truncated by toolregistry-mcp" in result.text

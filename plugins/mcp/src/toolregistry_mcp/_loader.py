@@ -150,7 +150,11 @@ class MCPSource:
             )
         ann = tool.annotations
         info = self.client.server_info
+        registry = self.registry
         metadata = ToolMetadata(
+            # Long results go to the spool plugin when it is there (it is opt-in per tool);
+            # else acall() truncates them.
+            too_long_to_file=True if registry is not None and _spool_loaded(registry) else None,
             # A little above our own per-call timeout, so that the registry's default
             # timeout never cuts a call the user allowed to run longer, and ours (which
             # cancels the request on the server and says so) fires first.
@@ -192,10 +196,24 @@ class MCPSource:
         """Call a tool of this server by its MCP name; returns the converted result."""
         result = await self.client.acall_tool(original, arguments, timeout=self.timeout)
         value = from_call_result(result, server=self.client.display, tool=original)
-        registry = self.registry
-        if self.max_result_chars and not (registry is not None and _spool_loaded(registry)):
+        if self.max_result_chars and not self._spooled(original):
             value = truncate(value, self.max_result_chars)
         return value
+
+    def _spooled(self, original: str) -> bool:
+        """Will the spool plugin take this tool's long results (so we must not cut them)?"""
+        registry = self.registry
+        if registry is None or not _spool_loaded(registry):
+            return False
+        entry = self.registered.get(original)
+        tool = registry.get_tool(entry.name) if entry is not None else None
+        flag = tool.metadata.too_long_to_file if tool is not None else True
+        if flag is None:  # follows the spool plugin's own all-tools setting
+            try:
+                return bool(registry.config.plugin_table("spool").get("all_tools"))
+            except Exception:
+                return False
+        return bool(flag)
 
     # -- refresh ------------------------------------------------------------------------
     async def _refresh_on_loop(self, accept_changes: bool) -> dict[str, list[str]]:
