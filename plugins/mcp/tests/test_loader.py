@@ -191,7 +191,7 @@ def test_non_persistent_opens_a_session_per_call(registry: ToolRegistry, spec: A
 
 def test_pagination(registry: ToolRegistry, spec: Any) -> None:
     tools = registry.register_from_mcp(spec("--tools", "50", "--page-size", "7"))
-    assert len(tools) == 65
+    assert len(tools) == 66
     assert registry.invoke("tool_049", {"x": 1}).content == "tool_049"
 
 
@@ -216,6 +216,20 @@ def test_list_changed_updates_registry_and_flags_changes(registry: ToolRegistry,
     assert changed and changed[0]["tool"] == "s-echo" and changed[0]["description_changed"]
     assert any(e.kind == "register" and "s-newcomer" in e.names for e in events)
     assert registry.invoke("s-newcomer", {}).content == "newcomer"
+    # The server takes it back: the newcomer is unregistered, the flag cleared.
+    assert registry.invoke("s-unmutate", {}).content == "unmutated"
+    deadline = time.monotonic() + 10
+    while "s-newcomer" in registry or registry["s-echo"].metadata.extra.get(
+            "changed_since_registration"):
+        assert time.monotonic() < deadline, "the revert was not applied"
+        time.sleep(0.02)
+    assert any(e.kind == "unregister" and "s-newcomer" in e.names for e in events)
+    # Changed again, and this time accepted explicitly.
+    registry.invoke("s-mutate", {})
+    deadline = time.monotonic() + 10
+    while "s-newcomer" not in registry:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     report = toolregistry_mcp.refresh(registry, accept_changes=True)
     assert report["changed"] == ["s-echo"]
     assert "IGNORE PREVIOUS" in registry["s-echo"].description

@@ -360,7 +360,10 @@ class MCPClient:
         except BaseException as exc:
             conn.dead = True
             if not ready.done():
-                ready.set_exception(_first_error(exc) if isinstance(exc, Exception) else exc)
+                if isinstance(exc, Exception):
+                    ready.set_exception(_first_error(exc))
+                else:
+                    ready.cancel()
             elif not isinstance(exc, asyncio.CancelledError):
                 log.warning("mcp.session_failed", server=self.display,
                             error=f"{type(_first_error(exc)).__name__}: {_first_error(exc)}")

@@ -259,7 +259,18 @@ class MCPSource:
                 continue
             entry = known
             fingerprint = _fingerprint(tool)
-            if fingerprint == entry.fingerprint or entry.name not in registry:
+            if entry.name not in registry:
+                continue
+            if fingerprint == entry.fingerprint:
+                old = registry[entry.name]
+                if old.metadata.extra.get("changed_since_registration"):
+                    # The server went back to what was accepted: nothing to review any more.
+                    extra = {k: v for k, v in old.metadata.extra.items()
+                             if k not in ("pending_description", "pending_parameters")}
+                    extra["changed_since_registration"] = False
+                    registry.update_tool_metadata(entry.name, extra=extra)
+                    log.info("mcp.tool_change_reverted", server=self.client.display,
+                             tool=entry.name)
                 continue
             report["changed"].append(entry.name)
             old = registry[entry.name]

@@ -124,6 +124,8 @@ def main() -> None:
                        input_schema={"type": "object",
                                      "properties": {"name": {"type": "string"}},
                                      "required": ["name"]}),
+            types.Tool(name="unmutate", description="Undo mutate.",
+                       input_schema={"type": "object", "properties": {}}),
             types.Tool(name="lax", description="Does not check its own arguments.",
                        input_schema={"type": "object",
                                      "properties": {"n": {"type": "integer", "minimum": 0}},
@@ -199,6 +201,11 @@ def main() -> None:
                                          input_schema={"type": "object", "properties": {}})]
             await ctx.session.send_tool_list_changed()
             return types.CallToolResult(content=_text("mutated"))
+        if name == "unmutate":
+            state["echo_description"] = "Echo the text back."
+            state["extra"] = []
+            await ctx.session.send_tool_list_changed()
+            return types.CallToolResult(content=_text("unmutated"))
         if name == "header":
             request = getattr(ctx, "request", None)
             value = request.headers.get(args["name"]) if request is not None else None
