@@ -32,6 +32,15 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 
+def _editable(name: str) -> list[str]:
+    """``-e plugins/<name>`` with its ``test`` extra when it declares one."""
+    import tomllib
+
+    with (ROOT / "plugins" / name / "pyproject.toml").open("rb") as fh:
+        extras = tomllib.load(fh).get("project", {}).get("optional-dependencies", {})
+    return ["-e", f"plugins/{name}[test]" if "test" in extras else f"plugins/{name}"]
+
+
 def _pytest(session: nox.Session, *paths: str) -> None:
     session.run("python", "-m", "pytest", "-q", *paths, *session.posargs,
                 env={"PYTHONDONTWRITEBYTECODE": "1"})
@@ -58,7 +67,7 @@ def core(session: nox.Session) -> None:
 def _plugin_session(name: str) -> None:
     @nox.session(name=name)
     def run(session: nox.Session) -> None:
-        session.install("-e", "core", "-e", f"plugins/{name}", *TEST_DEPS, *PLUGIN_EXTRAS[name])
+        session.install("-e", "core", *_editable(name), *TEST_DEPS, *PLUGIN_EXTRAS[name])
         others = [p for p in PLUGINS if p != name]
         session.run("python", "-c", (
             "import importlib.util as u;"
@@ -78,7 +87,7 @@ for _name in PLUGINS:
 def integration(session: nox.Session) -> None:
     """Everything installed together: cross-plugin tests and the examples."""
     extras = sorted({d for deps in PLUGIN_EXTRAS.values() for d in deps})
-    session.install("-e", "core", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")],
+    session.install("-e", "core", *[a for p in PLUGINS for a in _editable(p)],
                     *TEST_DEPS, *extras, "openai", "anthropic", "google-genai")
     _pytest(session, *_present("tests/integration"))
 

@@ -349,3 +349,21 @@ def test_null_for_an_optional_parameter_means_not_given(registry: ToolRegistry) 
     assert registry.invoke("page", {"query": "a", "limit": None, "cursor": None}).text == "a:10:None"
     assert registry.invoke("remote", {"q": "x", "n": None}).text == '{"q":"x"}'
     assert registry.invoke("remote", {"q": None}).error_kind == "invalid_arguments"
+
+
+def test_aclose_awaits_async_closers_on_the_running_loop() -> None:
+    seen: list[object] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        async def closer() -> None:
+            seen.append(asyncio.get_running_loop() is loop)
+
+        async with ToolRegistry() as reg:
+            reg.add_closer(closer)
+            reg.add_closer(lambda: seen.append("sync"))
+        assert reg.closed
+
+    asyncio.run(main())
+    assert seen == ["sync", True]

@@ -88,8 +88,9 @@ def test_gemini_reports_what_it_cannot_express() -> None:
     with capture_logs() as logs:
         decl = reg.get_schemas("gemini")[0]
     events = [e for e in logs if e["event"] == "schema.degraded"]
-    assert events and events[0]["tool"] == "f" and events[0]["api_format"] == "gemini"
-    assert any("non-string enum" in item for item in events[0]["lost"])
+    assert len(events) == 1 and events[0]["api_format"] == "gemini"
+    assert events[0]["tools"] == 1 and events[0]["tool"] == "f"
+    assert any("non-string enum" in item for item in events[0]["lost"]["f"])
     assert "one of: 1, 2, 3" in decl["parameters"]["properties"]["choice"]["description"]
 
 

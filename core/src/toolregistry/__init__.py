@@ -24,6 +24,7 @@ __all__ = [
     "ToolTag",
     "__version__",
     "hookimpl",
+    "normalize_name",
     "render_tool_prompt",
 ]
 
@@ -42,10 +43,12 @@ _LAZY = {
     "RetryPolicy": "._execution",
     "hookimpl": ".hookspecs",
     "render_tool_prompt": ".prompt",
+    "normalize_name": "._names",
 }
 
 if TYPE_CHECKING:
     from ._execution import RetryPolicy
+    from ._names import normalize_name
     from ._registry import ToolRegistry
     from .events import ChangeEvent
     from .hookspecs import hookimpl

@@ -762,7 +762,12 @@ class ToolRegistry:
                 if drop is not None and tagged & drop:
                     continue
             selected.append(tool)
-        out = [self._emit_tool(tool, fmt, strict, settings_version) for tool in selected]
+        degraded: dict[str, list[str]] = {}
+        out = [self._emit_tool(tool, fmt, strict, settings_version, degraded)
+               for tool in selected]
+        if degraded:  # one event per emission, not one per tool (large specs lose a lot)
+            log.warning("schema.degraded", api_format=fmt, tools=len(degraded),
+                        tool=next(iter(degraded)), lost=degraded)
         with self._lock:
             if self._version == version:
                 if len(self._schemas_cache) > 64:
@@ -785,8 +790,8 @@ class ToolRegistry:
         self._hooks.schema_transform(self, tool, params, normalise_format(api_format))
         return params
 
-    def _emit_tool(self, tool: Tool, fmt: str, strict: bool, settings_version: int
-                   ) -> dict[str, Any]:
+    def _emit_tool(self, tool: Tool, fmt: str, strict: bool, settings_version: int,
+                   degraded: dict[str, list[str]] | None = None) -> dict[str, Any]:
         cache = self._emit_cache.setdefault((fmt, strict), {})
         hit = cache.get(tool.name)
         if hit is not None and hit[0] is tool and hit[1] == settings_version:
@@ -799,7 +804,11 @@ class ToolRegistry:
         elif fmt == "gemini":
             params = to_gemini(params, lost)
         if lost:
-            log.warning("schema.degraded", tool=tool.name, api_format=fmt, lost=lost)
+            if degraded is not None:
+                degraded[tool.name] = lost
+            else:
+                log.warning("schema.degraded", api_format=fmt, tools=1, tool=tool.name,
+                            lost={tool.name: lost})
         extras: dict[str, Any] = {}
         if fmt == "mcp":
             extras = _mcp_extras(tool)
@@ -916,6 +925,25 @@ class ToolRegistry:
         if executor is not None:
             executor.shutdown()
 
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: awaitable closers (async clients, sessions) are
+        awaited on the running loop, the one they were created on."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            closers, self._closers = list(reversed(self._closers)), []
+            executor, self._executor = self._executor, None
+        for closer in closers:
+            try:
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                log.warning("registry.close_failed", error=f"{type(exc).__name__}: {exc}")
+        if executor is not None:
+            executor.shutdown()
+
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
@@ -931,9 +959,7 @@ class ToolRegistry:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        import asyncio
-
-        await asyncio.to_thread(self.close)
+        await self.aclose()
 
 
 async def _await(awaitable: Any) -> Any:
