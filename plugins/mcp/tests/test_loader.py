@@ -290,3 +290,18 @@ def test_client_on_its_own(spec: Any, children_gone: Any) -> None:
         result = client.call_tool("echo", {"text": "raw"})
         assert result.content[0].text == "raw"  # type: ignore[union-attr]
     children_gone()
+
+
+def test_close_during_a_call(registry: ToolRegistry, spec: Any) -> None:
+    registry.register_from_mcp(spec(), include=["slow"])
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(
+        registry.invoke("slow", {"seconds": 30})))
+    worker.start()
+    time.sleep(1.0)
+    started = time.monotonic()
+    registry.close()
+    worker.join(15)
+    assert time.monotonic() - started < 15
+    assert results and results[0].is_error
+    assert "closed" in results[0].text

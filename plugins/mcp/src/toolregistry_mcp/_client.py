@@ -605,6 +605,9 @@ class MCPClient:
             )
         if isinstance(exc, RuntimeError) and "structured content" in str(exc):
             return ToolCallError(f"MCP server {self.display}: {exc}", kind="remote")
+        if self._closed:
+            return ToolCallError(f"MCP client for {self.display} was closed during {label}",
+                                 kind="cancelled")
         # Connection lost (the process exited, the HTTP session dropped) or a broken message:
         # the session is unusable; the next call starts a new one. This call is not retried:
         # the server may have acted on it.
