@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 SERVER = Path(__file__).resolve().parents[1] / "plugins" / "mcp" / "tests" / "servers" / \
-    "test_server.py"
+    "demo_server.py"
 
 
 def _params(tools: int) -> object:

@@ -17,7 +17,7 @@ import pytest
 from toolregistry import ToolRegistry
 
 HERE = Path(__file__).parent
-SERVER = HERE / "servers" / "test_server.py"
+SERVER = HERE / "servers" / "demo_server.py"
 EVERYTHING_VERSION = "2026.8.31"
 # Our test servers (the SDK's stdio server) take ~2 s to exit on stdin EOF; the tests need
 # not wait for that politeness every time.

@@ -37,7 +37,7 @@ def test_server_failing_at_start(registry: ToolRegistry, spec: Any) -> None:
         registry.register_from_mcp(spec("--fail-at-start"))
     assert time.monotonic() - started < 20
     message = str(info.value)
-    assert "test_server.py" in message and "failed to start" in message
+    assert "demo_server.py" in message and "failed to start" in message
     assert "DATABASE_URL is not set" in message  # the server's own stderr, for the user
     assert len(registry) == 0 and toolregistry_mcp.sources(registry) == []
 
@@ -190,7 +190,7 @@ def test_no_orphans_when_the_application_forgets_to_close(tmp_path: Path, how: s
     script.write_text(EXIT_SCRIPT, encoding="utf-8")
     config = tmp_path / "pyproject.toml"
     config.write_text("[tool.toolregistry]\n", encoding="utf-8")
-    server = Path(__file__).parent / "servers" / "test_server.py"
+    server = Path(__file__).parent / "servers" / "demo_server.py"
     done = subprocess.run([sys.executable, str(script), str(server), str(config), how],
                           capture_output=True, text=True, timeout=60, check=False)
     pid = int(done.stdout.split()[0])

@@ -67,7 +67,7 @@ def test_http_server_restart_starts_a_new_session(registry: ToolRegistry, procs:
     import sys
     from pathlib import Path
 
-    server = Path(__file__).parent / "servers" / "test_server.py"
+    server = Path(__file__).parent / "servers" / "demo_server.py"
     port = procs.free_port()
 
     def start() -> subprocess.Popen[bytes]:
@@ -103,7 +103,7 @@ def test_http_timeout_sends_cancellation(registry: ToolRegistry, procs: Any,
     import time
     from pathlib import Path
 
-    server = Path(__file__).parent / "servers" / "test_server.py"
+    server = Path(__file__).parent / "servers" / "demo_server.py"
     port = procs.free_port()
     proc = subprocess.Popen([sys.executable, str(server), "--http", str(port),
                              "--marker", str(marker)],

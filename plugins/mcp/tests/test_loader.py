@@ -16,7 +16,7 @@ import toolregistry_mcp
 from toolregistry import Image, ToolRegistry
 from toolregistry.errors import ToolNameCollisionError
 
-SERVER = Path(__file__).parent / "servers" / "test_server.py"
+SERVER = Path(__file__).parent / "servers" / "demo_server.py"
 COMPLEX = {
     "type": "object",
     "$defs": {
@@ -53,7 +53,7 @@ def test_script_path_registers_schema_first_tools(registry: ToolRegistry) -> Non
     assert echo.provenance.kind == "mcp"
     assert echo.provenance.original_name == "echo"
     assert echo.provenance.plugin == "mcp"
-    assert echo.provenance.detail == "test_server.py"
+    assert echo.provenance.detail == "demo_server.py"
     add = registry["add"]
     assert add.metadata.title == "Adder"
     assert add.output_schema == {"type": "object", "properties": {"sum": {"type": "integer"}},

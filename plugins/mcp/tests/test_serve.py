@@ -63,7 +63,7 @@ SERVED = textwrap.dedent('''
     serve(registry)
 ''')
 
-SERVER = Path(__file__).parent / "servers" / "test_server.py"
+SERVER = Path(__file__).parent / "servers" / "demo_server.py"
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """A real MCP server for the tests (the SDK's low-level Server), over stdio or streamable HTTP.
 
-    python test_server.py [--http PORT] [--tools N] [--page-size N]
+    python demo_server.py [--http PORT] [--tools N] [--page-size N]
                           [--fail-at-start] [--hang-at-start] [--marker FILE]
 
 Its tools cover every result shape and every failure the client must survive; ``--marker``
