@@ -30,6 +30,18 @@ __all__ = ["PluginContract", "registry", "registry_factory", "sample_tools"]
 RegistryFactory = Callable[..., ToolRegistry]
 
 
+@pytest.fixture(autouse=True)
+def _structlog_hygiene() -> Iterator[None]:
+    """Undo a structlog configuration a test leaked (``structlog.testing.capture_logs``
+    leaves structlog marked as configured, which would send later events to stdout)."""
+    import structlog
+
+    configured = structlog.is_configured()
+    yield
+    if not configured and structlog.is_configured():
+        structlog.reset_defaults()
+
+
 @pytest.fixture
 def registry_factory() -> Iterator[RegistryFactory]:
     """Build registries with ``registry_factory(**options)``; all are closed after the test."""

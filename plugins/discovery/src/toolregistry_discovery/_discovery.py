@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolregistry._log import log
+from toolregistry.plugin import log
 
 from ._fields import fold_name, tool_fields
 from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex

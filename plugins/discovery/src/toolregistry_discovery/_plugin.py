@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry import Tool, ToolMetadata, ToolTag, hookimpl
-from toolregistry._log import log
 from toolregistry.errors import ToolNameCollisionError
+from toolregistry.plugin import log
 from toolregistry.tool import Provenance
 from toolregistry.types import ToolContext
 

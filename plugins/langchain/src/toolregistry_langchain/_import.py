@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 import attrs
 from attrs import frozen
 
-from toolregistry._log import log
 from toolregistry.errors import ToolCallError, ToolRegistrationError
+from toolregistry.plugin import log
 from toolregistry.tool import Provenance, Tool, ToolMetadata
 from toolregistry.types import ToolContext, ToolResult
 
@@ -362,7 +362,7 @@ def resolve_target(target: str, init: Mapping[str, Any] | None = None) -> Any:
 
     from langchain_core.tools import BaseTool
 
-    from toolregistry._sources import import_target
+    from toolregistry.plugin import import_target
 
     obj = import_target(target, f"langchain source {target!r}")
     if inspect.ismodule(obj):

@@ -16,8 +16,8 @@ from urllib.parse import quote, urlencode, urljoin
 
 from attrs import frozen
 
-from toolregistry._log import log
 from toolregistry.errors import ToolCallError
+from toolregistry.plugin import log
 
 from ._errors import OpenAPIError
 from ._operations import Operation, ParamSpec

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from attrs import frozen
 
-from toolregistry._log import log
+from toolregistry.plugin import log
 from toolregistry.tool import Provenance, Tool, ToolMetadata, ToolTag
 
 from ._document import (
@@ -405,7 +405,7 @@ _ALL_OPTIONS = _BUILD_OPTIONS | {"timeout", "headers", "limits", "verify", "repl
 
 def _namespace(namespace: str | bool | None, info: SpecInfo) -> str | None:
     if namespace is True:  # the document's title, e.g. "Swagger Petstore" -> Swagger_Petstore
-        from toolregistry._names import normalize_name
+        from toolregistry.plugin import normalize_name
 
         return normalize_name(info.title)
     return namespace or None

@@ -190,7 +190,7 @@ def extract(
             if isinstance(op, dict):
                 raw_ops.append((method, path, item_value, op, item_base))
 
-    from toolregistry._names import normalize_name
+    from toolregistry.plugin import normalize_name
 
     names: list[str] = []
     used: set[str] = set()

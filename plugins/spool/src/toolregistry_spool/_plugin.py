@@ -15,7 +15,7 @@ from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING
 
 from toolregistry import hookimpl
-from toolregistry._log import log
+from toolregistry.plugin import log
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from toolregistry import Tool, ToolMetadata, ToolResult, ToolTag
-from toolregistry._log import log
 from toolregistry.errors import ConfigError, ToolCallError, ToolRegistrationError
+from toolregistry.plugin import log
 from toolregistry.tool import Provenance
 
 from ._reader import LineIndex, build_index, count_lines, grep_lines, read_lines

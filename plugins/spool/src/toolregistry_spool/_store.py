@@ -31,7 +31,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from toolregistry._log import log
+from toolregistry.plugin import log
 
 HANDLE_PATTERN = r"^sp_[0-9a-f]{16}$"
 _HANDLE_RE = re.compile(r"sp_[0-9a-f]{16}")

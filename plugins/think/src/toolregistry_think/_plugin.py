@@ -6,7 +6,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from toolregistry import hookimpl
-from toolregistry._log import log
+from toolregistry.plugin import log
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry
