@@ -180,7 +180,7 @@ def test_a_thousand_concurrent_calls_sync() -> None:
     assert [r.call_id for r in results] == [c["id"] for c in batch]
     for result, kinds in zip(results, allowed):
         assert result.error_kind in kinds, (result.call_id, result.text)
-    assert sum(r.ok for r in results) > 300
+    assert sum(r.ok for r in results) > 100  # not everything timed out
     assert elapsed < 15
     reg.close()
     assert _wait_for_threads(baseline) <= baseline

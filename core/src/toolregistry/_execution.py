@@ -926,7 +926,7 @@ class Executor:
                 i, prep = segment[0]
                 results[i] = await self._run_async(prep)
                 continue
-            done = await asyncio.gather(*(self._run_async(prep) for _, prep in segment))
+            done = await self._run_segment(segment)
             for (i, _), result in zip(segment, done):
                 results[i] = result
         return [r for r in results if r is not None]
@@ -962,9 +962,10 @@ class Executor:
         finally:
             lock.release()
 
-    async def _sync_on_pool(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
-                            prep: _Prepared) -> Any:
-        loop = asyncio.get_running_loop()
+    def _pool_work(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
+                   prep: _Prepared, loop: asyncio.AbstractEventLoop
+                   ) -> tuple[_Work, asyncio.Future[Any]]:
+        """A pool call whose outcome lands in a future of ``loop``."""
         fut: asyncio.Future[Any] = loop.create_future()
         work = _Work(fn, args, kwargs)
         if prep.ctx is not None:
@@ -974,28 +975,85 @@ class Executor:
             loop.call_soon_threadsafe(_settle, fut, w)
 
         work.callback = settle
-        started = time.perf_counter()
-        self.pool.submit(work)
+        return work, fut
+
+    async def _await_work(self, work: _Work, fut: asyncio.Future[Any], prep: _Prepared,
+                          started: float) -> Any:
+        deadline = None if prep.timeout is None else started + prep.timeout
         expiry = None
-        if prep.timeout is not None:
-            expiry = loop.call_later(prep.timeout, _expire, fut)
+        if deadline is not None:
+            expiry = asyncio.get_running_loop().call_later(
+                max(0.0, deadline - time.perf_counter()), _expire, fut)
         try:
-            return await fut
+            value = await fut
+        except asyncio.CancelledError:
+            self.pool.interrupt(work)
+            raise
         except BaseException as exc:
-            cancelled = isinstance(exc, asyncio.CancelledError)
-            if (cancelled or getattr(exc, "_toolregistry_deadline", False)) and \
-                    not self.pool.interrupt(work) and not cancelled:
-                # It finished right at the deadline: take its result.
-                work.done.acquire()
-                if work.overran(started + prep.timeout):  # type: ignore[operator]
+            if getattr(exc, "_toolregistry_deadline", False):
+                if self.pool.interrupt(work):
+                    raise
+                work.done.acquire()  # it finished right at the deadline
+                if work.overran(deadline):
                     raise
                 if work.error is not None:
                     raise work.error from None
                 return work.result
+            if work.overran(deadline):
+                raise _deadline_error() from None
             raise
         finally:
             if expiry is not None:
                 expiry.cancel()
+        if work.overran(deadline):  # the loop was too busy to look in time
+            raise _deadline_error()
+        return value
+
+    async def _sync_on_pool(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
+                            prep: _Prepared) -> Any:
+        work, fut = self._pool_work(fn, args, kwargs, prep, asyncio.get_running_loop())
+        started = time.perf_counter()
+        self.pool.submit(work)
+        return await self._await_work(work, fut, prep, started)
+
+    async def _collect_work(self, prep: _Prepared, work: _Work, fut: asyncio.Future[Any],
+                            started: float) -> ToolResult:
+        try:
+            value = await self._await_work(work, fut, prep, started)
+        except (Exception, ToolCancelled) as exc:
+            return self._finish(prep, None, exc, time.perf_counter() - started)
+        return self._finish(prep, value, None, time.perf_counter() - started)
+
+    async def _finished(self, prep: _Prepared, error: BaseException, started: float
+                        ) -> ToolResult:
+        return self._finish(prep, None, error, time.perf_counter() - started)
+
+    async def _run_segment(self, segment: list[tuple[int, _Prepared]]) -> list[ToolResult]:
+        """A concurrent segment on the async API: sync calls go to the pool in one hand-off."""
+        if getattr(_local, "in_pool", False):
+            return list(await asyncio.gather(*(self._run_async(p) for _, p in segment)))
+        loop = asyncio.get_running_loop()
+        coros: list[Any] = []
+        works: list[tuple[_Work, asyncio.Future[Any]]] = []
+        for _, prep in segment:
+            if prep.plan.is_async:
+                coros.append(self._run_async(prep))
+                continue
+            started = time.perf_counter()
+            try:
+                fn, args, kwargs = self._call_fn(prep)
+            except Exception as exc:
+                coros.append(self._finished(prep, exc, started))
+                continue
+            work, fut = self._pool_work(fn, args, kwargs, prep, loop)
+            works.append((work, fut))
+            coros.append(self._collect_work(prep, work, fut, started))
+        try:
+            self.pool.submit_many([w for w, _ in works])
+        except RuntimeError as exc:  # closed meanwhile
+            for _, fut in works:
+                fut.set_exception(ToolCallError(str(exc)))
+        return list(await asyncio.gather(*coros))
 
 
 # --- helpers ---------------------------------------------------------------------------------
