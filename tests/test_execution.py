@@ -649,3 +649,89 @@ def test_argument_values_at_debug_level(reg: ToolRegistry, logs: list[dict[str, 
     started = [e for e in logs if e["event"] == "call.started"]
     assert started == [{"event": "call.started", "log_level": "debug", "tool": "add",
                         "call_id": "c1", "arguments": {"a": 111, "b": 222}}]
+
+
+# --- corners ----------------------------------------------------------------------------------
+
+def test_unsafe_async_tools_run_alone_on_both_apis(registry: ToolRegistry) -> None:
+    active = 0
+    peak = 0
+
+    @registry.register(metadata=ToolMetadata(is_concurrency_safe=False))
+    async def exclusive(i: int) -> int:
+        """Unsafe async."""
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.02)
+        active -= 1
+        return i
+
+    calls = [chat("exclusive", {"i": i}, f"c{i}") for i in range(4)]
+    assert [r.value for r in registry.execute_tool_calls(calls)] == [0, 1, 2, 3]
+    assert [r.value for r in asyncio.run(registry.aexecute_tool_calls(calls))] == [0, 1, 2, 3]
+    assert peak == 1
+
+
+def test_a_sync_callable_returning_a_coroutine_is_awaited(registry: ToolRegistry) -> None:
+    async def compute(x: int) -> int:
+        await asyncio.sleep(0)
+        return x * 2
+
+    registry.register(Tool(name="wrapped", callable=lambda **kw: compute(**kw), is_async=False,
+                           parameters={"type": "object",
+                                       "properties": {"x": {"type": "integer"}}}))
+    assert registry.invoke("wrapped", {"x": 4}).value == 8
+    assert asyncio.run(registry.ainvoke("wrapped", {"x": 5})).value == 10
+
+
+def test_nested_calls_do_not_deadlock_a_full_pool(registry_factory: Any) -> None:
+    registry = registry_factory(max_workers=1)
+    registry.register(add)
+
+    @registry.register
+    def outer(x: int) -> int:
+        """Calls the registry from the only worker."""
+        return int(registry.invoke("add", {"a": x, "b": 1}).content)
+
+    calls = [chat("outer", {"x": i}, f"c{i}") for i in range(3)]
+    assert [r.value for r in registry.execute_tool_calls(calls)] == [1, 2, 3]
+    assert [r.value for r in asyncio.run(registry.aexecute_tool_calls(calls))] == [1, 2, 3]
+
+
+def test_async_tools_see_their_cancel_event(registry: ToolRegistry) -> None:
+    seen = threading.Event()
+
+    @registry.register
+    async def watch(ctx: ToolContext) -> str:
+        """Waits."""
+        try:
+            await asyncio.sleep(1)
+        finally:
+            if ctx.cancelled:
+                seen.set()
+        return "late"
+
+    assert registry.invoke("watch", {}, timeout=0.05).error_kind == "timeout"
+    assert seen.wait(1)
+
+
+def test_close_ends_calls_still_waiting_for_a_worker() -> None:
+    registry = ToolRegistry(max_workers=1, default_timeout=5)
+
+    @registry.register
+    def hold(s: float) -> float:
+        """Sleeps."""
+        time.sleep(s)
+        return s
+
+    out: list[list[ToolResult]] = []
+    runner = threading.Thread(target=lambda: out.append(registry.execute_tool_calls(
+        [chat("hold", {"s": 0.3}, "a"), chat("hold", {"s": 0.3}, "b")])))
+    runner.start()
+    time.sleep(0.1)
+    registry.close()
+    runner.join(3)
+    assert not runner.is_alive()
+    assert out[0][0].ok
+    assert out[0][1].error_kind == "cancelled" and "closed" in out[0][1].text  # never started

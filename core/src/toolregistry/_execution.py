@@ -59,6 +59,10 @@ class ToolCancelled(BaseException):
     """
 
 
+class _ClosedBeforeStart(ToolCancelled):
+    """The registry was closed while the call waited for a worker."""
+
+
 @frozen
 class RetryPolicy:
     """Retries for transient failures of idempotent tools (never applied by default).
@@ -350,7 +354,7 @@ class _WorkerPool:
             os.write(worker.wfd, _QUIT)
         for work in backlog:
             work.state = _CANCELLED
-            work.error = ToolCancelled("the registry was closed before the call started")
+            work.error = _ClosedBeforeStart("the registry was closed before the call started")
             work.done.release()
             if work.callback is not None:
                 try:
@@ -627,6 +631,9 @@ class Executor:
 
     def _error_for(self, prep: _Prepared, exc: BaseException, duration: float) -> ToolResult:
         call, name = prep.call, prep.plan.tool.name
+        if isinstance(exc, _ClosedBeforeStart):
+            return error_result(call.id, name, "cancelled", f"tool {name!r}: {exc}",
+                                reason=call.reason, duration=duration)
         if isinstance(exc, ToolCancelled) or getattr(exc, "_toolregistry_deadline", False):
             limit = f"{prep.timeout:g} s" if prep.timeout is not None else "its time limit"
             return error_result(call.id, name, "timeout",
