@@ -262,6 +262,14 @@ def test_one_call_on_its_own_is_accepted(reg: ToolRegistry) -> None:
     assert [r.call_id for r in results] == ["solo"]
 
 
+def test_one_sdk_call_object_on_its_own_is_accepted(reg: ToolRegistry) -> None:
+    from anthropic.types import ToolUseBlock
+
+    block = ToolUseBlock(type="tool_use", id="toolu_1", name="add", input={"a": 1, "b": 2})
+    results = reg.execute_tool_calls(block)  # type: ignore[arg-type]
+    assert [(r.call_id, r.value) for r in results] == [("toolu_1", 3)]
+
+
 def test_calls_without_ids_get_one(reg: ToolRegistry) -> None:
     results = reg.execute_tool_calls([{"name": "add", "arguments": {"a": 1, "b": 1}}] * 2)
     ids = [r.call_id for r in results]

@@ -1081,8 +1081,9 @@ def _as_list(calls: Iterable[Any]) -> list[Any]:
     if isinstance(calls, (str, bytes, bytearray)):
         raise TypeError("execute_tool_calls needs a list of tool calls, got a "
                         f"{type(calls).__name__}: parse the model's response first")
-    if isinstance(calls, (Mapping, ToolCall)):
-        return [calls]  # one call on its own
+    if isinstance(calls, (Mapping, ToolCall)) or (
+            not isinstance(calls, (list, tuple)) and hasattr(calls, "model_dump")):
+        return [calls]  # one call on its own (pydantic SDK objects iterate over their fields)
     try:
         return list(calls)
     except TypeError:
