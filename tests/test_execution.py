@@ -9,7 +9,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, Literal
 
 import pydantic
@@ -99,8 +99,13 @@ def test_invalid_arguments_on_every_path(reg: ToolRegistry, arguments: dict[str,
 
 def test_schema_first_tools_are_validated_on_every_path(registry: ToolRegistry) -> None:
     seen: list[dict[str, Any]] = []
+
+    def lookup(**kw: Any) -> str:
+        seen.append(kw)
+        return "ok"
+
     registry.register(Tool(
-        name="lookup", description="Look up.", callable=lambda **kw: seen.append(kw) or "ok",
+        name="lookup", description="Look up.", callable=lookup,
         parameters={"type": "object", "properties": {
             "q": {"type": "string", "minLength": 2},
             "limit": {"type": "integer", "maximum": 10}},
@@ -258,7 +263,7 @@ def test_bad_input_never_raises(reg: ToolRegistry) -> None:
 
 
 def test_one_call_on_its_own_is_accepted(reg: ToolRegistry) -> None:
-    results = reg.execute_tool_calls(chat("add", {"a": 1, "b": 1}, "solo"))  # type: ignore[arg-type]
+    results = reg.execute_tool_calls(chat("add", {"a": 1, "b": 1}, "solo"))  # type: ignore[arg-type,unused-ignore]
     assert [r.call_id for r in results] == ["solo"]
 
 
@@ -266,7 +271,7 @@ def test_one_sdk_call_object_on_its_own_is_accepted(reg: ToolRegistry) -> None:
     from anthropic.types import ToolUseBlock
 
     block = ToolUseBlock(type="tool_use", id="toolu_1", name="add", input={"a": 1, "b": 2})
-    results = reg.execute_tool_calls(block)  # type: ignore[arg-type]
+    results = reg.execute_tool_calls(block)  # type: ignore[arg-type,unused-ignore]
     assert [(r.call_id, r.value) for r in results] == [("toolu_1", 3)]
 
 
@@ -540,7 +545,7 @@ def test_async_tools_that_ignore_cancellation_still_return_on_time(
     assert result.error_kind == "timeout" and elapsed < 0.4
 
 
-def test_no_deadline_runs_inline(registry_factory: Any) -> None:
+def test_no_deadline_runs_inline(registry_factory: Callable[..., ToolRegistry]) -> None:
     registry = registry_factory(default_timeout=0)
     seen: list[int] = []
 
@@ -553,7 +558,7 @@ def test_no_deadline_runs_inline(registry_factory: Any) -> None:
     assert registry.invoke("where", {}).ok and seen == [threading.get_ident()]
 
 
-def test_no_retries_by_default_or_for_non_idempotent_tools(registry_factory: Any) -> None:
+def test_no_retries_by_default_or_for_non_idempotent_tools(registry_factory: Callable[..., ToolRegistry]) -> None:
     attempts: list[str] = []
 
     def flaky(tag: str) -> str:
@@ -578,7 +583,7 @@ def test_no_retries_by_default_or_for_non_idempotent_tools(registry_factory: Any
     assert result.ok and attempts.count("d") == 3
 
 
-def test_retries_apply_only_to_the_listed_errors(registry_factory: Any) -> None:
+def test_retries_apply_only_to_the_listed_errors(registry_factory: Callable[..., ToolRegistry]) -> None:
     calls = 0
 
     def broken() -> str:
@@ -591,7 +596,7 @@ def test_retries_apply_only_to_the_listed_errors(registry_factory: Any) -> None:
     assert registry.invoke("broken", {}).is_error and calls == 1
 
 
-def test_async_retries(registry_factory: Any) -> None:
+def test_async_retries(registry_factory: Callable[..., ToolRegistry]) -> None:
     tries = 0
 
     async def fetch() -> str:
@@ -613,7 +618,7 @@ def test_a_tool_may_call_the_registry(registry: ToolRegistry) -> None:
     def twice(x: int) -> int:
         """Calls add through the registry."""
         inner = registry.invoke("add", {"a": x, "b": x})
-        return int(inner.content)
+        return int(inner.text)
 
     assert registry.invoke("twice", {"x": 4}).value == 8
 
@@ -631,7 +636,7 @@ def test_injected_context(registry: ToolRegistry) -> None:
 # --- logging ----------------------------------------------------------------------------------
 
 @pytest.fixture
-def logs() -> Iterator[list[dict[str, Any]]]:
+def logs() -> Iterator[list[MutableMapping[str, Any]]]:
     try:
         with capture_logs() as entries:
             yield entries
@@ -640,7 +645,7 @@ def logs() -> Iterator[list[dict[str, Any]]]:
 
 
 def test_one_event_per_call_without_argument_values(reg: ToolRegistry,
-                                                    logs: list[dict[str, Any]]) -> None:
+                                                    logs: list[MutableMapping[str, Any]]) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
     reg.execute_tool_calls([chat("add", {"a": 111, "b": 222}, "c1"),
                             chat("nope", {"a": 333}, "c2")])
@@ -651,7 +656,7 @@ def test_one_event_per_call_without_argument_values(reg: ToolRegistry,
     assert "111" not in repr(logs) and "333" not in repr(logs)
 
 
-def test_argument_values_at_debug_level(reg: ToolRegistry, logs: list[dict[str, Any]]) -> None:
+def test_argument_values_at_debug_level(reg: ToolRegistry, logs: list[MutableMapping[str, Any]]) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
     reg.invoke("add", {"a": 111, "b": 222}, call_id="c1")
     started = [e for e in logs if e["event"] == "call.started"]
@@ -693,14 +698,14 @@ def test_a_sync_callable_returning_a_coroutine_is_awaited(registry: ToolRegistry
     assert asyncio.run(registry.ainvoke("wrapped", {"x": 5})).value == 10
 
 
-def test_nested_calls_do_not_deadlock_a_full_pool(registry_factory: Any) -> None:
+def test_nested_calls_do_not_deadlock_a_full_pool(registry_factory: Callable[..., ToolRegistry]) -> None:
     registry = registry_factory(max_workers=1)
     registry.register(add)
 
     @registry.register
     def outer(x: int) -> int:
         """Calls the registry from the only worker."""
-        return int(registry.invoke("add", {"a": x, "b": 1}).content)
+        return int(registry.invoke("add", {"a": x, "b": 1}).text)
 
     calls = [chat("outer", {"x": i}, f"c{i}") for i in range(3)]
     assert [r.value for r in registry.execute_tool_calls(calls)] == [1, 2, 3]

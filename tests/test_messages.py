@@ -122,7 +122,7 @@ def reg(registry: ToolRegistry) -> ToolRegistry:
     return registry
 
 
-CALLS = [("weather", {"city": "東京"}), ("chart", {"title": "sales"}), ("photo", {}),
+CALLS: list[tuple[str, dict[str, object]]] = [("weather", {"city": "東京"}), ("chart", {"title": "sales"}), ("photo", {}),
          ("broken", {})]
 
 

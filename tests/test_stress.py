@@ -144,7 +144,8 @@ def _stress_registry() -> ToolRegistry:
 
 def _plan(seed: int) -> tuple[list[dict[str, Any]], list[set[str | None]]]:
     rng = random.Random(seed)
-    batch, allowed = [], []
+    batch: list[dict[str, Any]] = []
+    allowed: list[set[str | None]] = []
     for i in range(1000):
         limit = rng.choice([0.05, 0.2, None])
         kind = rng.choice(["work", "awork"])
