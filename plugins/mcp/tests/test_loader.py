@@ -310,3 +310,27 @@ def test_close_during_a_call(registry: ToolRegistry, spec: Any) -> None:
     assert time.monotonic() - started < 15
     assert results and results[0].is_error
     assert "closed" in results[0].text
+
+
+def test_client_shared_by_event_loops_and_threads(spec: Any, children_gone: Any) -> None:
+    client = toolregistry_mcp.MCPClient(spec())
+
+    async def pid() -> str:
+        result = await client.acall_tool("pid")
+        return result.content[0].text  # type: ignore[union-attr]
+
+    first = asyncio.run(pid())
+    second = asyncio.run(pid())  # another event loop, the same session
+    from_thread: list[str] = []
+    t = threading.Thread(target=lambda: from_thread.append(asyncio.run(pid())))
+    t.start()
+    t.join()
+    assert first == second == from_thread[0]
+
+    async def close() -> None:
+        async with client:
+            assert await pid() == first
+
+    asyncio.run(close())
+    assert client.closed
+    children_gone()
