@@ -145,3 +145,10 @@ def test_everything_over_sse(registry: ToolRegistry, everything_sse: str) -> Non
     assert registry.invoke("sse-echo", {"message": "sse"}).text == "Echo: sse"
     total = registry.invoke("sse-get-sum", {"a": 1, "b": 2})
     assert total.ok and "3" in total.text
+
+
+@pytest.mark.npm
+def test_js_script_path_runs_with_node(registry: ToolRegistry, everything_js: Path) -> None:
+    registry.register_from_mcp(str(everything_js), include=["echo"])  # stdio by default
+    assert registry["echo"].provenance.detail == "index.js"
+    assert registry.invoke("echo", {"message": "node"}).text == "Echo: node"
