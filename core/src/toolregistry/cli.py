@@ -40,6 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8765)
+    v.add_argument("--path", default="/mcp", help="URL path of the streamable HTTP endpoint")
+    v.add_argument("--name", default=None, help="server name (default: the registry's)")
+    v.add_argument("--include-deferred", action="store_true", help="list deferred tools too")
+    v.add_argument("--json-response", action="store_true", help="JSON instead of SSE replies")
+    v.add_argument("--stateless", action="store_true", help="no session state (HTTP)")
     d = sub.add_parser("demo", help="the end-to-end demo on the example configuration")
     d.add_argument("--format", default="openai-chat")
     return p
@@ -99,7 +104,9 @@ def _run(args: argparse.Namespace) -> int:
             if serve is None:
                 registry.plugins.require("mcp")
                 return _fail("the mcp plugin does not provide 'mcp:serve'")
-            serve[1](registry, transport=args.transport, host=args.host, port=args.port)
+            serve[1](registry, transport=args.transport, host=args.host, port=args.port,
+                     path=args.path, name=args.name, include_deferred=args.include_deferred,
+                     json_response=args.json_response, stateless=args.stateless)
             return EXIT_OK
     finally:
         registry.close()

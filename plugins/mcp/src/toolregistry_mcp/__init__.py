@@ -7,9 +7,28 @@ plugin provides the ``mcp`` source kind); :func:`serve` exposes a registry as an
 
 from __future__ import annotations
 
-from ._client import MCPClient, MCPConnectError
-from ._loader import MCPSettings, MCPSource, aload, arefresh, load, refresh, sources
-from ._serve import ServeOptions, aserve, build_server, serve
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._client import MCPClient, MCPConnectError
+    from ._loader import MCPSettings, MCPSource, aload, arefresh, load, refresh, sources
+    from ._serve import ServeOptions, aserve, build_server, serve
+
+# Loaded on first use, so that loading the plugin stays cheap.
+_LAZY = {
+    **dict.fromkeys(("MCPClient", "MCPConnectError"), "._client"),
+    **dict.fromkeys(("MCPSettings", "MCPSource", "aload", "arefresh", "load", "refresh",
+                     "sources"), "._loader"),
+    **dict.fromkeys(("ServeOptions", "aserve", "build_server", "serve"), "._serve"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolregistry_mcp' has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
 
 __all__ = [
     "MCPClient",

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from toolregistry._log import log
 from toolregistry.errors import ToolCallError
+from toolregistry.plugin import log
 
 from . import _loop
 from ._spec import ServerSpec, child_environment, parse_server

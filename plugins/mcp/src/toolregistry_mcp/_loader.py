@@ -15,9 +15,8 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolregistry import Tool, ToolMetadata
-from toolregistry._log import log
-from toolregistry._names import normalize_name
 from toolregistry.errors import ConfigError, ToolNameCollisionError, ToolRegistrationError
+from toolregistry.plugin import log, normalize_name
 from toolregistry.tool import Provenance
 
 from . import _loop
@@ -57,12 +56,7 @@ class MCPSettings(BaseModel):
 
 
 def _settings(registry: ToolRegistry) -> MCPSettings:
-    getter = getattr(registry, "plugin_settings", None)
-    if getter is not None:
-        return getter(PLUGIN, MCPSettings)  # type: ignore[no-any-return]
-    from toolregistry._config import plugin_settings
-
-    return plugin_settings(PLUGIN, MCPSettings)
+    return registry.plugin_settings(PLUGIN, MCPSettings)
 
 
 def _fingerprint(tool: mcp_types.Tool) -> str:

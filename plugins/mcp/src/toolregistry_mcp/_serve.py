@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
-from toolregistry._log import log
+from toolregistry.plugin import log
 
 from ._convert import to_call_result
 
