@@ -168,6 +168,7 @@ class _Worker:
 
 
 _GO, _QUIT = b"\x01", b"\x00"
+_CLOSING = _Work(lambda: None, (), {})  # _WorkerPool._next: leave, do not wait
 
 
 class _WorkerPool:
@@ -178,8 +179,8 @@ class _WorkerPool:
     so the worker runs at once instead of waking, finding the GIL taken and sleeping again
     (a queue and lock hand-off costs about 13 us here, the pipe about 5). Results come back
     through the call's raw lock. When every worker is busy and the pool is at ``max_workers``,
-    calls wait in a backlog. Workers idle for ``idle_timeout`` seconds are retired, and all
-    leave at :meth:`shutdown` once their current call ends.
+    calls wait in a backlog. A worker idle for ``idle_timeout`` seconds is retired at the next
+    submit, and all leave at :meth:`shutdown` once their current call ends.
     """
 
     def __init__(self, max_workers: int, idle_timeout: float = 30.0) -> None:
@@ -263,10 +264,11 @@ class _WorkerPool:
                     if self._backlog:
                         self._spread()
                     work = self._run(work, worker, ident, lock)
+                    if work is _CLOSING:
+                        return  # not made idle, so nobody will write to this worker
                     if work is not None:
                         continue  # the next call from the backlog
-                if self._shutdown:
-                    return
+                # Idle: a GO (from submit) or a QUIT (stale, or close) is sure to come.
                 if read(worker.rfd, 1) != _GO:
                     return
                 work = worker.work
@@ -279,13 +281,15 @@ class _WorkerPool:
             os.close(worker.wfd)
 
     def _next(self, worker: _Worker) -> _Work | None:
-        """Under the lock: the next backlog call for ``worker``, or mark it idle."""
+        """Under the lock: the next backlog call for ``worker``; else ``None`` after marking
+        it idle, or ``_CLOSING`` when the pool is closing."""
         if self._backlog:
             return self._backlog.popleft()
-        if not self._shutdown:
-            worker.work = None
-            worker.idle_since = time.monotonic()
-            self._idle.append(worker)
+        if self._shutdown:
+            return _CLOSING
+        worker.work = None
+        worker.idle_since = time.monotonic()
+        self._idle.append(worker)
         return None
 
     def _run(self, work: _Work, worker: _Worker, ident: int, lock: Any) -> _Work | None:
@@ -351,7 +355,10 @@ class _WorkerPool:
             backlog = list(self._backlog)
             self._backlog.clear()
         for worker in idle:
-            os.write(worker.wfd, _QUIT)
+            try:
+                os.write(worker.wfd, _QUIT)
+            except OSError:
+                pass
         for work in backlog:
             work.state = _CANCELLED
             work.error = _ClosedBeforeStart("the registry was closed before the call started")
