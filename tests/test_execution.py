@@ -7,8 +7,10 @@ import dataclasses
 import enum
 import json
 import logging
+import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, Literal
 
@@ -748,3 +750,19 @@ def test_close_ends_calls_still_waiting_for_a_worker() -> None:
     assert not runner.is_alive()
     assert out[0][0].ok
     assert out[0][1].error_kind == "cancelled" and "closed" in out[0][1].text  # never started
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_its_own_workers(reg: ToolRegistry) -> None:
+    assert reg.invoke("add", {"a": 1, "b": 1}).ok  # the parent's pool exists now
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork of a threaded process
+        pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only when the call worked
+        try:
+            result = reg.invoke("add", {"a": 2, "b": 3}, timeout=5)
+            os._exit(0 if result.value == 5 else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

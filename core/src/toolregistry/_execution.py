@@ -32,6 +32,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -456,6 +457,7 @@ class Executor:
         self._plans: dict[str, _Plan] = {}
         self._orphans: set[asyncio.Task[Any]] = set()
         self._closed = False
+        _executors.add(self)
 
     # -- resources ------------------------------------------------------------------------
     @property
@@ -1071,6 +1073,22 @@ class Executor:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+_executors: weakref.WeakSet[Executor] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child has none of the parent's threads: start its pool and loop afresh.
+    for executor in list(_executors):
+        executor._pool = None
+        executor._loop = None
+        executor._lock = threading.Lock()
+        executor._exclusive = {}
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 def _alias(name: str) -> str | None:
     """Another spelling of a tool name a model may use: ``functions.x``, unnormalised."""
