@@ -594,6 +594,13 @@ class Executor:
             log.debug("call.started", tool=tool.name, call_id=call.id, arguments=arguments)
         return _Prepared(plan, call, args, kwargs, limit, ctx)
 
+    def _prepare_one(self, call: ToolCall, context: Mapping[str, Any] | None,
+                     timeout: float | None) -> _Prepared | ToolResult:
+        try:
+            return self._prepare(call, context, timeout)
+        except Exception as exc:  # defensive: bad input never escapes as an exception
+            return error_result(call.id, call.name, "execution", f"{type(exc).__name__}: {exc}")
+
     def _parse(self, raw: Any, index: int) -> ToolCall | ToolResult:
         try:
             call = parse_call(raw, index)
@@ -676,7 +683,7 @@ class Executor:
             result = error_result(call_id, name, exc.kind, str(exc))
             _log_result(result)
             return result
-        prep = self._prepare(call, context, timeout)
+        prep = self._prepare_one(call, context, timeout)
         if isinstance(prep, ToolResult):
             _log_result(prep)
             return prep
@@ -766,11 +773,7 @@ class Executor:
             elif closed:
                 item = self._closed_result(parsed.id, parsed.name)
             else:
-                try:
-                    item = self._prepare(parsed, context, timeout)
-                except Exception as exc:  # defensive: bad input never escapes the batch API
-                    item = error_result(parsed.id, parsed.name, "execution",
-                                        f"{type(exc).__name__}: {exc}")
+                item = self._prepare_one(parsed, context, timeout)
             if isinstance(item, ToolResult):
                 _log_result(item)
             items.append(item)
@@ -926,7 +929,7 @@ class Executor:
             result = error_result(call_id, name, exc.kind, str(exc))
             _log_result(result)
             return result
-        prep = self._prepare(call, context, timeout)
+        prep = self._prepare_one(call, context, timeout)
         if isinstance(prep, ToolResult):
             _log_result(prep)
             return prep
