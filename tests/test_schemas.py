@@ -235,3 +235,16 @@ def test_generated_signatures_are_valid_in_every_format(fn: Any) -> None:
     for fmt in ("openai-chat", "openai-responses"):
         (definition,) = reg.get_schemas(fmt, strict=True)
         check(definition, fmt, strict=True)
+
+
+def test_plain_functions_are_read_like_inspect_signature() -> None:
+    from toolregistry._schema import _parameters
+
+    def everything(a, /, b: int, c=3, *args: str, d, e: int = 5, **kw):  # type: ignore[no-untyped-def]
+        pass
+
+    for fn in [*CORPUS, everything, lambda x, y=2: 0]:
+        ours = [(p.name, p.kind, p.default, p.annotation) for p in _parameters(fn)]
+        ref = [(p.name, p.kind, p.default, p.annotation)
+               for p in inspect.signature(fn).parameters.values()]
+        assert ours == ref, fn

@@ -796,8 +796,13 @@ class ToolRegistry:
         hit = cache.get(tool.name)
         if hit is not None and hit[0] is tool and hit[1] == settings_version:
             return hit[2]
-        params = copy_json(tool.parameters)
-        self._hooks.schema_transform(self, tool, params, fmt)
+        if not self._hooks.has_schema_transform and not strict and fmt != "gemini":
+            # Nothing will edit it: the stored schema itself goes out (emitted schemas are
+            # read-only), which is most of the cost of a cold emission.
+            params = tool.parameters
+        else:
+            params = copy_json(tool.parameters)
+            self._hooks.schema_transform(self, tool, params, fmt)
         lost: list[str] = []
         if strict:
             params = to_strict(params, lost)

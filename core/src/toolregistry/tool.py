@@ -164,6 +164,8 @@ def _is_async_callable(fn: Any) -> bool:
         fn = fn.func
     if inspect.iscoroutinefunction(fn):
         return True
+    if inspect.isfunction(fn) or inspect.ismethod(fn):
+        return False
     call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
     return call is not None and inspect.iscoroutinefunction(call)
 
