@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 
 from attrs import frozen

@@ -169,6 +169,8 @@ class _Worker:
 
 
 _GO, _QUIT = b"\x01", b"\x00"
+SPREAD_AFTER = 0.0002
+"""Seconds a batch's calls may wait for the one worker running them before more are woken."""
 _CLOSING = _Work(lambda: None, (), {})  # _WorkerPool._next: leave, do not wait
 
 
@@ -224,9 +226,13 @@ class _WorkerPool:
         return True
 
     def submit_many(self, works: list[_Work]) -> None:
-        """Queue a batch: one worker is woken, and each worker that takes a call wakes the
-        next while calls wait, so the caller writes once instead of once per call (each
-        write gives the GIL away) and trivial calls may run back to back on one thread."""
+        """Queue a batch and wake one worker, which runs the calls back to back.
+
+        Every write that wakes a worker gives the GIL away, so a batch of quick calls is
+        fastest on one thread; whoever waits for the batch calls :meth:`spread` after
+        :data:`SPREAD_AFTER` seconds if calls are still waiting, so slow or blocking calls
+        still run concurrently, at most that much later.
+        """
         if not works:
             return
         with self.lock:
@@ -235,22 +241,30 @@ class _WorkerPool:
             self._backlog.extend(works[1:])
         self.submit(works[0])
 
-    def _spread(self) -> None:
-        """Wake an idle worker (or start one) for the next waiting call."""
-        worker = None
+    @property
+    def has_backlog(self) -> bool:
+        """True while calls wait for a worker."""
+        return bool(self._backlog)
+
+    def spread(self) -> None:
+        """Give every waiting call a worker (idle ones first, new ones up to the size)."""
+        wake: list[_Worker] = []
         with self.lock:
-            if not self._backlog or self._shutdown:
-                return
-            if self._idle:
-                worker = self._idle.pop()
-                worker.work = self._backlog.popleft()
-            elif len(self._workers) < self._max:
-                new = _Worker(self._backlog.popleft())
-                self._workers.add(new)
-                new.thread = threading.Thread(target=self._main, args=(new,),
-                                              name="toolregistry-worker", daemon=True)
-                new.thread.start()
-        if worker is not None:
+            backlog = self._backlog
+            while backlog and not self._shutdown:
+                if self._idle:
+                    worker = self._idle.pop()
+                    worker.work = backlog.popleft()
+                    wake.append(worker)
+                elif len(self._workers) < self._max:
+                    new = _Worker(backlog.popleft())
+                    self._workers.add(new)
+                    new.thread = threading.Thread(target=self._main, args=(new,),
+                                                  name="toolregistry-worker", daemon=True)
+                    new.thread.start()
+                else:
+                    break
+        for worker in wake:
             os.write(worker.wfd, _GO)
 
     def _main(self, worker: _Worker) -> None:
@@ -262,8 +276,6 @@ class _WorkerPool:
             work = worker.work
             while True:
                 if work is not None:
-                    if self._backlog:
-                        self._spread()
                     work = self._run(work, worker, ident, lock)
                     if work is _CLOSING:
                         return  # not made idle, so nobody will write to this worker
@@ -849,10 +861,22 @@ class Executor:
             remaining = max(0.0, prep.timeout - (time.perf_counter() - started))
         if kind == "work":
             work: _Work = obj
-            if remaining is None:
-                work.done.acquire()
-            elif (not work.done.acquire(True, remaining) and self.pool.interrupt(work)) or \
-                    work.overran(started + prep.timeout):
+            pool = self.pool
+            acquired = False
+            if pool.has_backlog:
+                first = SPREAD_AFTER if remaining is None else min(remaining, SPREAD_AFTER)
+                acquired = work.done.acquire(True, first)
+                if not acquired:
+                    pool.spread()  # calls still wait after a while: run them alongside
+                    if remaining is not None:
+                        remaining = max(0.0, prep.timeout - (time.perf_counter() - started))
+            if not acquired:
+                if remaining is None:
+                    work.done.acquire()
+                elif not work.done.acquire(True, remaining) and pool.interrupt(work):
+                    return self._finish(prep, None, _deadline_error(),
+                                        time.perf_counter() - started)
+            if prep.timeout is not None and work.overran(started + prep.timeout):
                 return self._finish(prep, None, _deadline_error(),
                                     time.perf_counter() - started)
             return self._finish(prep, work.result, work.error, time.perf_counter() - started)
@@ -1072,7 +1096,17 @@ class Executor:
         except RuntimeError as exc:  # closed meanwhile
             for _, fut in works:
                 fut.set_exception(ToolCallError(str(exc)))
+        if len(works) > 1:
+            loop.call_later(SPREAD_AFTER, self._spread_waiting)
         return list(await asyncio.gather(*coros))
+
+    def _spread_waiting(self) -> None:
+        pool = self._pool
+        if pool is not None and pool.has_backlog:
+            try:
+                pool.spread()
+            except Exception as exc:  # no thread to be had: the busy ones drain the backlog
+                log.debug("pool.spread_failed", error=str(exc))
 
 
 # --- helpers ---------------------------------------------------------------------------------
