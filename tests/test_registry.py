@@ -367,3 +367,15 @@ def test_aclose_awaits_async_closers_on_the_running_loop() -> None:
 
     asyncio.run(main())
     assert seen == ["sync", True]
+
+
+def test_a_malformed_call_is_still_echoed_and_answered(registry: ToolRegistry) -> None:
+    registry.register(add)
+    calls = [{"id": "ok", "type": "function", "function": {"name": "add",
+                                                            "arguments": '{"a": 1, "b": 2}'}},
+             {"id": "bad", "type": "function", "function": {"name": "add", "arguments": "{oops"}}]
+    results = registry.execute_tool_calls(calls)
+    messages = registry.build_tool_call_messages(calls, results, api_format="openai-chat")
+    assert [c["id"] for c in messages[0]["tool_calls"]] == ["ok", "bad"]
+    assert [m["tool_call_id"] for m in messages[1:]] == ["ok", "bad"]
+    assert messages[2]["content"].startswith("Error: arguments for tool 'add' are not valid JSON")

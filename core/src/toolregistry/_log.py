@@ -16,6 +16,8 @@ import sys
 from typing import Any
 
 _stdlib = logging.getLogger("toolregistry")
+# A library stays quiet until the application sets up logging (no "last resort" output).
+_stdlib.addHandler(logging.NullHandler())
 _fallback: Any = None
 _configured: Any = None
 

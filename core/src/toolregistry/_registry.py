@@ -900,8 +900,9 @@ class ToolRegistry:
         expects next, ids matched."""
         from ._messages import build_messages
 
-        return build_messages(self.parse_tool_calls(calls), list(results),
-                              normalise_format(api_format))
+        # Raw calls: the builder parses leniently, so a call with malformed arguments is still
+        # echoed and answered by its error result (providers reject unanswered calls).
+        return build_messages(list(calls), list(results), normalise_format(api_format))
 
     # ------------------------------------------------------------------ lifecycle
     def add_closer(self, closer: Callable[[], Any]) -> None:
