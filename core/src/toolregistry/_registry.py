@@ -932,8 +932,11 @@ class ToolRegistry:
             executor.shutdown()
 
     async def aclose(self) -> None:
-        """Async twin of :meth:`close`: awaitable closers (async clients, sessions) are
-        awaited on the running loop, the one they were created on."""
+        """Async twin of :meth:`close`: async closers are awaited on the running loop (the one
+        their clients were created on); sync closers run in a worker thread, so that they may
+        hand work to this loop and wait for it."""
+        import asyncio
+
         with self._lock:
             if self._closed:
                 return
@@ -942,13 +945,16 @@ class ToolRegistry:
             executor, self._executor = self._executor, None
         for closer in closers:
             try:
-                result = closer()
+                if inspect.iscoroutinefunction(closer):
+                    await closer()
+                    continue
+                result = await asyncio.to_thread(closer)
                 if inspect.isawaitable(result):
                     await result
             except Exception as exc:
                 log.warning("registry.close_failed", error=f"{type(exc).__name__}: {exc}")
         if executor is not None:
-            executor.shutdown()
+            await asyncio.to_thread(executor.shutdown)
 
     @property
     def closed(self) -> bool:
