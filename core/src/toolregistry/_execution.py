@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from attrs import frozen
 
+from . import _watchdog
 from ._calls import CallParseError, parse_arguments, parse_call
 from ._log import log
 from ._names import normalize_name
@@ -808,16 +809,41 @@ class Executor:
 
     def _run_sync(self, prep: _Prepared) -> ToolResult:
         plan = prep.plan
-        if prep.timeout is None and not plan.is_async:
-            # No deadline: nothing to wait for, so run on this thread (no hand-off).
-            started = time.perf_counter()
+        if not plan.is_async and (prep.timeout is None or (
+                _watchdog.inline_available(ToolCancelled)
+                and not getattr(_local, "in_pool", False))):
+            return self._run_inline(prep)
+        return self._collect(prep, self._start(prep))
+
+    def _run_inline(self, prep: _Prepared) -> ToolResult:
+        """Run a sync call on this thread: without a deadline there is nothing to wait for;
+        with one, the watchdog interrupts the call on time (see ``_watchdog``)."""
+        started = time.perf_counter()
+        try:
+            fn, args, kwargs = self._call_fn(prep)
+        except Exception as exc:
+            return self._finish(prep, None, exc, time.perf_counter() - started)
+        entry = None
+        if prep.timeout is not None:
+            entry = _watchdog.arm(time.monotonic() + prep.timeout,
+                                  prep.ctx.cancel_event if prep.ctx is not None else None)
+        value: Any = None
+        error: BaseException | None = None
+        try:
             try:
-                fn, args, kwargs = self._call_fn(prep)
                 value = fn(*args, **kwargs)
             except (Exception, ToolCancelled) as exc:
-                return self._finish(prep, None, exc, time.perf_counter() - started)
-            return self._finish(prep, value, None, time.perf_counter() - started)
-        return self._collect(prep, self._start(prep))
+                error = exc
+            finally:
+                if entry is not None:
+                    _watchdog.disarm(entry)
+        except ToolCancelled as exc:  # the signal landed between the call's end and disarm
+            error = exc
+        if entry is not None and entry.fired:
+            error, value = _deadline_error(), None
+        elif isinstance(error, ToolCancelled) and _watchdog.outer_fired():
+            raise error  # an enclosing call's deadline: let it reach that call
+        return self._finish(prep, value, error, time.perf_counter() - started)
 
     def _start(self, prep: _Prepared) -> Any:
         """Start a call; returns a handle for :meth:`_collect`."""

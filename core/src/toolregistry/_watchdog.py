@@ -1,0 +1,156 @@
+"""Deadlines for sync tools that run on the main thread itself.
+
+A call with a deadline used to hop to a worker thread so that the caller could stop waiting on
+time. On an idle machine that hop costs more than everything else a call does (waking a thread
+on the other CPU takes 10-70 µs). On the main thread there is a cheaper way that keeps the
+promise: run the tool right there, and let one watchdog thread send the main thread a signal
+when the deadline passes. The signal interrupts blocking system calls (``time.sleep``, socket
+reads, lock waits, ``select``) and its handler raises :class:`ToolCancelled` in the tool, which
+is what a worker thread gets too.
+
+Used only where that is safe: on Linux-like systems with real-time signals, on the main
+thread, when the application has not claimed the signal, and unless
+``TOOLREGISTRY_INLINE_CALLS=0``. Everywhere else calls hop to a worker as before.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+__all__ = ["InlineDeadline", "inline_available"]
+
+# How often the watchdog looks at the running calls while calls keep coming; a deadline that
+# falls earlier wakes it at once.
+_TICK = 0.25
+# After this long without calls it sleeps until the next one.
+_IDLE = 5.0
+
+
+class InlineDeadline:
+    """One running call's deadline (see :func:`arm`)."""
+
+    __slots__ = ("cancel_event", "deadline", "done", "fired")
+
+    def __init__(self, deadline: float, cancel_event: Any) -> None:
+        self.deadline = deadline
+        self.cancel_event = cancel_event
+        self.done = False
+        self.fired = False
+
+
+class _Watchdog:
+    def __init__(self, signum: int, cancelled: type[BaseException]) -> None:
+        self.signum = signum
+        self.cancelled = cancelled
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.active: list[InlineDeadline] = []  # a stack: calls nest on one thread
+        self.wake_at = math.inf
+        self.last_call = 0.0
+        self.main_ident = threading.main_thread().ident or 0
+        self.thread = threading.Thread(target=self._main, name="toolregistry-watchdog",
+                                       daemon=True)
+        self.thread.start()
+
+    def arm(self, deadline: float, cancel_event: Any) -> InlineDeadline:
+        entry = InlineDeadline(deadline, cancel_event)
+        with self.lock:
+            self.active.append(entry)
+            self.last_call = time.monotonic()
+            if deadline < self.wake_at:
+                self.cond.notify()
+        return entry
+
+    def disarm(self, entry: InlineDeadline) -> None:
+        with self.lock:
+            entry.done = True
+            if self.active and self.active[-1] is entry:
+                self.active.pop()
+            elif entry in self.active:
+                self.active.remove(entry)
+
+    def _main(self) -> None:
+        with self.lock:
+            while True:
+                now = time.monotonic()
+                fire = False
+                for entry in self.active:
+                    if not entry.done and not entry.fired and entry.deadline <= now:
+                        entry.fired = True
+                        if entry.cancel_event is not None:
+                            entry.cancel_event.set()
+                        fire = True
+                if fire:
+                    signal.pthread_kill(self.main_ident, self.signum)
+                earliest = min((e.deadline for e in self.active if not e.fired),
+                               default=math.inf)
+                busy = self.active or now - self.last_call < _IDLE
+                self.wake_at = min(earliest, now + _TICK) if busy else earliest
+                self.cond.wait(None if math.isinf(self.wake_at)
+                               else max(0.0, self.wake_at - now))
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        for entry in self.active:
+            if entry.fired and not entry.done:
+                raise self.cancelled("the call ran past its deadline")
+
+
+_dog: _Watchdog | None = None
+_state = {"checked": False, "available": False}
+_setup_lock = threading.Lock()
+
+
+def inline_available(cancelled: type[BaseException]) -> bool:
+    """True when this thread may run deadline calls inline (see the module docstring)."""
+    if threading.get_ident() != threading.main_thread().ident:
+        return False
+    if _state["checked"]:
+        return _state["available"]
+    with _setup_lock:
+        if not _state["checked"]:
+            _state["available"] = _install(cancelled)
+            _state["checked"] = True
+    return _state["available"]
+
+
+def _install(cancelled: type[BaseException]) -> bool:
+    global _dog
+    if os.environ.get("TOOLREGISTRY_INLINE_CALLS", "1").strip().lower() in ("0", "false", "no"):
+        return False
+    if not hasattr(signal, "pthread_kill") or not hasattr(signal, "SIGRTMIN"):
+        return False
+    signum = signal.SIGRTMIN + 7
+    if signum > signal.SIGRTMAX:
+        return False
+    try:
+        if signal.getsignal(signum) not in (signal.SIG_DFL, None):
+            return False  # the application uses it: leave it alone
+        dog = _Watchdog(signum, cancelled)
+        signal.signal(signum, dog.on_signal)  # no SA_RESTART: blocking calls are interrupted
+    except (ValueError, OSError, RuntimeError):
+        return False
+    _dog = dog
+    return True
+
+
+def arm(deadline: float, cancel_event: Any) -> InlineDeadline:
+    """Watch ``deadline`` (``time.monotonic()`` seconds) for the call about to run here."""
+    assert _dog is not None
+    return _dog.arm(deadline, cancel_event)
+
+
+def outer_fired() -> bool:
+    """True when a call further out on this thread ran past its deadline (its cancellation
+    passes through inner calls)."""
+    return _dog is not None and any(e.fired and not e.done for e in _dog.active)
+
+
+def disarm(entry: InlineDeadline) -> None:
+    """The call ended: stop watching it (a late signal is then ignored)."""
+    assert _dog is not None
+    _dog.disarm(entry)
