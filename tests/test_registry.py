@@ -379,3 +379,20 @@ def test_a_malformed_call_is_still_echoed_and_answered(registry: ToolRegistry) -
     assert [c["id"] for c in messages[0]["tool_calls"]] == ["ok", "bad"]
     assert [m["tool_call_id"] for m in messages[1:]] == ["ok", "bad"]
     assert messages[2]["content"].startswith("Error: arguments for tool 'add' are not valid JSON")
+
+
+def test_a_tool_with_an_async_twin_runs_each_on_its_own_path(registry: ToolRegistry) -> None:
+    def ping(**kw: object) -> str:
+        return "sync"
+
+    async def aping(**kw: object) -> str:
+        return "async"
+
+    registry.register(Tool(name="ping", callable=ping, acallable=aping))
+    registry.register(Tool(name="aonly", acallable=aping))
+    assert registry.invoke("ping").text == "sync"
+    assert asyncio.run(registry.ainvoke("ping")).text == "async"
+    assert [r.text for r in registry.execute_tool_calls([{"name": "ping"}, {"name": "aonly"}])] \
+        == ["sync", "async"]
+    assert [r.text for r in asyncio.run(registry.aexecute_tool_calls([{"name": "ping"}]))] \
+        == ["async"]

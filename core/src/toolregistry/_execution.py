@@ -430,12 +430,21 @@ class _Plan:
 
     __slots__ = ("fn", "injected", "is_async", "safe", "tool", "validator")
 
-    def __init__(self, tool: Tool) -> None:
+    def __init__(self, tool: Tool, async_path: bool = False) -> None:
         self.tool = tool
         self.validator = tool.validator
         self.injected = self.validator.injected_params()
-        self.fn = tool.callable
-        self.is_async = bool(tool.is_async)
+        # A tool with both a sync callable and an async twin runs each on its own path, so
+        # neither path pays a hop to the other kind of code.
+        if async_path and tool.acallable is not None:
+            self.fn: Callable[..., Any] | None = tool.acallable
+            self.is_async = True
+        elif not async_path and tool.callable is None and tool.acallable is not None:
+            self.fn = tool.acallable
+            self.is_async = True
+        else:
+            self.fn = tool.callable
+            self.is_async = bool(tool.is_async)
         self.safe = tool.metadata.is_concurrency_safe
 
 
@@ -468,6 +477,7 @@ class Executor:
         self._loop: _LoopThread | None = None
         self._exclusive: dict[str, threading.Lock] = {}
         self._plans: dict[str, _Plan] = {}
+        self._aplans: dict[str, _Plan] = {}
         self._orphans: set[asyncio.Task[Any]] = set()
         self._closed = False
         _executors.add(self)
@@ -513,7 +523,7 @@ class Executor:
         return lock
 
     # -- preparation ----------------------------------------------------------------------
-    def _lookup(self, call: ToolCall) -> _Plan | ToolResult:
+    def _lookup(self, call: ToolCall, async_path: bool = False) -> _Plan | ToolResult:
         registry = self._registry
         name = call.name
         tool = registry._tools.get(name)
@@ -530,9 +540,10 @@ class Executor:
                 call.id, name, "disabled",
                 f"tool {name!r} is disabled" + (f" ({why})" if why else "") +
                 "; do not call it again in this conversation, use another tool")
-        plan = self._plans.get(name)
+        plans = self._aplans if async_path else self._plans
+        plan = plans.get(name)
         if plan is None or plan.tool is not tool:
-            plan = self._plans[name] = _Plan(tool)
+            plan = plans[name] = _Plan(tool, async_path)
         return plan
 
     def _unknown(self, call: ToolCall) -> ToolResult:
@@ -547,8 +558,8 @@ class Executor:
                             "were given, by their exact names.")
 
     def _prepare(self, call: ToolCall, context: Mapping[str, Any] | None,
-                 timeout: float | None) -> _Prepared | ToolResult:
-        plan = self._lookup(call)
+                 timeout: float | None, async_path: bool = False) -> _Prepared | ToolResult:
+        plan = self._lookup(call, async_path)
         if isinstance(plan, ToolResult):
             return plan
         registry = self._registry
@@ -608,9 +619,10 @@ class Executor:
         return _Prepared(plan, call, args, kwargs, limit, ctx)
 
     def _prepare_one(self, call: ToolCall, context: Mapping[str, Any] | None,
-                     timeout: float | None) -> _Prepared | ToolResult:
+                     timeout: float | None, async_path: bool = False
+                     ) -> _Prepared | ToolResult:
         try:
-            return self._prepare(call, context, timeout)
+            return self._prepare(call, context, timeout, async_path)
         except Exception as exc:  # defensive: bad input never escapes as an exception
             return error_result(call.id, call.name, "execution", f"{type(exc).__name__}: {exc}")
 
@@ -775,7 +787,8 @@ class Executor:
         await asyncio.gather(*(one(*entry) for entry in group))
 
     def _prepare_batch(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
-                       timeout: float | None) -> list[_Prepared | ToolResult]:
+                       timeout: float | None, async_path: bool = False
+                       ) -> list[_Prepared | ToolResult]:
         raw_calls = _as_list(calls)
         items: list[_Prepared | ToolResult] = []
         closed = self._closed or self._registry._closed
@@ -786,7 +799,7 @@ class Executor:
             elif closed:
                 item = self._closed_result(parsed.id, parsed.name)
             else:
-                item = self._prepare_one(parsed, context, timeout)
+                item = self._prepare_one(parsed, context, timeout, async_path)
             if isinstance(item, ToolResult):
                 _log_result(item)
             items.append(item)
@@ -979,7 +992,7 @@ class Executor:
             result = error_result(call_id, name, exc.kind, str(exc))
             _log_result(result)
             return result
-        prep = self._prepare_one(call, context, timeout)
+        prep = self._prepare_one(call, context, timeout, async_path=True)
         if isinstance(prep, ToolResult):
             _log_result(prep)
             return prep
@@ -987,7 +1000,7 @@ class Executor:
 
     async def aexecute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
                        timeout: float | None) -> list[ToolResult]:
-        items = self._prepare_batch(calls, context, timeout)
+        items = self._prepare_batch(calls, context, timeout, async_path=True)
         results: list[ToolResult | None] = [x if isinstance(x, ToolResult) else None
                                             for x in items]
         for segment in _segments(items):

@@ -178,6 +178,10 @@ class Tool:
     yourself (``Tool(name=..., description=..., parameters={...}, callable=fn)``); a
     schema-first tool's callable receives the validated arguments as keyword arguments (and
     the call's :class:`~toolregistry.ToolContext` as ``context_param`` when that is set).
+
+    ``acallable`` is an optional async twin of a sync ``callable`` (same arguments): the async
+    API (``ainvoke``, ``aexecute_tool_calls``) awaits it, the sync API calls ``callable`` --
+    a tool backed by a remote session or client then never pays a hop between the two worlds.
     """
 
     name: str
@@ -189,6 +193,7 @@ class Tool:
     provenance: Provenance = field(factory=Provenance)
     output_schema: dict[str, Any] | None = field(default=None, repr=False)
     is_async: bool | None = field(default=None, repr=False)
+    acallable: Callable[..., Any] | None = field(default=None, repr=False)
     context_param: str | None = field(default=None, repr=False)
     signature: Signature | None = field(default=None, repr=False)
     _validator: Any = field(default=None, repr=False, alias="_validator")

@@ -168,27 +168,48 @@ class MCPSource:
             name=tool.name,
             description=tool.description or "",
             parameters=tool.input_schema,
+            # Both twins: the sync API blocks on the session's loop directly (one hop), the
+            # async API awaits it (no worker thread in between).
             callable=self._callable(tool.name),
+            acallable=self._acallable(tool.name),
             metadata=metadata,
             provenance=Provenance(kind="mcp", detail=self.client.display,
                                   original_name=tool.name, plugin=PLUGIN),
             output_schema=tool.output_schema,
-            is_async=True,
+            is_async=False,
         )
 
     def _callable(self, original: str) -> Any:
         source = self
 
-        async def call_mcp_tool(**arguments: Any) -> Any:
-            return await source.acall(original, arguments)
+        def call_mcp_tool(**arguments: Any) -> Any:
+            return source.call(original, arguments)
 
         call_mcp_tool.__name__ = normalize_name(original)
         call_mcp_tool.__qualname__ = f"MCP {self.client.display}: {original}"
         return call_mcp_tool
 
+    def _acallable(self, original: str) -> Any:
+        source = self
+
+        async def acall_mcp_tool(**arguments: Any) -> Any:
+            return await source.acall(original, arguments)
+
+        acall_mcp_tool.__name__ = normalize_name(original)
+        acall_mcp_tool.__qualname__ = f"MCP {self.client.display}: {original}"
+        return acall_mcp_tool
+
+    def call(self, original: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool of this server by its MCP name, blocking; returns the converted result."""
+        result = self.client.call_tool(original, arguments, timeout=self.timeout)
+        return self._convert(original, result)
+
     async def acall(self, original: str, arguments: dict[str, Any]) -> Any:
         """Call a tool of this server by its MCP name; returns the converted result."""
         result = await self.client.acall_tool(original, arguments, timeout=self.timeout)
+        return self._convert(original, result)
+
+    def _convert(self, original: str, result: Any) -> Any:
         value = from_call_result(result, server=self.client.display, tool=original)
         if self.max_result_chars and not self._spooled(original):
             value = truncate(value, self.max_result_chars)
