@@ -910,15 +910,24 @@ class ToolRegistry:
         with self._lock:
             self._closers.append(closer)
 
-    def close(self) -> None:
-        """Release everything: plugin resources (MCP children, HTTP clients), worker threads.
-        Idempotent."""
+    def _begin_close(self) -> tuple[list[Callable[[], Any]], Executor | None] | None:
+        """Mark the registry closed; the closers (last added first) and the executor to stop,
+        or ``None`` when it was closed already."""
         with self._lock:
             if self._closed:
-                return
+                return None
             self._closed = True
             closers, self._closers = list(reversed(self._closers)), []
             executor, self._executor = self._executor, None
+        return closers, executor
+
+    def close(self) -> None:
+        """Release everything: plugin resources (MCP children, HTTP clients), worker threads.
+        Idempotent."""
+        closing = self._begin_close()
+        if closing is None:
+            return
+        closers, executor = closing
         for closer in closers:
             try:
                 result = closer()
@@ -937,12 +946,10 @@ class ToolRegistry:
         hand work to this loop and wait for it."""
         import asyncio
 
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            closers, self._closers = list(reversed(self._closers)), []
-            executor, self._executor = self._executor, None
+        closing = self._begin_close()
+        if closing is None:
+            return
+        closers, executor = closing
         for closer in closers:
             try:
                 if inspect.iscoroutinefunction(closer):

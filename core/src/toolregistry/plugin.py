@@ -1,14 +1,41 @@
 """What plugin authors import: the hook marker, structured events, the kernel helpers.
 
-``from toolregistry.plugin import hookimpl, log, normalize_name, import_target, Loader``.
+``from toolregistry.plugin import hookimpl, log, normalize_name, import_target, lazy_exports``.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
+It is light to import: loading a plugin must stay cheap.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from ._log import log
 from ._names import normalize_name
-from ._sources import import_target
 from .hookspecs import Loader, hookimpl
 
-__all__ = ["Loader", "hookimpl", "import_target", "log", "normalize_name"]
+__all__ = ["Loader", "hookimpl", "import_target", "lazy_exports", "log", "normalize_name"]
+
+
+def import_target(target: str, where: str) -> Any:
+    """Resolve ``pkg.mod:attr.sub`` (or a plain module path); errors name ``where``."""
+    from ._sources import import_target as resolve
+
+    return resolve(target, where)
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` that imports ``exports[name]`` (a module path
+    relative to the package) on first use, so that importing the package stays cheap::
+
+        __getattr__ = lazy_exports(__name__, {"Client": "._client"})
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module, package), name)
+
+    return __getattr__

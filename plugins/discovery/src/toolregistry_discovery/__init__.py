@@ -3,8 +3,9 @@ tools on demand (``registry.enable_tool_discovery()`` registers ``discover_tools
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolregistry.plugin import lazy_exports
 
 if TYPE_CHECKING:
     from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
@@ -20,11 +21,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolregistry_discovery' has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "DEFAULT_FIELD_WEIGHTS",

@@ -7,8 +7,9 @@ plugin provides the ``mcp`` source kind); :func:`serve` exposes a registry as an
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolregistry.plugin import lazy_exports
 
 if TYPE_CHECKING:
     from ._client import MCPClient, MCPConnectError
@@ -24,11 +25,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolregistry_mcp' has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "MCPClient",

@@ -6,8 +6,9 @@ kind; this module also exposes the loader for direct use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolregistry.plugin import lazy_exports
 
 if TYPE_CHECKING:
     from ._document import Limits
@@ -26,11 +27,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolregistry_openapi' has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "Limits",

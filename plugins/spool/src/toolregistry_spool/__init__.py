@@ -7,9 +7,10 @@ Tools opt in with ``ToolMetadata(too_long_to_file=True)`` (or every tool through
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from toolregistry.plugin import lazy_exports
 
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
@@ -29,11 +30,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolregistry_spool' has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 def get_spooler(registry: ToolRegistry) -> Spooler:
