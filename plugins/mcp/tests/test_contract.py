@@ -1,0 +1,9 @@
+"""The mcp plugin honours the kernel's hook contract (toolregistry.testing)."""
+
+from __future__ import annotations
+
+from toolregistry.testing import PluginContract
+
+
+class TestContract(PluginContract):
+    plugin_name = "mcp"
