@@ -187,7 +187,7 @@ def test_async_loader_and_calls(server_url):
     async def main() -> None:
         async with ToolRegistry() as reg:
             tools = await reg.aregister_from_openapi(server_url, auth={"HTTPBearer": "a-tok"})
-            assert all(t.is_async for t in tools)
+            assert all(t.acallable is not None for t in tools)  # async twin for ainvoke
             one = await reg.ainvoke("getItem", {"item_id": 5, "q": "z"})
             assert json.loads(one.content)["q"] == "z"
             calls = [{"name": "getItem", "arguments": {"item_id": i}, "id": str(i)} for i in range(4)]
@@ -199,7 +199,7 @@ def test_async_loader_and_calls(server_url):
             assert sync_result.ok, sync_result.content
             # tools of the sync loader on the async paths (the kernel runs them in threads)
             sync_tools = reg.register_from_openapi(server_url, namespace="s", include="getItem")
-            assert not sync_tools[0].is_async
+            assert not sync_tools[0].is_async and sync_tools[0].acallable is not None
             via_async = await reg.ainvoke("s-getItem", {"item_id": 9})
             assert json.loads(via_async.content)["item_id"] == 9
 

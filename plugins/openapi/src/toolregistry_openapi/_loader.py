@@ -303,7 +303,9 @@ def build_tools(
     is_async: bool = False,
 ) -> tuple[list[Tool], HttpSession, SpecInfo]:
     """The tools of a document already read (the conversion half of
-    :func:`tools_from_openapi`); ``client`` fetches same-origin references of a URL document."""
+    :func:`tools_from_openapi`); ``client`` fetches same-origin references of a URL document.
+    Every tool gets a sync callable and an async twin; ``is_async`` is kept for callers of
+    the older signature and changes nothing."""
     lim = limits or DEFAULT_LIMITS
     if isinstance(include, str):
         include = [include]
@@ -334,7 +336,10 @@ def build_tools(
     session = HttpSession(label=doc.label, timeout=timeout, creds=creds,
                           schemes=info.security_schemes, headers=dict(headers or {}),
                           max_response_bytes=max_response_bytes, verify=verify)
-    caller_cls = AsyncOperationCaller if is_async else OperationCaller
+    # Every tool gets both twins: the sync API calls through httpx.Client, the async API
+    # awaits httpx.AsyncClient (one client per event loop); ``is_async`` only says which
+    # loader built it.
+    del is_async
     tools: list[Tool] = []
     for op in operations:
         base, why = _base_for(op, info, doc, base_url=base_url, use_spec_servers=use_spec_servers,
@@ -344,8 +349,9 @@ def build_tools(
             name=op.name,
             description=op.description,
             parameters=op.parameters,
-            callable=caller_cls(op, session, base, why),
-            is_async=is_async,  # known: spares the kernel an inspect per tool
+            callable=OperationCaller(op, session, base, why),
+            acallable=AsyncOperationCaller(op, session, base, why),
+            is_async=False,  # known: spares the kernel an inspect per tool
             metadata=meta,
             namespace=namespace,
             provenance=Provenance(
