@@ -109,3 +109,40 @@ def test_a_signal_the_application_uses_is_left_alone() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.split() == ["ok", "True"], out.stderr
+
+
+def test_a_forked_child_gets_its_own_watchdog() -> None:
+    code = textwrap.dedent('''
+        import os, time
+        from toolregistry import ToolRegistry
+        r = ToolRegistry()
+        @r.register
+        def nap(seconds: float) -> str:
+            time.sleep(seconds)
+            return "woke"
+        r.invoke("nap", {"seconds": 0}, timeout=1)  # the parent's watchdog starts
+        pid = os.fork()
+        if pid == 0:
+            t = time.monotonic()
+            res = r.invoke("nap", {"seconds": 5}, timeout=0.2)
+            os._exit(0 if res.error_kind == "timeout" and time.monotonic() - t < 1.5 else 1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    ''')
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.strip() == "0", out.stderr
+
+
+def test_many_short_deadlines_never_leak_a_cancellation(registry: ToolRegistry) -> None:
+    @registry.register
+    def quick(seconds: float) -> str:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+        return "done"
+
+    kinds = {registry.invoke("quick", {"seconds": s}, timeout=0.002).error_kind
+             for s in [0.0005, 0.001, 0.0019, 0.002, 0.0021, 0.003] * 30}
+    assert kinds <= {None, "timeout"}
+    assert registry.invoke("quick", {"seconds": 0}, timeout=5).text == "done"

@@ -849,8 +849,12 @@ class Executor:
                 error = exc
             finally:
                 if entry is not None:
-                    _watchdog.disarm(entry)
-        except ToolCancelled as exc:  # the signal landed between the call's end and disarm
+                    # A signal may land between the call's end and here, or during disarm:
+                    # disarm keeps trying and hands back what landed.
+                    landed = _watchdog.disarm(entry)
+                    if landed is not None:
+                        error = landed
+        except ToolCancelled as exc:  # landed inside the except clause above (raised once)
             error = exc
         if entry is not None and entry.fired:
             error, value = _deadline_error(), None

@@ -34,19 +34,25 @@ _IDLE = 5.0
 class InlineDeadline:
     """One running call's deadline (see :func:`arm`)."""
 
-    __slots__ = ("cancel_event", "deadline", "done", "fired")
+    __slots__ = ("cancel_event", "deadline", "done", "fired", "raised")
 
     def __init__(self, deadline: float, cancel_event: Any) -> None:
         self.deadline = deadline
         self.cancel_event = cancel_event
         self.done = False
         self.fired = False
+        self.raised = False  # the handler raises at most once per call
 
 
 class _Watchdog:
     def __init__(self, signum: int, cancelled: type[BaseException]) -> None:
         self.signum = signum
         self.cancelled = cancelled
+        self._start()
+
+    def _start(self) -> None:
+        # Also after fork(): the child has this object but not the thread.
+        self.pid = os.getpid()
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.active: list[InlineDeadline] = []  # a stack: calls nest on one thread
@@ -58,6 +64,8 @@ class _Watchdog:
         self.thread.start()
 
     def arm(self, deadline: float, cancel_event: Any) -> InlineDeadline:
+        if self.pid != os.getpid():
+            self._start()
         entry = InlineDeadline(deadline, cancel_event)
         with self.lock:
             self.active.append(entry)
@@ -96,7 +104,8 @@ class _Watchdog:
 
     def on_signal(self, signum: int, frame: Any) -> None:
         for entry in self.active:
-            if entry.fired and not entry.done:
+            if entry.fired and not entry.done and not entry.raised:
+                entry.raised = True
                 raise self.cancelled("the call ran past its deadline")
 
 
@@ -150,7 +159,14 @@ def outer_fired() -> bool:
     return _dog is not None and any(e.fired and not e.done for e in _dog.active)
 
 
-def disarm(entry: InlineDeadline) -> None:
-    """The call ended: stop watching it (a late signal is then ignored)."""
+def disarm(entry: InlineDeadline) -> BaseException | None:
+    """The call ended: stop watching it (a late signal is then ignored). Returns the
+    cancellation that landed while disarming, if one did (it must not be lost)."""
     assert _dog is not None
-    _dog.disarm(entry)
+    landed: BaseException | None = None
+    while True:
+        try:
+            _dog.disarm(entry)
+            return landed
+        except _dog.cancelled as exc:  # the signal arrived in the middle: disarm again
+            landed = exc
