@@ -696,9 +696,10 @@ class Executor:
                             f"registry {self._registry.name!r} is closed; no calls run")
 
     # -- sync API -------------------------------------------------------------------------
-    def invoke(self, name: str, arguments: Mapping[str, Any] | str | None, *,
-               context: Mapping[str, Any] | None, timeout: float | None,
-               call_id: str | None) -> ToolResult:
+    def _prepare_invoke(self, name: str, arguments: Mapping[str, Any] | str | None,
+                        context: Mapping[str, Any] | None, timeout: float | None,
+                        call_id: str | None, async_path: bool) -> _Prepared | ToolResult:
+        """One named call, parsed and prepared (or its error result, logged)."""
         call = ToolCall(name, None, call_id, arguments)
         if self._closed or self._registry._closed:
             return self._closed_result(call_id, name)
@@ -708,11 +709,16 @@ class Executor:
             result = error_result(call_id, name, exc.kind, str(exc))
             _log_result(result)
             return result
-        prep = self._prepare_one(call, context, timeout)
+        prep = self._prepare_one(call, context, timeout, async_path)
         if isinstance(prep, ToolResult):
             _log_result(prep)
-            return prep
-        return self._run_sync(prep)
+        return prep
+
+    def invoke(self, name: str, arguments: Mapping[str, Any] | str | None, *,
+               context: Mapping[str, Any] | None, timeout: float | None,
+               call_id: str | None) -> ToolResult:
+        prep = self._prepare_invoke(name, arguments, context, timeout, call_id, False)
+        return prep if isinstance(prep, ToolResult) else self._run_sync(prep)
 
     def execute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
                 timeout: float | None) -> list[ToolResult]:
@@ -987,20 +993,8 @@ class Executor:
     async def ainvoke(self, name: str, arguments: Mapping[str, Any] | str | None, *,
                       context: Mapping[str, Any] | None, timeout: float | None,
                       call_id: str | None) -> ToolResult:
-        call = ToolCall(name, None, call_id, arguments)
-        if self._closed or self._registry._closed:
-            return self._closed_result(call_id, name)
-        try:
-            call.arguments = parse_arguments(arguments, call)
-        except CallParseError as exc:
-            result = error_result(call_id, name, exc.kind, str(exc))
-            _log_result(result)
-            return result
-        prep = self._prepare_one(call, context, timeout, async_path=True)
-        if isinstance(prep, ToolResult):
-            _log_result(prep)
-            return prep
-        return await self._run_async(prep)
+        prep = self._prepare_invoke(name, arguments, context, timeout, call_id, True)
+        return prep if isinstance(prep, ToolResult) else await self._run_async(prep)
 
     async def aexecute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
                        timeout: float | None) -> list[ToolResult]:
