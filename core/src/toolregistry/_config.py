@@ -122,8 +122,6 @@ def load_config(path: str | Path | None = None, *, strict: bool = False) -> Regi
     table = tool.get("toolregistry", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{file}: [tool.toolregistry] must be a table")
-    if "toolregistry" in tool and not isinstance(table, dict):
-        raise ConfigError(f"{file}: tool.toolregistry must be a table")
     config = RegistryConfig(file, normalise_keys(table))
     unknown = sorted(set(config.table) - _TOP_LEVEL)
     if unknown:

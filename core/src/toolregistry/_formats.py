@@ -7,7 +7,6 @@ emitting something broken or silently different.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 API_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp")
@@ -262,5 +261,3 @@ def envelope(api_format: str, name: str, description: str, parameters: dict[str,
     tool.update(extras)
     return tool
 
-
-Transform = Callable[[dict[str, Any], list[str]], dict[str, Any]]

@@ -258,8 +258,9 @@ class PluginHost:
         entry = self.loaders.get(kind)
         if entry is not None:
             return entry[1]
-        if kind in FEATURES:
-            self.require(kind)
+        base = kind.split(":", 1)[0]  # "mcp:serve", "langchain:export": services of a plugin
+        if base in FEATURES:
+            self.require(base)
         known = ", ".join(sorted(self.loaders)) or "none"
         raise ConfigError(f"no plugin provides the source kind {kind!r} (installed kinds: {known})")
 

@@ -451,13 +451,7 @@ class ToolRegistry:
 
     def to_langchain(self, names: Iterable[str] | None = None, **options: Any) -> Any:
         """Registry tools as LangChain tools (needs toolregistry-langchain)."""
-        return self._host.loader("langchain:export")(self, names, **options) if (
-            "langchain:export" in self._host.loaders
-        ) else self._missing_export()
-
-    def _missing_export(self) -> Any:
-        self._host.require("langchain")
-        raise ConfigError("the langchain plugin does not provide 'langchain:export'")
+        return self._host.loader("langchain:export")(self, names, **options)
 
     def __getattr__(self, attr: str) -> Any:
         # register_from_<kind> for third-party loaders; a clear error for missing plugins.

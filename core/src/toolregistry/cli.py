@@ -100,13 +100,10 @@ def _run(args: argparse.Namespace) -> int:
             print(result.text)
             return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
         if args.command == "serve":
-            serve = registry.plugins.loaders.get("mcp:serve")
-            if serve is None:
-                registry.plugins.require("mcp")
-                return _fail("the mcp plugin does not provide 'mcp:serve'")
-            serve[1](registry, transport=args.transport, host=args.host, port=args.port,
-                     path=args.path, name=args.name, include_deferred=args.include_deferred,
-                     json_response=args.json_response, stateless=args.stateless)
+            serve = registry.plugins.loader("mcp:serve")
+            serve(registry, transport=args.transport, host=args.host, port=args.port,
+                  path=args.path, name=args.name, include_deferred=args.include_deferred,
+                  json_response=args.json_response, stateless=args.stateless)
             return EXIT_OK
     finally:
         registry.close()

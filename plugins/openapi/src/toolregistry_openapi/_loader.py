@@ -431,25 +431,21 @@ def load_openapi(registry: ToolRegistry, spec: Any, *, namespace: str | bool | N
     ``max_response_bytes``, ``verify``, ``defer``, ``replace``. See docs/openapi.md.
     """
     tools, session, info = tools_from_openapi(spec, **options)
-    namespace = _namespace(namespace, info)
-    try:
-        registered = registry.register_tools(tools, namespace=namespace, replace=replace)
-    except BaseException:
-        session.close()
-        raise
-    _remember(registry, session)
-    return registered
+    return _register(registry, tools, session, _namespace(namespace, info), replace)
 
 
 async def aload_openapi(registry: ToolRegistry, spec: Any, *,
                         namespace: str | bool | None = None,
                         replace: bool = False, **options: Any) -> list[Tool]:
-    """Async twin of :func:`load_openapi`: reading and conversion run in a worker thread, and
-    the tools' callables are async (httpx.AsyncClient)."""
-    tools, session, info = await asyncio.to_thread(
-        tools_from_openapi, spec, is_async=True, **options
-    )
-    namespace = _namespace(namespace, info)
+    """Async twin of :func:`load_openapi`: reading and conversion run in a worker thread, off
+    the event loop (the tools are the same: a sync callable and an async twin)."""
+    tools, session, info = await asyncio.to_thread(tools_from_openapi, spec, **options)
+    return _register(registry, tools, session, _namespace(namespace, info), replace)
+
+
+def _register(registry: ToolRegistry, tools: list[Tool], session: HttpSession,
+              namespace: str | None, replace: bool) -> list[Tool]:
+    """Register all of a document's tools, or none (its HTTP session closed on failure)."""
     try:
         registered = registry.register_tools(tools, namespace=namespace, replace=replace)
     except BaseException:
