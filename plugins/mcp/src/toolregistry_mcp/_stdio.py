@@ -7,28 +7,219 @@ hangs, so helpers a launcher started (``npx`` -> ``node``) can outlive it. This 
 reads linearly, bounds a message at ``max_message_bytes``, and always ends the whole process
 group. It keeps the SDK's shutdown order (close stdin, wait, SIGTERM, wait, SIGKILL) and its
 message types; on Windows the SDK's own transport is used.
+
+It is also shorter on the hot path: the SDK's streams are the ``ReadStream`` /
+``WriteStream`` protocols of ``mcp.shared._stream_protocols``, and here they sit right on the
+subprocess pipes. A message is written to the server's stdin by the task that sends it, and
+lines the server writes are parsed as they arrive and queued for the session's receive loop:
+no reader or writer task, and no hand-over between tasks, for each message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import IO, Any
 
 import anyio
-import anyio.abc
 
 __all__ = ["MessageTooLarge", "stdio_transport"]
 
 _EXIT_GRACE = 2.0  # seconds for the server to exit after its stdin closes
 _TERM_GRACE = 2.0  # seconds after SIGTERM before SIGKILL
+_HIGH_WATER = 64  # parsed messages waiting for the session: stop reading the pipe above this
+_LOW_WATER = 16  # ... and read again at or below this
 
 
 class MessageTooLarge(Exception):
     """The server sent one message larger than the configured bound."""
+
+
+class _Inbox:
+    """The read stream: lines from the server's stdout, parsed as they arrive."""
+
+    def __init__(self, limit: int, on_fatal: Callable[[BaseException], None] | None) -> None:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+
+        self._parse = types.jsonrpc_message_adapter.validate_json
+        self._message = SessionMessage
+        self._limit = limit
+        self._on_fatal = on_fatal
+        self._items: deque[Any] = deque()
+        self._pending: list[bytes] = []
+        self._size = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._eof = False
+        self._closed = False
+        self._paused = False
+        self.pipe: asyncio.ReadTransport | None = None  # stdout, for flow control
+
+    # -- fed by the protocol (on the loop) ---------------------------------------------------
+    def feed(self, chunk: bytes) -> None:
+        if self._eof:
+            return
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                rest = len(chunk) - start
+                if rest:
+                    self._pending.append(chunk[start:])
+                    self._size += rest
+                if self._limit and self._size > self._limit:
+                    self._fail(MessageTooLarge(
+                        f"the server sent a message larger than {self._limit:,} bytes "
+                        "(max-message-bytes)"))
+                return
+            if self._pending:
+                self._pending.append(chunk[start:end])
+                line = b"".join(self._pending)
+                self._pending.clear()
+                self._size = 0
+            else:
+                line = chunk[start:end]
+            start = end + 1
+            if line.strip():
+                try:
+                    item: Any = self._message(self._parse(line, by_name=False))
+                except ValueError as exc:
+                    item = exc  # surfaces in the session's message handler
+                self._push(item)
+
+    def _push(self, item: Any) -> None:
+        self._items.append(item)
+        self._wake()
+        if not self._paused and len(self._items) >= _HIGH_WATER and self.pipe is not None:
+            self._paused = True
+            self.pipe.pause_reading()
+
+    def _fail(self, error: BaseException) -> None:
+        if self._on_fatal is not None:
+            self._on_fatal(error)
+        self._pending.clear()
+        if self.pipe is not None:
+            self.pipe.close()
+        self.feed_eof()
+
+    def feed_eof(self) -> None:
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- the ReadStream protocol (the session's receive loop) --------------------------------
+    async def receive(self) -> Any:
+        while not self._items:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._eof:
+                raise anyio.EndOfStream
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        item = self._items.popleft()
+        if self._paused and len(self._items) <= _LOW_WATER and self.pipe is not None:
+            self._paused = False
+            self.pipe.resume_reading()
+        return item
+
+    def __aiter__(self) -> _Inbox:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._items.clear()
+        self._wake()
+
+    async def __aenter__(self) -> _Inbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Outbox:
+    """The write stream: each message goes to the server's stdin from the task sending it."""
+
+    def __init__(self, protocol: _ServerProtocol) -> None:
+        self._protocol = protocol
+        self._closed = False
+
+    async def send(self, message: Any) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        protocol = self._protocol
+        pipe = protocol.stdin
+        if pipe is None or pipe.is_closing() or protocol.stdin_lost:
+            raise anyio.BrokenResourceError
+        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        pipe.write(data.encode("utf-8") + b"\n")
+        if not protocol.writable.is_set():  # the pipe is full: wait for the server to read
+            await protocol.writable.wait()
+            if protocol.stdin_lost:
+                raise anyio.BrokenResourceError
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> _Outbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _ServerProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, inbox: _Inbox) -> None:
+        self.inbox = inbox
+        self.stdin: asyncio.WriteTransport | None = None
+        self.stdin_lost = False
+        self.writable = asyncio.Event()
+        self.writable.set()
+        self.exited = asyncio.Event()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self.stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
+        self.inbox.pipe = transport.get_pipe_transport(1)  # type: ignore[assignment]
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd == 1:
+            self.inbox.feed(data if isinstance(data, bytes) else data.encode())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.inbox.feed_eof()
+        elif fd == 0:
+            self.stdin_lost = True
+            self.writable.set()
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
 
 
 @contextlib.asynccontextmanager
@@ -36,8 +227,10 @@ async def stdio_transport(command: str, args: list[str], *, env: dict[str, str],
                           cwd: str | None, errlog: IO[str],
                           max_message_bytes: int | None,
                           on_fatal: Callable[[BaseException], None] | None = None,
-                          exit_grace: float = _EXIT_GRACE) -> AsyncIterator[Any]:
-    """Yield ``(read_stream, write_stream)`` for a server started as ``command args``."""
+                          exit_grace: float = _EXIT_GRACE,
+                          on_start: Callable[[int], None] | None = None) -> AsyncIterator[Any]:
+    """Yield ``(read_stream, write_stream)`` for a server started as ``command args``;
+    ``on_start(pid)`` learns the process (and process group) id."""
     if sys.platform == "win32":  # pragma: no cover - the SDK handles Windows job objects
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -46,109 +239,44 @@ async def stdio_transport(command: str, args: list[str], *, env: dict[str, str],
             yield streams
         return
 
-    import mcp_types as types
-    from mcp.shared.message import SessionMessage
-
-    process = await anyio.open_process([command, *args], env=env, cwd=cwd, stderr=errlog,
-                                       start_new_session=True)
-    read_send, read_recv = anyio.create_memory_object_stream[Any](0)
-    write_send, write_recv = anyio.create_memory_object_stream[Any](0)
-    limit = max_message_bytes or 0
-
-    async def reader() -> None:
-        assert process.stdout is not None
-        pending: list[bytes] = []
-        size = 0
-        try:
-            async with read_send:
-                async for chunk in process.stdout:
-                    start = 0
-                    while True:
-                        end = chunk.find(b"\n", start)
-                        if end < 0:
-                            pending.append(chunk[start:])
-                            size += len(chunk) - start
-                            if limit and size > limit:
-                                error = MessageTooLarge(
-                                    f"the server sent a message larger than {limit:,} bytes "
-                                    "(max-message-bytes)")
-                                if on_fatal is not None:
-                                    on_fatal(error)
-                                raise error
-                            break
-                        pending.append(chunk[start:end])
-                        line = b"".join(pending)
-                        pending.clear()
-                        size = 0
-                        start = end + 1
-                        if line.strip():
-                            try:
-                                item: Any = SessionMessage(
-                                    types.jsonrpc_message_adapter.validate_json(
-                                        line, by_name=False))
-                            except ValueError as exc:
-                                item = exc  # surfaces in the session's message handler
-                            await read_send.send(item)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
-                ConnectionError):
-            pass
-
-    async def writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_recv:
-                async for message in write_recv:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send(data.encode("utf-8") + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_send.aclose()
-
+    loop = asyncio.get_running_loop()
+    inbox = _Inbox(max_message_bytes or 0, on_fatal)
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ServerProtocol(inbox), command, *args, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=errlog, env=env, cwd=cwd, start_new_session=True)
+    if on_start is not None:
+        on_start(transport.get_pid())
+    outbox = _Outbox(protocol)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reader)
-            tg.start_soon(writer)
-            try:
-                yield read_recv, write_send
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await write_send.aclose()
-                    await _stop(process, exit_grace)
-                tg.cancel_scope.cancel()
+        yield inbox, outbox
     finally:
+        await outbox.aclose()
+        await inbox.aclose()
         with anyio.CancelScope(shield=True):
-            await _stop(process, exit_grace)  # also when the task group failed (MessageTooLarge)
-            for stream in (read_recv, write_recv, read_send, write_send):
-                await stream.aclose()
+            await _stop(transport, protocol, exit_grace)
 
 
-async def _stop(process: anyio.abc.Process, exit_grace: float) -> None:
+async def _stop(transport: asyncio.SubprocessTransport, protocol: _ServerProtocol,
+                exit_grace: float) -> None:
     """Close stdin, give the server a moment, then end its whole process group."""
-    if process.stdin is not None:
-        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.aclose()
+    stdin = transport.get_pipe_transport(0)
+    if stdin is not None:
+        stdin.close()
     with anyio.move_on_after(exit_grace):
-        while process.returncode is None:
-            await anyio.sleep(0.01)
+        await protocol.exited.wait()
     # The leader's pid is the group id (start_new_session); helpers it started are in it.
-    pgid = process.pid
+    pgid = transport.get_pid()
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
             break
         with anyio.move_on_after(_TERM_GRACE if sig == signal.SIGTERM else 2.0):
-            while _group_alive(pgid) or process.returncode is None:
+            while _group_alive(pgid) or transport.get_returncode() is None:
                 await anyio.sleep(0.01)
-        if not _group_alive(pgid) and process.returncode is not None:
+        if not _group_alive(pgid) and transport.get_returncode() is not None:
             break
-    if process.stdout is not None:
-        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdout.aclose()
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    close = getattr(transport, "close", None)
-    if callable(close):  # else asyncio warns about an unclosed transport at GC
-        with contextlib.suppress(Exception):
-            close()
+    transport.close()
 
 
 def _group_alive(pgid: int) -> bool:

@@ -126,6 +126,10 @@ def main() -> None:
                                      "required": ["name"]}),
             types.Tool(name="unmutate", description="Undo mutate.",
                        input_schema={"type": "object", "properties": {}}),
+            types.Tool(name="chatty", description="Send N log notifications, then answer.",
+                       input_schema={"type": "object",
+                                     "properties": {"n": {"type": "integer"}},
+                                     "required": ["n"]}),
             types.Tool(name="lax", description="Does not check its own arguments.",
                        input_schema={"type": "object",
                                      "properties": {"n": {"type": "integer", "minimum": 0}},
@@ -210,6 +214,10 @@ def main() -> None:
             request = getattr(ctx, "request", None)
             value = request.headers.get(args["name"]) if request is not None else None
             return types.CallToolResult(content=_text(str(value)))
+        if name == "chatty":
+            for i in range(int(args["n"])):
+                await ctx.session.send_log_message("info", f"line {i} " + "." * 200, "chatty")
+            return types.CallToolResult(content=_text(f"sent {args['n']}"))
         if name == "lax":
             return types.CallToolResult(content=_text(f"got {args.get('n')!r}"))
         if name.startswith("tool_") or name == "newcomer":
