@@ -1,9 +1,10 @@
 """A persistent MCP client session, shared by every thread and event loop of the process.
 
-The session lives on the background loop (:mod:`._loop`) in one *runner* task that enters
-the transport and the SDK's ``ClientSession`` and leaves them again (anyio needs both in the
-same task). Calls are separate tasks on that loop; callers reach them through
-:func:`._loop.run` (sync) or :func:`._loop.arun` (async, from any loop).
+The session lives on one event loop (:mod:`._loop`: the plugin's background loop, or with
+``session_loop="running"`` the application's own) in one *runner* task that enters the
+transport and the SDK's ``ClientSession`` and leaves them again (anyio needs both in the same
+task). Calls are separate tasks on that loop; callers reach them through :func:`._loop.run`
+(sync) or :func:`._loop.arun` (async, from any loop; no hand-over on the session's own loop).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
+import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,6 +40,8 @@ _STDERR_TAIL = 4000  # bytes of a child's stderr kept for error messages
 _MAX_PAGES = 1000  # a server whose tools/list cursor never ends cannot hang a load
 
 _live: weakref.WeakSet[MCPClient] = weakref.WeakSet()
+
+SESSION_LOOPS = ("background", "running")
 
 
 class MCPConnectError(ToolCallError):
@@ -129,6 +135,7 @@ class _Connection:
     error: BaseException | None = None  # why the transport failed, when it knows
     dispatcher: Any = None  # the session's JSON-RPC dispatcher (for the lenient path)
     lenient: bool = False  # the server's listing fails the SDK's validation
+    pid: int | None = None  # a stdio server's process (and process group) id
 
 
 def _first_error(exc: BaseException) -> BaseException:
@@ -146,9 +153,19 @@ class MCPClient:
     ``.js`` server script, or an ``http(s)`` URL (streamable HTTP; SSE when the URL ends with
     ``/sse`` or ``transport="sse"``). Sessions are persistent and shared by every caller
     (``persistent=False`` opens one session per call). ``shutdown_grace`` is how long a stdio
-    server may take to exit after its stdin closes before it is terminated. Every method has a blocking form and
-    an ``a``-prefixed coroutine form usable from any event loop. ``close()`` (or leaving the
-    ``with`` block) ends the server process; so does interpreter exit.
+    server may take to exit after its stdin closes before it is terminated. Every method has a
+    blocking form and an ``a``-prefixed coroutine form usable from any event loop.
+    ``close()`` (or leaving the ``with`` block) ends the server process; so does interpreter
+    exit.
+
+    ``session_loop`` says where the session lives. ``"background"`` (default): on the plugin's
+    own loop thread, reached from every thread and loop through one hand-over per call.
+    ``"running"``: on the event loop of the call that opens it, like the SDK's own
+    ``ClientSession``, so async calls on that loop need no hand-over (a blocking call opens it
+    on the background loop). Calls from other threads and loops are handed to that loop while
+    it runs; a blocking call on its own thread is refused (it would wait for itself). When
+    that loop closes the session ends (``asyncio.run`` cancels it and the server is stopped);
+    the next call opens a new one.
     """
 
     def __init__(
@@ -166,7 +183,11 @@ class MCPClient:
         max_message_bytes: int | None = 64 * 1024 * 1024,
         shutdown_grace: float = 2.0,
         client_name: str = "toolregistry",
+        session_loop: str = "background",
     ) -> None:
+        if session_loop not in SESSION_LOOPS:
+            raise ValueError(f"session_loop must be one of {', '.join(map(repr, SESSION_LOOPS))}"
+                             f", not {session_loop!r}")
         self.spec: ServerSpec = parse_server(server, headers=headers, env=env, cwd=cwd,
                                              transport=transport)
         self.timeout = timeout
@@ -176,8 +197,11 @@ class MCPClient:
         self.max_message_bytes = max_message_bytes
         self.shutdown_grace = shutdown_grace
         self.client_name = client_name
+        self.session_loop = session_loop
+        self._home: asyncio.AbstractEventLoop | None = None  # session_loop="running"
+        self._guard = threading.Lock()
         self._conn: _Connection | None = None
-        self._lock: asyncio.Lock | None = None
+        self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._listeners: list[ToolsChanged] = []
         self._closed = False
         self._init: mcp_types.InitializeResult | None = None
@@ -211,29 +235,69 @@ class MCPClient:
         ``notifications/tools/list_changed``."""
         self._listeners.append(callback)
 
+    # ------------------------------------------------------------------ where it lives
+    def _target(self, *, awaiting: bool) -> asyncio.AbstractEventLoop | None:
+        """The loop that holds (or will open) the session; ``None``: the background loop."""
+        if self.session_loop == "background":
+            return None
+        with self._guard:
+            home = self._home
+            if home is not None and not home.is_closed():
+                return home
+            # First use, or the loop that held the session has closed: the session opens on
+            # the caller's loop (a blocking caller's: the background loop).
+            stale, self._conn = self._conn, None
+            if stale is not None:
+                _abandon(stale, self.display)
+            home = asyncio.get_running_loop() if awaiting else _loop.get_loop()
+            self._home = home
+            return home
+
+    def run_on_session_loop(self, coro: Any, timeout: float | None = None) -> Any:
+        """Run ``coro`` where the session lives and block until it is done."""
+        try:
+            loop = self._target(awaiting=False)
+            return _loop.run(coro, timeout, loop,
+                             start_within=None if loop is None else self.connect_timeout)
+        except _loop.LoopUnavailable as exc:
+            raise ToolCallError(f"MCP server {self.display}: {exc}", kind="execution") from None
+
+    async def arun_on_session_loop(self, coro: Any) -> Any:
+        """Await ``coro`` where the session lives (directly when that is this loop)."""
+        try:
+            return await _loop.arun(coro, self._target(awaiting=True))
+        except _loop.LoopUnavailable as exc:
+            raise ToolCallError(f"MCP server {self.display}: {exc}", kind="execution") from None
+
     # ------------------------------------------------------------------ sync API
     def connect(self) -> None:
         """Start the server / open the session now (it is otherwise opened on first use)."""
-        _loop.run(self.aconnect())
+        self.run_on_session_loop(self._ensure())
 
     def list_tools(self) -> list[mcp_types.Tool]:
         """Every tool of the server (all pages)."""
-        return _loop.run(self.alist_tools())
+        return self.run_on_session_loop(self._list_tools())  # type: ignore[no-any-return]
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
                   timeout: float | None = None) -> mcp_types.CallToolResult:
         """Call a tool and return the SDK's ``CallToolResult`` (``isError`` results included;
         transport failures and timeouts raise :class:`~toolregistry.errors.ToolCallError`)."""
-        return _loop.run(self.acall_tool(name, arguments, timeout=timeout))
+        return self.run_on_session_loop(  # type: ignore[no-any-return]
+            self._call_tool(name, arguments, timeout))
 
     def close(self) -> None:
         """End the session and the server process. Idempotent."""
         if self._closed and self._conn is None:
             return
-        if _loop.in_loop_thread():  # from a callback on the loop: cannot block here
-            _loop.submit(self.aclose())
+        home = self._home if self.session_loop == "running" else None
+        if home is not None and (home.is_closed() or not home.is_running()):
+            self._close_abandoned()
             return
-        _loop.run(self.aclose(), timeout=30)
+        if _loop.in_loop_thread() or (home is not None and _loop.running_loop() is home):
+            # From a callback on the session's loop: cannot block here.
+            _loop.submit(self._close(), home)
+            return
+        _loop.run(self._close(), timeout=30, loop=home)
 
     def __enter__(self) -> MCPClient:
         return self
@@ -250,26 +314,42 @@ class MCPClient:
     # ------------------------------------------------------------------ async API
     async def aconnect(self) -> None:
         """Async :meth:`connect`."""
-        await _loop.arun(self._ensure())
+        await self.arun_on_session_loop(self._ensure())
 
     async def alist_tools(self) -> list[mcp_types.Tool]:
         """Async :meth:`list_tools`."""
-        return await _loop.arun(self._list_tools())
+        return await self.arun_on_session_loop(  # type: ignore[no-any-return]
+            self._list_tools())
 
     async def acall_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
                          timeout: float | None = None) -> mcp_types.CallToolResult:
         """Async :meth:`call_tool`; cancelling the awaiting task sends MCP cancellation."""
-        return await _loop.arun(self._call_tool(name, arguments, timeout))
+        return await self.arun_on_session_loop(  # type: ignore[no-any-return]
+            self._call_tool(name, arguments, timeout))
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
-        await _loop.arun(self._close())
+        home = self._home if self.session_loop == "running" else None
+        if home is not None and (home.is_closed() or not home.is_running()):
+            self._close_abandoned()
+            return
+        await _loop.arun(self._close(), home)
+
+    def _close_abandoned(self) -> None:
+        """Close when the loop holding the session can no longer run it: end the server's
+        process group directly."""
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            _abandon(conn, self.display)
+            log.info("mcp.closed", server=self.display)
 
     # ------------------------------------------------------------------ on the loop
     def _get_lock(self) -> asyncio.Lock:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        return self._lock
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        return self._lock[1]
 
     async def _ensure(self) -> _Connection:
         if self._closed:
@@ -338,6 +418,7 @@ class MCPClient:
                 conn.dead = True
                 if ready.done() and not conn.stop.is_set():
                     log.warning("mcp.disconnected", server=self.display)
+            conn.stop.set()  # end the transport now (the process, its pipes), not at next use
 
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -396,7 +477,7 @@ class MCPClient:
                     spec.command or "", list(spec.args),
                     env=child_environment(spec.env, self.inherit_env), cwd=spec.cwd,
                     errlog=errlog, max_message_bytes=self.max_message_bytes, on_fatal=fatal,
-                    exit_grace=self.shutdown_grace,
+                    exit_grace=self.shutdown_grace, on_start=lambda pid: setattr(conn, "pid", pid),
                 ) as streams:
                     # The child holds its own copy now; ours would keep the pipe open forever.
                     errlog.close()
@@ -666,9 +747,42 @@ def _version() -> str:
         return "0"
 
 
+def _abandon(conn: _Connection, display: str) -> None:
+    """End a session whose event loop has closed or stopped (its runner task can never run
+    again): stop the server's whole process group (SIGTERM, then SIGKILL) from here."""
+    conn.dead = True
+    pid, conn.pid = conn.pid, None
+    if pid is None:
+        return
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                log.info("mcp.session_abandoned", server=display, pid=pid)
+                return
+            time.sleep(0.01)
+    log.warning("mcp.close_forced", server=display, pid=pid)
+
+
 async def _close_all() -> None:
-    clients = list(_live)
-    await asyncio.gather(*(c._close() for c in clients), return_exceptions=True)
+    """At interpreter exit (on the background loop): close every client where it lives."""
+
+    async def close(client: MCPClient) -> None:
+        home = client._home if client.session_loop == "running" else None
+        if home is None or home is asyncio.get_running_loop():
+            await client._close()
+        elif home.is_closed() or not home.is_running():
+            client._close_abandoned()
+        else:
+            await asyncio.wait_for(asyncio.wrap_future(_loop.submit(client._close(), home)), 12)
+
+    await asyncio.gather(*(close(c) for c in list(_live)), return_exceptions=True)
 
 
 _loop.on_shutdown(_close_all)

@@ -9,7 +9,7 @@ import json
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,6 +53,10 @@ class MCPSettings(BaseModel):
     inherit_env: list[str] = Field(default_factory=list, alias="inherit-env",
                                    description="extra environment variable names passed to "
                                                "stdio servers")
+    session_loop: Literal["background", "running"] = Field(
+        "background", alias="session-loop",
+        description="where sessions live: the plugin's background loop thread, or the event "
+                    "loop that opens them (async applications: no thread hand-over per call)")
 
 
 def _settings(registry: ToolRegistry) -> MCPSettings:
@@ -333,11 +337,13 @@ class MCPSource:
         """List the server's tools again and update the registry: new tools are registered,
         vanished ones unregistered, changed ones flagged (``accept_changes=True`` adopts the
         new description and schema instead). Returns ``{added, removed, changed, skipped}``."""
-        return _loop.run(self._refresh_on_loop(accept_changes))
+        return self.client.run_on_session_loop(  # type: ignore[no-any-return]
+            self._refresh_on_loop(accept_changes))
 
     async def arefresh(self, *, accept_changes: bool = False) -> dict[str, list[str]]:
         """Async :meth:`refresh`."""
-        return await _loop.arun(self._refresh_on_loop(accept_changes))
+        return await self.client.arun_on_session_loop(  # type: ignore[no-any-return]
+            self._refresh_on_loop(accept_changes))
 
     def close(self) -> None:
         """End the server session (the tools stay registered and reconnect on their next call
@@ -381,7 +387,8 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: bool = False
 
 
 _OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
-            "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env")
+            "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
+            "session_loop")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -416,6 +423,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any]) -
         inherit_env=tuple(options.get("inherit_env") or settings.inherit_env),
         max_message_bytes=settings.max_message_bytes,
         shutdown_grace=settings.shutdown_grace,
+        session_loop=str(options.get("session_loop", settings.session_loop)),
     )
     try:
         listed = await client.alist_tools()
@@ -492,11 +500,20 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     ``transport="sse"``). Options: ``namespace`` (a prefix, or ``True`` for the server's own
     name), ``include`` / ``exclude`` (tool names or glob patterns), ``timeout`` (seconds per
     call), ``persistent`` (one shared session, default; ``False``: a session per call),
-    ``replace``, ``env``, ``cwd``, ``connect_timeout``, ``max_result_chars``, ``inherit_env``.
+    ``replace``, ``env``, ``cwd``, ``connect_timeout``, ``max_result_chars``, ``inherit_env``,
+    ``session_loop`` (``"background"``, default, or ``"running"``: see :class:`MCPClient`).
     """
     return _loop.run(_aload(registry, server, options))
 
 
 async def aload(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
-    """The ``mcp:async`` loader (``await registry.aregister_from_mcp(...)``)."""
+    """The ``mcp:async`` loader (``await registry.aregister_from_mcp(...)``); with
+    ``session_loop="running"`` the session opens on the caller's event loop."""
+    if _session_loop(registry, options) == "running":
+        return await _aload(registry, server, options)
     return await _loop.arun(_aload(registry, server, options))
+
+
+def _session_loop(registry: ToolRegistry, options: Mapping[str, Any]) -> str:
+    value = options.get("session_loop")
+    return str(value) if value is not None else _settings(registry).session_loop

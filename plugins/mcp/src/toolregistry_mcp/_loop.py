@@ -1,8 +1,10 @@
-"""One background event loop, on its own daemon thread, that owns every MCP session.
+"""Where MCP sessions live, and how callers reach them.
 
 anyio requires a session's transport and task group to be entered and left by the same task,
-so a session cannot live in whichever event loop happened to call first: it lives here, and
-callers from any thread or loop (or none) reach it through :func:`run` / :func:`arun`.
+so a session lives in one event loop for its whole life. By default that is one background
+loop on its own daemon thread, owned by the plugin; a client made with
+``session_loop="running"`` keeps its session on the application's own loop instead. Callers
+from any thread or loop (or none) reach a session's loop through :func:`run` / :func:`arun`.
 """
 
 from __future__ import annotations
@@ -50,21 +52,72 @@ def in_loop_thread() -> bool:
     return _thread is not None and threading.current_thread() is _thread
 
 
-def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-    """Schedule ``coro`` on the background loop; cancelling the future cancels the task."""
-    return asyncio.run_coroutine_threadsafe(coro, get_loop())
+def submit(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop | None = None
+           ) -> concurrent.futures.Future[T]:
+    """Schedule ``coro`` on ``loop`` (default: the background loop); cancelling the future
+    cancels the task."""
+    return asyncio.run_coroutine_threadsafe(coro, loop or get_loop())
 
 
-def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run ``coro`` on the background loop and block until it is done (any thread but the
-    loop's own; a running event loop in the caller's thread is fine, it just waits)."""
-    if in_loop_thread():
-        coro.close()
-        raise RuntimeError(
-            "a blocking MCP call was made from the MCP background loop itself; use the async API"
-        )
-    future = submit(coro)
+def running_loop() -> asyncio.AbstractEventLoop | None:
     try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class LoopUnavailable(RuntimeError):
+    """The event loop that holds a session cannot take this call (see the message)."""
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float | None = None,
+        loop: asyncio.AbstractEventLoop | None = None, *, start_within: float | None = None
+        ) -> T:
+    """Run ``coro`` on ``loop`` (default: the background loop) and block until it is done.
+
+    Any thread may call this except the target loop's own (a loop cannot wait for itself); a
+    running event loop in the caller's thread is fine, it just waits. ``start_within`` bounds
+    how long the target loop may take to *start* the work: a loop whose thread is blocked
+    never does, and the caller gets :class:`LoopUnavailable` instead of waiting forever.
+    """
+    if loop is None:
+        if in_loop_thread():
+            coro.close()
+            raise LoopUnavailable(
+                "a blocking MCP call was made from the MCP background loop itself; use the "
+                "async API")
+        target = get_loop()
+    else:
+        target = loop
+        problem = None
+        if running_loop() is target:
+            problem = ("a blocking MCP call was made on the thread of the event loop that holds "
+                       "the session (session_loop='running'); it would wait for itself: await "
+                       "the async API (ainvoke, aexecute_tool_calls) there instead")
+        elif target.is_closed() or not target.is_running():
+            problem = ("the event loop that holds the MCP session (session_loop='running') is "
+                       "not running")
+        if problem is not None:
+            coro.close()
+            raise LoopUnavailable(problem)
+    started = threading.Event()
+
+    async def tracked() -> T:
+        started.set()
+        return await coro
+
+    future = submit(tracked() if start_within is not None else coro, target)
+    try:
+        if start_within is not None and (timeout is None or start_within < timeout):
+            # Most calls finish within this first wait: no extra wake-up to see the start.
+            done, _ = concurrent.futures.wait([future], start_within)
+            if not done and not started.is_set():
+                future.cancel()
+                raise LoopUnavailable(
+                    f"the event loop that holds the MCP session did not take the call within "
+                    f"{start_within:g}s (is its thread blocked?)")
+            if timeout is not None:
+                timeout -= start_within
         done, _ = concurrent.futures.wait([future], timeout)
         if not done:
             future.cancel()
@@ -75,16 +128,19 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         raise
 
 
-async def arun(coro: Coroutine[Any, Any, T]) -> T:
-    """Await ``coro`` running on the background loop from any event loop; cancelling the
-    awaiting task cancels it there too (so the SDK sends MCP cancellation)."""
-    try:
-        current = asyncio.get_running_loop()
-    except RuntimeError:
-        current = None
-    if current is not None and current is _loop:
+async def arun(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop | None = None
+               ) -> T:
+    """Await ``coro`` running on ``loop`` (default: the background loop) from any event loop:
+    directly when that is the caller's own loop, else handed over. Cancelling the awaiting
+    task cancels it there too (so the SDK sends MCP cancellation)."""
+    target = loop if loop is not None else _loop
+    if target is not None and running_loop() is target:
         return await coro
-    return await asyncio.wrap_future(submit(coro))
+    if loop is not None and (loop.is_closed() or not loop.is_running()):
+        coro.close()
+        raise LoopUnavailable("the event loop that holds the MCP session "
+                              "(session_loop='running') is not running")
+    return await asyncio.wrap_future(submit(coro, loop))
 
 
 def on_shutdown(hook: Callable[[], Coroutine[Any, Any, None]]) -> None:
