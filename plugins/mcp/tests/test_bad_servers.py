@@ -18,6 +18,7 @@ from toolregistry import ToolRegistry
 from toolregistry_mcp import MCPConnectError
 
 RAW_SERVER = Path(__file__).parent / "servers" / "raw_server.py"
+SERVER = Path(__file__).parent / "servers" / "demo_server.py"
 
 
 def _pids_of(marker: Path, word: str) -> int:
@@ -220,3 +221,21 @@ def test_spool_opt_out_falls_back_to_truncation(registry: ToolRegistry, spec: An
     registry.update_tool_metadata("big", too_long_to_file=False)
     result = registry.invoke("big", {"mb": 1})
     assert "[truncated by toolregistry-mcp" in result.text
+
+
+def test_stray_output_on_stdout_is_reported_and_skipped(tmp_path: Path,
+                                                        registry: ToolRegistry) -> None:
+    # Servers that print() their own chatter to stdout are common: each line that is not a
+    # JSON-RPC message is reported as an event and skipped; the session carries on.
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import os, sys\n"
+        "print('starting up, please wait...', flush=True)\n"
+        "print('{\"not\": \"json-rpc\"}', flush=True)\n"
+        f"os.execv(sys.executable, [sys.executable, {str(SERVER)!r}])\n", encoding="utf-8")
+    with structlog.testing.capture_logs() as logs:
+        registry.register_from_mcp(str(script), include=["echo"])
+        assert registry.invoke("echo", {"text": "still fine"}).content == "still fine"
+    errors = [e for e in logs if e["event"] == "mcp.transport_error"]
+    assert len(errors) == 2
+    assert all("ValidationError" in e["error"] for e in errors)

@@ -110,19 +110,25 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None,
     try:
         if start_within is not None and (timeout is None or start_within < timeout):
             # Most calls finish within this first wait: no extra wake-up to see the start.
-            done, _ = concurrent.futures.wait([future], start_within)
-            if not done and not started.is_set():
+            try:
+                return future.result(start_within)
+            except TimeoutError:
+                if future.done():  # the work itself raised TimeoutError
+                    raise
+            if not started.is_set():
                 future.cancel()
                 raise LoopUnavailable(
                     f"the event loop that holds the MCP session did not take the call within "
                     f"{start_within:g}s (is its thread blocked?)")
             if timeout is not None:
                 timeout -= start_within
-        done, _ = concurrent.futures.wait([future], timeout)
-        if not done:
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            if future.done():
+                raise
             future.cancel()
-            raise TimeoutError(f"MCP operation did not finish within {timeout}s")
-        return future.result()
+            raise TimeoutError(f"MCP operation did not finish within {timeout}s") from None
     except BaseException:
         future.cancel()  # KeyboardInterrupt while waiting: stop the work on the loop too
         raise
