@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import threading
-import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -240,6 +238,9 @@ class MCPClient:
         """The loop that holds (or will open) the session; ``None``: the background loop."""
         if self.session_loop == "background":
             return None
+        home = self._home
+        if home is not None and not home.is_closed():  # every call after the first
+            return home
         with self._guard:
             home = self._home
             if home is not None and not home.is_closed():
@@ -290,8 +291,7 @@ class MCPClient:
         if self._closed and self._conn is None:
             return
         home = self._home if self.session_loop == "running" else None
-        if home is not None and (home.is_closed() or not home.is_running()):
-            self._close_abandoned()
+        if self._closed_without_loop(home):
             return
         if _loop.in_loop_thread() or (home is not None and _loop.running_loop() is home):
             # From a callback on the session's loop: cannot block here.
@@ -330,19 +330,20 @@ class MCPClient:
     async def aclose(self) -> None:
         """Async :meth:`close`."""
         home = self._home if self.session_loop == "running" else None
-        if home is not None and (home.is_closed() or not home.is_running()):
-            self._close_abandoned()
-            return
-        await _loop.arun(self._close(), home)
+        if not self._closed_without_loop(home):
+            await _loop.arun(self._close(), home)
 
-    def _close_abandoned(self) -> None:
-        """Close when the loop holding the session can no longer run it: end the server's
-        process group directly."""
+    def _closed_without_loop(self, home: asyncio.AbstractEventLoop | None) -> bool:
+        """Close here when the loop holding the session can no longer run it (closed or
+        stopped): end the server's process group directly. True when that was the case."""
+        if home is None or (not home.is_closed() and home.is_running()):
+            return False
         self._closed = True
         conn, self._conn = self._conn, None
         if conn is not None:
             _abandon(conn, self.display)
             log.info("mcp.closed", server=self.display)
+        return True
 
     # ------------------------------------------------------------------ on the loop
     def _get_lock(self) -> asyncio.Lock:
@@ -749,40 +750,22 @@ def _version() -> str:
 
 def _abandon(conn: _Connection, display: str) -> None:
     """End a session whose event loop has closed or stopped (its runner task can never run
-    again): stop the server's whole process group (SIGTERM, then SIGKILL) from here."""
+    again): stop the server's whole process group from here."""
+    from ._stdio import end_process_group
+
     conn.dead = True
     pid, conn.pid = conn.pid, None
     if pid is None:
         return
-    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
-                log.info("mcp.session_abandoned", server=display, pid=pid)
-                return
-            time.sleep(0.01)
-    log.warning("mcp.close_forced", server=display, pid=pid)
+    if end_process_group(pid):
+        log.info("mcp.session_abandoned", server=display, pid=pid)
+    else:
+        log.warning("mcp.close_forced", server=display, pid=pid)
 
 
 async def _close_all() -> None:
     """At interpreter exit (on the background loop): close every client where it lives."""
-
-    async def close(client: MCPClient) -> None:
-        home = client._home if client.session_loop == "running" else None
-        if home is None or home is asyncio.get_running_loop():
-            await client._close()
-        elif home.is_closed() or not home.is_running():
-            client._close_abandoned()
-        else:
-            await asyncio.wait_for(asyncio.wrap_future(_loop.submit(client._close(), home)), 12)
-
-    await asyncio.gather(*(close(c) for c in list(_live)), return_exceptions=True)
+    await asyncio.gather(*(c.aclose() for c in list(_live)), return_exceptions=True)
 
 
 _loop.on_shutdown(_close_all)

@@ -404,9 +404,9 @@ def _check_options(options: Mapping[str, Any]) -> None:
                           f"{', '.join(_OPTIONS)}")
 
 
-async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any]) -> list[Tool]:
+async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
+                 settings: MCPSettings) -> list[Tool]:
     _check_options(options)
-    settings = _settings(registry)
     base_dir = registry.config.path.parent if getattr(registry, "config", None) is not None \
         and registry.config.path is not None else None
     from ._spec import parse_server
@@ -503,17 +503,14 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     ``replace``, ``env``, ``cwd``, ``connect_timeout``, ``max_result_chars``, ``inherit_env``,
     ``session_loop`` (``"background"``, default, or ``"running"``: see :class:`MCPClient`).
     """
-    return _loop.run(_aload(registry, server, options))
+    return _loop.run(_aload(registry, server, options, _settings(registry)))
 
 
 async def aload(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     """The ``mcp:async`` loader (``await registry.aregister_from_mcp(...)``); with
     ``session_loop="running"`` the session opens on the caller's event loop."""
-    if _session_loop(registry, options) == "running":
-        return await _aload(registry, server, options)
-    return await _loop.arun(_aload(registry, server, options))
-
-
-def _session_loop(registry: ToolRegistry, options: Mapping[str, Any]) -> str:
-    value = options.get("session_loop")
-    return str(value) if value is not None else _settings(registry).session_loop
+    settings = _settings(registry)
+    load = _aload(registry, server, options, settings)
+    if options.get("session_loop", settings.session_loop) == "running":
+        return await load
+    return await _loop.arun(load)

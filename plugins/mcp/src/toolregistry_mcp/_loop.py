@@ -100,15 +100,19 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None,
         if problem is not None:
             coro.close()
             raise LoopUnavailable(problem)
-    started = threading.Event()
+    if start_within is None or (timeout is not None and start_within >= timeout):
+        start_within = None
+        future = submit(coro, target)
+    else:
+        started = threading.Event()
 
-    async def tracked() -> T:
-        started.set()
-        return await coro
+        async def tracked() -> T:
+            started.set()
+            return await coro
 
-    future = submit(tracked() if start_within is not None else coro, target)
+        future = submit(tracked(), target)
     try:
-        if start_within is not None and (timeout is None or start_within < timeout):
+        if start_within is not None:
             # Most calls finish within this first wait: no extra wake-up to see the start.
             try:
                 return future.result(start_within)
@@ -120,10 +124,9 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None,
                 raise LoopUnavailable(
                     f"the event loop that holds the MCP session did not take the call within "
                     f"{start_within:g}s (is its thread blocked?)")
-            if timeout is not None:
-                timeout -= start_within
+        remaining = None if timeout is None else timeout - (start_within or 0.0)
         try:
-            return future.result(timeout)
+            return future.result(remaining)
         except TimeoutError:
             if future.done():
                 raise

@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import IO, Any
@@ -277,6 +278,22 @@ async def _stop(transport: asyncio.SubprocessTransport, protocol: _ServerProtoco
         if not _group_alive(pgid) and transport.get_returncode() is not None:
             break
     transport.close()
+
+
+def end_process_group(pgid: int) -> bool:
+    """Blocking form of the end of :func:`_stop`, for a process whose event loop is gone:
+    SIGTERM the group, wait, SIGKILL, wait. True when the group is gone."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return True
+        deadline = time.monotonic() + _TERM_GRACE
+        while time.monotonic() < deadline:
+            if not _group_alive(pgid):
+                return True
+            time.sleep(0.01)
+    return False
 
 
 def _group_alive(pgid: int) -> bool:
