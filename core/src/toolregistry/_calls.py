@@ -157,7 +157,7 @@ def parse_call(obj: Any, index: int = 0) -> ToolCall:
     if extra:
         call.extra.update(extra)
     if not call.name:
-        shown = "" if name is None else f" (got {type(name).__name__} {_short(name)})"
+        shown = "" if name is None else f" (got {type(name).__name__} {short_repr(name)})"
         raise CallParseError(f"tool call #{index} has no tool name{shown}: call a tool by its "
                              "exact name", "malformed_call", call)
     call.arguments = parse_arguments(raw_args, call)
@@ -176,7 +176,8 @@ def _name_of(obj: Any) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut at 80 characters, for error messages (never raises)."""
     try:
         text = repr(value)
     except Exception:

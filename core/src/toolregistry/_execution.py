@@ -40,7 +40,7 @@ import structlog
 from attrs import frozen
 
 from . import _watchdog
-from ._calls import CallParseError, parse_arguments, parse_call
+from ._calls import CallParseError, parse_arguments, parse_call, short_repr
 from ._log import log
 from ._names import normalize_name
 from ._results import error_result, make_result
@@ -1242,6 +1242,18 @@ def _run_awaitable(value: Any) -> tuple[Any, BaseException | None]:
 def _retrying(fn: Callable[..., Any], retry: RetryPolicy, name: str, timeout: float | None,
               is_async: bool) -> Callable[..., Any]:
     deadline = None if timeout is None else time.monotonic() + timeout
+
+    def next_delay(exc: Exception, attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, or ``None``: give up (re-raise)."""
+        delay = retry.delay(attempt)
+        if not retry.should_retry(exc, attempt) or (
+            deadline is not None and time.monotonic() + delay >= deadline
+        ):
+            return None
+        log.info("call.retried", tool=name, attempt=attempt,
+                 error=f"{type(exc).__name__}: {exc}")
+        return delay
+
     if is_async:
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             attempt = 1
@@ -1249,15 +1261,11 @@ def _retrying(fn: Callable[..., Any], retry: RetryPolicy, name: str, timeout: fl
                 try:
                     return await fn(*args, **kwargs)
                 except Exception as exc:
-                    delay = retry.delay(attempt)
-                    if not retry.should_retry(exc, attempt) or (
-                        deadline is not None and time.monotonic() + delay >= deadline
-                    ):
+                    delay = next_delay(exc, attempt)
+                    if delay is None:
                         raise
-                    log.info("call.retried", tool=name, attempt=attempt,
-                             error=f"{type(exc).__name__}: {exc}")
-                    await asyncio.sleep(delay)
-                    attempt += 1
+                await asyncio.sleep(delay)
+                attempt += 1
 
         return run_async
 
@@ -1267,15 +1275,11 @@ def _retrying(fn: Callable[..., Any], retry: RetryPolicy, name: str, timeout: fl
             try:
                 return fn(*args, **kwargs)
             except Exception as exc:
-                delay = retry.delay(attempt)
-                if not retry.should_retry(exc, attempt) or (
-                    deadline is not None and time.monotonic() + delay >= deadline
-                ):
+                delay = next_delay(exc, attempt)
+                if delay is None:
                     raise
-                log.info("call.retried", tool=name, attempt=attempt,
-                         error=f"{type(exc).__name__}: {exc}")
-                time.sleep(delay)
-                attempt += 1
+            time.sleep(delay)
+            attempt += 1
 
     return run
 
@@ -1423,7 +1427,7 @@ def _validation_message(name: str, exc: Exception) -> str:
             elif err.get("type") == "missing":
                 msg = "required argument missing"
             got = err.get("input")
-            shown = "" if err.get("type") == "missing" else f" (got {_short(got)})"
+            shown = "" if err.get("type") == "missing" else f" (got {short_repr(got)})"
             parts.append(f"{loc}: {msg}{shown}")
         if len(items) > 10:
             parts.append(f"... and {len(items) - 10} more")
@@ -1433,10 +1437,3 @@ def _validation_message(name: str, exc: Exception) -> str:
     return (f"invalid arguments for tool {name!r}: {detail}. Fix these arguments to match the "
             "tool's parameters and call it again.")
 
-
-def _short(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 80 else text[:77] + "..."
