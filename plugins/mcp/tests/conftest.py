@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -10,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -50,6 +52,20 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+@contextlib.contextmanager
+def listening(args: list[str], port: int, path: str, **popen: Any) -> Iterator[str]:
+    """Start ``args``, a server that listens on 127.0.0.1:``port``; yield its URL; stop it."""
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, **popen)
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        stop(proc)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 def descendants() -> list[psutil.Process]:
@@ -120,15 +136,9 @@ def stdio_spec(*args: str, env: dict[str, str] | None = None) -> dict[str, objec
 def http_server() -> Iterator[str]:
     """Our test server over streamable HTTP on 127.0.0.1."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop(proc)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with listening([sys.executable, str(SERVER), "--http", str(port)], port, "/mcp",
+                   stderr=subprocess.PIPE) as url:
+        yield url
 
 
 # --------------------------------------------------------------------------- npm: everything
@@ -157,27 +167,17 @@ def everything_js() -> Path:
 @pytest.fixture
 def everything_http(everything_js: Path) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "PORT": str(port)}
-    proc = subprocess.Popen(["node", str(everything_js), "streamableHttp"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop(proc)
+    with listening(["node", str(everything_js), "streamableHttp"], port, "/mcp",
+                   env={**os.environ, "PORT": str(port)}) as url:
+        yield url
 
 
 @pytest.fixture
 def everything_sse(everything_js: Path) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "PORT": str(port)}
-    proc = subprocess.Popen(["node", str(everything_js), "sse"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/sse"
-    finally:
-        stop(proc)
+    with listening(["node", str(everything_js), "sse"], port, "/sse",
+                   env={**os.environ, "PORT": str(port)}) as url:
+        yield url
 
 
 @pytest.fixture
@@ -197,4 +197,5 @@ def procs() -> object:
     """Helpers for tests that start their own server process."""
     import types
 
-    return types.SimpleNamespace(free_port=free_port, wait_for_port=wait_for_port, stop=stop)
+    return types.SimpleNamespace(free_port=free_port, wait_for_port=wait_for_port, stop=stop,
+                                 listening=listening)

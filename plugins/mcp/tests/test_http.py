@@ -98,25 +98,18 @@ def test_http_server_restart_starts_a_new_session(registry: ToolRegistry, procs:
 
 def test_http_timeout_sends_cancellation(registry: ToolRegistry, procs: Any,
                                          marker: Any) -> None:
-    import subprocess
     import sys
     import time
     from pathlib import Path
 
     server = Path(__file__).parent / "servers" / "demo_server.py"
     port = procs.free_port()
-    proc = subprocess.Popen([sys.executable, str(server), "--http", str(port),
-                             "--marker", str(marker)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        procs.wait_for_port(port, proc)
-        registry.register_from_mcp(f"http://127.0.0.1:{port}/mcp", include=["slow"],
-                                   timeout=1)
+    with procs.listening([sys.executable, str(server), "--http", str(port),
+                          "--marker", str(marker)], port, "/mcp") as url:
+        registry.register_from_mcp(url, include=["slow"], timeout=1)
         result = registry.invoke("slow", {"seconds": 60})
         assert result.is_error and result.error_kind == "timeout"
         deadline = time.monotonic() + 10
         while "cancelled slow" not in marker.read_text(encoding="utf-8"):
             assert time.monotonic() < deadline, "the server never saw notifications/cancelled"
             time.sleep(0.05)
-    finally:
-        procs.stop(proc)

@@ -115,8 +115,6 @@ def test_round_trip_through_a_served_mcp_source(registry: ToolRegistry,
 
 @pytest.fixture
 def http_served(tmp_path: Path, procs: Any) -> Iterator[str]:
-    free_port, stop, wait_for_port = procs.free_port, procs.stop, procs.wait_for_port
-
     module = tmp_path / "served_tools.py"
     module.write_text(textwrap.dedent('''
         def shout(text: str) -> str:
@@ -130,20 +128,14 @@ def http_served(tmp_path: Path, procs: Any) -> Iterator[str]:
         kind = "python"
         target = "served_tools:shout"
     '''), encoding="utf-8")
-    port = free_port()
-    proc = subprocess.Popen(
+    port = procs.free_port()
+    with procs.listening(
         [sys.executable, "-m", "toolregistry_mcp", "serve", "--transport", "streamable-http",
-         "--port", str(port), "--config", str(config)],
+         "--port", str(port), "--config", str(config)], port, "/mcp",
         cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop(proc)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stderr=subprocess.PIPE,
+    ) as url:
+        yield url
 
 
 def test_round_trip_over_streamable_http(registry: ToolRegistry, http_served: str) -> None:
