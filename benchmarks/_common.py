@@ -448,3 +448,34 @@ def dump_json(path: Path | None, payload: dict[str, Any], rows: Sequence[Row]) -
         for r in rows
     ]
     path.write_text(json.dumps(payload, indent=2))
+
+
+def discovery_speed(discovery: Callable[[Any], Any], registry: Any, queries: Sequence[str],
+                    repeat: int) -> dict[str, float]:
+    """Build time (wall and CPU), memory and query times of a discovery index over
+    ``registry``; ``discovery`` is the class of either side (its instances may have
+    ``close()``)."""
+    import tracemalloc
+
+    builds, cpu = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        index = discovery(registry)
+        builds.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        getattr(index, "close", lambda: None)()
+    del index
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    index = discovery(registry)
+    memory = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        index.discover(q, top_k=5)
+        times.append(time.perf_counter() - t0)
+    return {"query_median": statistics.median(times),
+            "query_p95": sorted(times)[int(0.95 * (len(times) - 1))],
+            "build": statistics.median(builds), "build_cpu": statistics.median(cpu),
+            "memory": memory}

@@ -33,13 +33,13 @@ import hashlib
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 from typing import Any
+
+import _common as c
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".bench-venvs"
@@ -235,24 +235,7 @@ def speed_ours(tools: list[dict[str, Any]], queries: list[str], repeat: int) -> 
     from toolregistry import ToolRegistry
     from toolregistry_discovery import ToolDiscoveryTool
 
-    reg = _ours_registry(tools)
-    builds, cpu = [], []
-    for _ in range(repeat):
-        t0, c0 = time.perf_counter(), time.process_time()
-        d = ToolDiscoveryTool(reg)
-        builds.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    del d
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    d = ToolDiscoveryTool(reg)
-    memory = tracemalloc.get_traced_memory()[0] - base
-    tracemalloc.stop()
-    times = []
-    for q in queries:
-        t0 = time.perf_counter()
-        d.discover(q, top_k=5)
-        times.append(time.perf_counter() - t0)
+    speed = c.discovery_speed(ToolDiscoveryTool, _ours_registry(tools), queries, repeat)
     # The registry path: discovery on, N tools registered one at a time (index follows).
     from toolregistry import Tool
 
@@ -268,18 +251,18 @@ def speed_ours(tools: list[dict[str, Any]], queries: list[str], repeat: int) -> 
     for tool in objs:
         plain.register(tool)
     baseline = time.perf_counter() - t0
-    return {"query_median": statistics.median(times),
-            "query_p95": sorted(times)[int(0.95 * (len(times) - 1))],
-            "build": statistics.median(builds), "build_cpu": statistics.median(cpu),
-            "memory": memory, "register_one_by_one": incremental, "register_one_by_one_without": baseline}
+    return {**speed, "register_one_by_one": incremental,
+            "register_one_by_one_without": baseline}
 
 
 _OLD_WORKER = r'''
-import json, statistics, sys, time, tracemalloc
-from toolregistry import Tool, ToolRegistry
-from toolregistry.llm.discovery import ToolDiscoveryTool
+import json, sys
 
 job = json.load(open(sys.argv[1], encoding="utf-8"))
+sys.path.insert(0, job["benchmarks"])
+from _common import discovery_speed
+from toolregistry import Tool, ToolRegistry
+from toolregistry.llm.discovery import ToolDiscoveryTool
 
 def registry(tools):
     reg = ToolRegistry()
@@ -296,29 +279,8 @@ for label, ratio in (("default", None), ("ratio0", 0.0)):
     out[label] = [[r["name"] for r in d.discover(q, top_k=job["top_k"])] for q in job["queries"]]
     d.close()
 if job.get("speed_tools"):
-    reg = registry(job["speed_tools"])
-    builds, cpu = [], []
-    for _ in range(job["repeat"]):
-        t0, c0 = time.perf_counter(), time.process_time()
-        d = ToolDiscoveryTool(reg)
-        builds.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-        d.close()
-    del d
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    d = ToolDiscoveryTool(reg)
-    memory = tracemalloc.get_traced_memory()[0] - base
-    tracemalloc.stop()
-    times = []
-    for q in job["speed_queries"]:
-        t0 = time.perf_counter()
-        d.discover(q, top_k=5)
-        times.append(time.perf_counter() - t0)
-    out["speed"] = {"query_median": statistics.median(times),
-                    "query_p95": sorted(times)[int(0.95 * (len(times) - 1))],
-                    "build": statistics.median(builds), "build_cpu": statistics.median(cpu),
-                    "memory": memory}
+    out["speed"] = discovery_speed(ToolDiscoveryTool, registry(job["speed_tools"]),
+                                   job["speed_queries"], job["repeat"])
 json.dump(out, sys.stdout)
 '''
 
@@ -332,6 +294,7 @@ def run_old(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]], t
     job.write_text(json.dumps({
         "tools": tools, "queries": [q for q, _ in queries], "top_k": top_k,
         "speed_tools": speed_tools, "speed_queries": speed_queries, "repeat": repeat,
+        "benchmarks": str(Path(__file__).resolve().parent),
     }), encoding="utf-8")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
