@@ -571,13 +571,24 @@ class OperationCaller:
         self.base_url = base_url
         self.base_error = base_error
 
-    def _prepare(self, kwargs: Mapping[str, Any]) -> Prepared:
+    def _request(self, kwargs: Mapping[str, Any], client: httpx.Client | httpx.AsyncClient
+                 ) -> tuple[Prepared, httpx.Request]:
+        """The call's arguments as an HTTP request of ``client``."""
         if self.base_url is None:
             raise ToolCallError(
                 f"{self.op.name}: {self.base_error or 'no base URL'}", kind="execution"
             )
         s = self.session
-        return prepare(self.op, self.base_url, kwargs, s.schemes, s.creds, s.headers)
+        req = prepare(self.op, self.base_url, kwargs, s.schemes, s.creds, s.headers)
+        request = client.build_request(req.method, req.url, params=req.params,
+                                       headers=req.headers, content=req.content)
+        log.debug("openapi.request", tool=self.op.name, method=req.method, url=req.url)
+        return req, request
+
+    def _interpret(self, req: Prepared, resp: httpx.Response, data: bytes,
+                   truncated: bool) -> Any:
+        return interpret(self.op, resp.status_code, resp.reason_phrase,
+                         resp.headers.get("content-type", ""), data, req.url, truncated)
 
     def _transport_error(self, exc: Exception, req: Prepared) -> ToolCallError:
         import httpx
@@ -592,11 +603,8 @@ class OperationCaller:
     def __call__(self, **kwargs: Any) -> Any:
         import httpx
 
-        req = self._prepare(kwargs)
         client = self.session.client()
-        request = client.build_request(req.method, req.url, params=req.params,
-                                       headers=req.headers, content=req.content)
-        log.debug("openapi.request", tool=self.op.name, method=req.method, url=req.url)
+        req, request = self._request(kwargs, client)
         try:
             resp = client.send(request, stream=True)
             try:
@@ -605,8 +613,7 @@ class OperationCaller:
                 resp.close()
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, req) from None
-        return interpret(self.op, resp.status_code, resp.reason_phrase,
-                         resp.headers.get("content-type", ""), data, req.url, truncated)
+        return self._interpret(req, resp, data, truncated)
 
 
 class AsyncOperationCaller(OperationCaller):
@@ -615,11 +622,8 @@ class AsyncOperationCaller(OperationCaller):
     async def __call__(self, **kwargs: Any) -> Any:
         import httpx
 
-        req = self._prepare(kwargs)
         client = self.session.aclient()
-        request = client.build_request(req.method, req.url, params=req.params,
-                                       headers=req.headers, content=req.content)
-        log.debug("openapi.request", tool=self.op.name, method=req.method, url=req.url)
+        req, request = self._request(kwargs, client)
         try:
             resp = await client.send(request, stream=True)
             try:
@@ -628,8 +632,7 @@ class AsyncOperationCaller(OperationCaller):
                 await resp.aclose()
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, req) from None
-        return interpret(self.op, resp.status_code, resp.reason_phrase,
-                         resp.headers.get("content-type", ""), data, req.url, truncated)
+        return self._interpret(req, resp, data, truncated)
 
 
 def _read_sync(resp: httpx.Response, limit: int) -> tuple[bytes, bool]:
