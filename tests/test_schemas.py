@@ -94,6 +94,25 @@ def test_gemini_reports_what_it_cannot_express() -> None:
     assert "one of: 1, 2, 3" in decl["parameters"]["properties"]["choice"]["description"]
 
 
+def test_gemini_inlining_cannot_grow_exponentially() -> None:
+    # ten definitions, each using the next six times: 3 KB of JSON Schema that, inlined
+    # without a bound, is 60 million objects (a 58 MB declaration after 23 s)
+    defs: dict[str, Any] = {f"D{i}": {"type": "object", "properties": {
+        f"p{j}": {"$ref": f"#/$defs/D{i + 1}"} for j in range(6)}} for i in range(10)}
+    defs["D10"] = {"type": "string"}
+    params = {"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs}
+    reg = ToolRegistry()
+    reg.register(Tool(name="fan", description="d", parameters=params, callable=lambda **kw: 0))
+    with capture_logs() as logs:
+        decl = reg.get_schemas("gemini")[0]
+    assert len(json.dumps(decl)) < 2_000_000
+    assert decl["parameters"]["properties"]["x"]["properties"]["p0"]["type"] == "object"
+    (event,) = [e for e in logs if e["event"] == "schema.degraded"]
+    assert any("references not inlined" in item and "10000 schema objects" in item
+               for item in event["lost"]["fan"])
+    reg.close()
+
+
 def test_nested_required_and_defs_stay_correct(corpus_registry: ToolRegistry) -> None:
     params = corpus_registry.get_parameters("f12")
     person = params["$defs"]["Person"]

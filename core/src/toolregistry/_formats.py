@@ -116,6 +116,18 @@ _SILENT_DROP = frozenset({"$schema", "$id", "$comment", "additionalProperties", 
                           "readOnly", "writeOnly", "deprecated", "discriminator",
                           "contentEncoding", "contentMediaType"})
 _MAX_INLINE_DEPTH = 8
+# Inlining copies a definition at every use, so a small schema whose definitions each use the
+# next several times grows exponentially (six uses over ten levels: 60 million objects).
+# Past this many schema objects, references are no longer inlined.
+_MAX_INLINED_OBJECTS = 10_000
+
+
+class _Budget:
+    __slots__ = ("cut", "left")
+
+    def __init__(self) -> None:
+        self.left = _MAX_INLINED_OBJECTS
+        self.cut = 0
 
 
 def _resolve_ref(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
@@ -133,12 +145,18 @@ def _resolve_ref(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
 def to_gemini(schema: dict[str, Any], lost: list[str]) -> dict[str, Any]:
     """Gemini's OpenAPI subset: ``$ref`` inlined, ``nullable`` instead of null types,
     ``anyOf`` kept for unions, string-only enums, unsupported keywords dropped and reported."""
-    return _gem(schema, schema, lost, "", ())
+    budget = _Budget()
+    out = _gem(schema, schema, lost, "", (), budget)
+    if budget.cut:
+        lost.append(f"{budget.cut} references not inlined (sent as any value): inlined, the "
+                    f"schema would exceed {_MAX_INLINED_OBJECTS} schema objects")
+    return out
 
 
 def _gem(node: dict[str, Any], root: dict[str, Any], lost: list[str], path: str,
-         stack: tuple[str, ...]) -> dict[str, Any]:
+         stack: tuple[str, ...], budget: _Budget) -> dict[str, Any]:
     where = path or "(root)"
+    budget.left -= 1
     if "$ref" in node:
         ref = node["$ref"]
         target = _resolve_ref(ref, root) if isinstance(ref, str) else None
@@ -148,8 +166,11 @@ def _gem(node: dict[str, Any], root: dict[str, Any], lost: list[str], path: str,
         if ref in stack or len(stack) >= _MAX_INLINE_DEPTH:
             lost.append(f"{where}: recursive reference {ref!r} cut at depth {len(stack)}")
             return {"type": "object"} if target.get("type") == "object" else {}
+        if budget.left <= 0:
+            budget.cut += 1
+            return {"type": "object"} if target.get("type") == "object" else {}
         merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-        return _gem(merged, root, lost, path, (*stack, ref))
+        return _gem(merged, root, lost, path, (*stack, ref), budget)
     out: dict[str, Any] = {}
     nullable = False
     t = node.get("type")
@@ -160,7 +181,7 @@ def _gem(node: dict[str, Any], root: dict[str, Any], lost: list[str], path: str,
             out["type"] = kinds[0]
         elif kinds:
             variants = [_gem({**{k: v for k, v in node.items() if k != "type"}, "type": k},
-                             root, lost, path, stack) for k in kinds]
+                             root, lost, path, stack, budget) for k in kinds]
             result: dict[str, Any] = {"anyOf": variants}
             if nullable:
                 result["nullable"] = True
@@ -176,17 +197,17 @@ def _gem(node: dict[str, Any], root: dict[str, Any], lost: list[str], path: str,
             continue
         if key == "properties" and isinstance(value, dict):
             out["properties"] = {
-                name: _gem(sub, root, lost, f"{path}.{name}" if path else name, stack)
+                name: _gem(sub, root, lost, f"{path}.{name}" if path else name, stack, budget)
                 for name, sub in value.items() if isinstance(sub, dict)
             }
         elif key == "items" and isinstance(value, dict):
-            out["items"] = _gem(value, root, lost, f"{path}[]", stack)
+            out["items"] = _gem(value, root, lost, f"{path}[]", stack, budget)
         elif key in ("anyOf", "oneOf") and isinstance(value, list):
             branches = [b for b in value if isinstance(b, dict)]
             non_null = [b for b in branches if b.get("type") != "null"]
             if len(non_null) != len(branches):
                 nullable = True
-            converted = [_gem(b, root, lost, path, stack) for b in non_null]
+            converted = [_gem(b, root, lost, path, stack, budget) for b in non_null]
             if len(converted) == 1:
                 for k, v in converted[0].items():
                     out.setdefault(k, v)
@@ -195,7 +216,7 @@ def _gem(node: dict[str, Any], root: dict[str, Any], lost: list[str], path: str,
         elif key == "allOf" and isinstance(value, list):
             for sub in value:
                 if isinstance(sub, dict):
-                    for k, v in _gem(sub, root, lost, path, stack).items():
+                    for k, v in _gem(sub, root, lost, path, stack, budget).items():
                         out.setdefault(k, v)
         elif key == "const":
             out["enum"] = [value]
