@@ -250,3 +250,89 @@ def test_operations_without_ids_get_unique_names() -> None:
     tools = tools_from_openapi(spec)[0]
     assert [t.name for t in tools] == ["get_a_b", "get_a_b_2", "dup", "dup_2"]
     assert [t.provenance.original_name for t in tools] == ["GET /a-b", "GET /a_b", "dup", "dup"]
+
+
+def _alias_bomb(uses: str, levels: int = 7) -> str:
+    # about 540 bytes: seven levels of nine aliases, used twice in one enum
+    lines = ["openapi: 3.0.0", "info: {title: t, version: '1'}", "x-0: &a0 [l,l,l,l,l,l,l,l,l]"]
+    lines += [f"x-{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    lines += ["paths:", "  /x:", "    post:", "      operationId: op", "      requestBody:",
+              "        content:", "          application/json:",
+              f"            schema: {{type: array, enum: {uses}}}", "      responses: {}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_amplification_under_max_nodes_is_refused(tmp_path: Path) -> None:
+    # 16.8 million values, under max_nodes (20 million): it used to load into a 50-100 MB
+    # schema per format, taking seconds and gigabytes
+    bomb = tmp_path / "amplified.yaml"
+    bomb.write_text(_alias_bomb("[*a6, *a6]"))
+    assert bomb.stat().st_size < 600
+    started = time.monotonic()
+    with pytest.raises(OpenAPIError, match=r"amplified\.yaml expands to 16815139 values.*more "
+                       r"than 100 times the \d+ values it is written with.*"
+                       r"Limits\.max_alias_expansion.*limits=Limits\(max_alias_expansion=\.\.\.\)"):
+        tools_from_openapi(bomb)
+    assert time.monotonic() - started < 10
+    # trusted anyway: the tool's schema is still bounded, with an error naming that limit
+    with pytest.raises(OpenAPIError, match=r"POST /x \(op\): its parameters schema is more than "
+                       r"1048576 bytes of JSON \(Limits\.max_tool_schema_bytes.*strict=False"):
+        tools_from_openapi(bomb, limits=Limits(max_alias_expansion=10**6))
+    # a document that uses a few aliases the ordinary way loads
+    small = tmp_path / "small.yaml"
+    small.write_text(_alias_bomb("*a1", levels=2))
+    with ToolRegistry() as registry:
+        (tool,) = registry.register_from_openapi(small)
+        assert tool.parameters["properties"]["body"]["enum"] == [["l"] * 9] * 9
+
+
+def _fan_out(levels: int, width: int) -> dict:
+    # definitions that each use the next `width` times, and one operation per level
+    schemas: dict = {f"D{i}": {"type": "object", "properties": {
+        f"p{j}": {"$ref": f"#/components/schemas/D{i + 1}"} for j in range(width)}}
+        for i in range(levels)}
+    schemas[f"D{levels}"] = {"type": "string", "description": "x" * 200}
+    spec = _spec(**{f"/d{i}": _post_body({"$ref": f"#/components/schemas/D{i}"})
+                    for i in range(levels)})
+    for i, item in enumerate(spec["paths"].values()):
+        item["post"]["operationId"] = f"d{i}"
+    spec["components"] = {"schemas": schemas}
+    return spec
+
+
+def test_tool_schema_size_is_bounded_exactly() -> None:
+    spec = _fan_out(3, 4)
+    with ToolRegistry() as registry:
+        registry.register_from_openapi(spec)
+        sizes = {t.name: len(json.dumps(t.parameters, separators=(",", ":")))
+                 for t in registry.get_tools()}
+    largest = sizes["d0"]
+    assert largest == max(sizes.values())
+    # the limit is the compact JSON text of the parameters, $defs included, to the byte
+    tools, session, _ = tools_from_openapi(spec, limits=Limits(max_tool_schema_bytes=largest))
+    session.close()
+    assert len(tools) == 3
+    with pytest.raises(OpenAPIError, match=rf"operation POST /d0 \(d0\): its parameters schema "
+                       rf"is more than {largest - 1} bytes"):
+        tools_from_openapi(spec, limits=Limits(max_tool_schema_bytes=largest - 1))
+    # strict=False skips just that operation
+    with ToolRegistry() as registry:
+        tools = registry.register_from_openapi(
+            spec, strict=False, limits={"max-tool-schema-bytes": largest - 1})
+        assert sorted(t.name for t in tools) == ["d1", "d2"]
+
+
+def test_shared_objects_in_a_dict_spec_cannot_blow_up_the_conversion() -> None:
+    # a dict built in Python (or by yaml.safe_load) may share objects: six levels of nine
+    # shared subschemas are 600,000 schema objects once converted
+    node: dict = {"type": "string"}
+    for _ in range(6):
+        node = {"type": "object", "properties": {f"p{j}": node for j in range(9)}}
+    spec = _spec(**{"/x": _post_body(node), "/y": {"get": {"operationId": "y", "responses": {}}}})
+    started = time.monotonic()
+    with pytest.raises(OpenAPIError, match=r"POST /x.*its schema has more than 524288 nodes.*"
+                       r"Limits\.max_tool_schema_bytes"):
+        tools_from_openapi(spec)
+    with ToolRegistry() as registry:
+        assert [t.name for t in registry.register_from_openapi(spec, strict=False)] == ["y"]
+    assert time.monotonic() - started < 30

@@ -50,6 +50,10 @@ class Limits:
     """Largest document (or referenced file) read, in bytes."""
     max_nodes: int = 20_000_000
     """Largest number of values a YAML document may expand to through aliases."""
+    max_alias_expansion: int = 100
+    """How many times more values a YAML document may expand to through aliases than it is
+    written with (an alias counts as one written value): a few hundred bytes must not become
+    millions of values, even under ``max_nodes``."""
     max_depth: int = 400
     """Deepest nesting of a YAML document that uses aliases (checked with the expansion)."""
     max_ref_chain: int = 64
@@ -58,6 +62,9 @@ class Limits:
     """Most documents (files or URLs) reached through references."""
     max_schema_depth: int = 64
     """Schemas nested deeper than this are cut to ``{}`` (any value) in tool parameters."""
+    max_tool_schema_bytes: int = 1024 * 1024
+    """Largest parameters schema of one tool (its compact JSON text, ``$defs`` included); a
+    larger one is an error for that operation (skipped with ``strict=False``)."""
 
 
 DEFAULT_LIMITS = Limits()
@@ -124,8 +131,11 @@ def _check_expansion(doc: Any, where: str, limits: Limits) -> None:
     """Refuse alias bombs and recursive aliases: count the values the document expands to.
 
     Shared (aliased) nodes are counted once per use, memoised by identity, so the cost is
-    linear in the distinct nodes while the bound applies to the expanded tree.
+    linear in the distinct nodes while the bounds apply to the expanded tree: at most
+    ``max_nodes`` values, and at most ``max_alias_expansion`` times the values written (each
+    distinct node's children, an alias counting as one).
     """
+    written = 1
     sizes: dict[int, int] = {}
     depths: dict[int, int] = {}
     active: set[int] = set()
@@ -147,11 +157,12 @@ def _check_expansion(doc: Any, where: str, limits: Limits) -> None:
             if total > limits.max_nodes:
                 raise OpenAPIError(
                     f"{where} expands to more than {limits.max_nodes} values through YAML "
-                    "aliases (an alias bomb?): refusing to load it"
+                    "aliases (Limits.max_nodes; an alias bomb?): refusing to load it"
                 )
             if deepest + 1 > limits.max_depth:
                 raise OpenAPIError(
-                    f"{where} is nested deeper than {limits.max_depth} levels: refusing to load it"
+                    f"{where} is nested deeper than {limits.max_depth} levels (Limits.max_depth): "
+                    "refusing to load it"
                 )
             sizes[key] = total
             depths[key] = deepest + 1
@@ -166,9 +177,18 @@ def _check_expansion(doc: Any, where: str, limits: Limits) -> None:
         active.add(key)
         stack.append((node, True))
         children = node.values() if isinstance(node, dict) else node
+        written += len(children)
         for child in children:
             if isinstance(child, (dict, list)) and id(child) not in sizes:
                 stack.append((child, False))
+    expanded = sizes.get(id(doc), 1)
+    if expanded > limits.max_alias_expansion * written:
+        raise OpenAPIError(
+            f"{where} expands to {expanded} values through YAML aliases, more than "
+            f"{limits.max_alias_expansion} times the {written} values it is written with "
+            "(Limits.max_alias_expansion; an alias bomb?): refusing to load it; raise "
+            "limits=Limits(max_alias_expansion=...) if you trust it"
+        )
 
 
 def parse_text(text: str, where: str, limits: Limits = DEFAULT_LIMITS) -> Any:

@@ -9,8 +9,10 @@ emitted schema passes the 2020-12 meta-schema.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from ._document import Limits, Resolver
@@ -49,6 +51,14 @@ class SchemaConverter:
                            tuple[Mapping[str, Any], dict[str, Any], frozenset[str]]] = {}
         self.truncated = 0
         self.memo: dict[Any, Any] = {}  # for callers' per-object results (parameters)
+        # Conversion work is bounded per unit (one operation's inline schemas, one named
+        # schema): every converted node is at least "{}" in the JSON text, so a unit of more
+        # than half of max_tool_schema_bytes nodes cannot fit in any tool that reaches it.
+        self._nodes = 0
+        self._node_budget = max(1, limits.max_tool_schema_bytes // 2)
+        self._failed: dict[str, str] = {}  # named schemas that cannot be converted, and why
+        self._sizes: dict[int, tuple[Any, int]] = {}  # JSON sizes of values, by identity
+        self._entry_sizes: dict[str, int] = {}  # JSON sizes of '"name":def' in $defs
 
     # -- naming ---------------------------------------------------------------------------
     def _def_name(self, uri: str | None, pointer: str) -> str:
@@ -82,9 +92,13 @@ class SchemaConverter:
         name = self._def_name(target.uri, target.pointer)
         if name in self.defs:
             return name
+        failed = self._failed.get(name)
+        if failed is not None:  # converting it again would fail again, at the same cost
+            raise OpenAPIError(failed)
         self.defs[name] = {}  # placeholder: a cycle back to this schema finds the name
         refs: set[str] = set()
         value = target.value
+        outer_nodes, self._nodes = self._nodes, 0
         try:
             if isinstance(value, bool):
                 converted: Any = value
@@ -95,9 +109,13 @@ class SchemaConverter:
                     f"$ref {ref!r} in {base or 'the document'} points at a "
                     f"{type(value).__name__}, not a schema: fix the reference"
                 )
-        except BaseException:
+        except BaseException as exc:
             del self.defs[name]  # never leave a placeholder that reads as "any value"
+            if isinstance(exc, OpenAPIError):
+                self._failed[name] = str(exc)
             raise
+        finally:
+            self._nodes = outer_nodes
         self.defs[name] = converted
         self.def_refs[name] = frozenset(refs)
         return name
@@ -145,12 +163,24 @@ class SchemaConverter:
         refs |= hit[2]
         return hit[1]
 
+    def start_operation(self) -> None:
+        """Begin the conversion budget of one operation's own (inline) schemas."""
+        self._nodes = 0
+
     def convert(self, node: Mapping[str, Any], base: str | None, refs: set[str],
                 depth: int) -> dict[str, Any]:
         """One schema object to JSON Schema 2020-12; referenced names are added to ``refs``."""
         if depth > self.limits.max_schema_depth:
             self.truncated += 1
             return {}
+        self._nodes += 1
+        if self._nodes > self._node_budget:
+            raise OpenAPIError(
+                f"its schema has more than {self._node_budget} nodes, so it cannot fit in "
+                f"Limits.max_tool_schema_bytes ({self.limits.max_tool_schema_bytes} bytes of "
+                "JSON per tool; shared YAML aliases expand here): raise "
+                "limits=Limits(max_tool_schema_bytes=...) if you trust the document"
+            )
         if "$ref" in node:
             name = self.ref(node["$ref"], base)
             refs.add(name)
@@ -240,6 +270,44 @@ class SchemaConverter:
             _add_null(out)
         return out
 
+    def check_size(self, parameters: Mapping[str, Any]) -> None:
+        """Refuse a tool whose parameters schema is larger than
+        ``Limits.max_tool_schema_bytes`` (its compact JSON text, ``$defs`` included)."""
+        limit = self.limits.max_tool_schema_bytes
+        if self.schema_size(parameters, limit) > limit:
+            raise OpenAPIError(
+                f"its parameters schema is more than {limit} bytes of JSON "
+                "(Limits.max_tool_schema_bytes; enum, default or example values and the "
+                "$defs it reaches all count): raise limits=Limits(max_tool_schema_bytes=...) "
+                "if you trust the document, or exclude= the operation"
+            )
+
+    def schema_size(self, parameters: Mapping[str, Any], limit: int) -> int:
+        """The length of ``json.dumps(parameters, separators=(",", ":"))``, or some number
+        above ``limit`` once it is known to be larger."""
+        size = 1 + max(len(parameters), 1)
+        for key, value in parameters.items():
+            size += 1 + len(encode_basestring_ascii(key))
+            if key == "$defs":  # the same entries in many tools: each measured once
+                size += 1 + max(len(value), 1)
+                for name in value:
+                    size += self._def_entry_size(name, limit)
+                    if size > limit:
+                        break
+            else:
+                size += json_size(value, limit, self._sizes)
+            if size > limit:
+                break
+        return size
+
+    def _def_entry_size(self, name: str, limit: int) -> int:
+        size = self._entry_sizes.get(name)
+        if size is None:
+            size = len(encode_basestring_ascii(name)) + 1 + json_size(
+                self.defs[name], limit, self._sizes)
+            self._entry_sizes[name] = size
+        return size
+
     def _sub(self, value: Any, base: str | None, refs: set[str], depth: int) -> Any:
         if isinstance(value, bool):
             return value
@@ -277,3 +345,67 @@ def _add_null(out: dict[str, Any]) -> None:
         return  # no type: already admits null unless a combinator says otherwise
     if "enum" in out and None not in out["enum"]:
         out["enum"] = [*out["enum"], None]
+
+
+def json_size(value: Any, limit: int, memo: dict[int, tuple[Any, int]]) -> int:
+    """``len(json.dumps(value, separators=(",", ":")))`` without building the text: shared
+    containers (a YAML alias, a ``$defs`` entry in every tool) are measured once, by identity,
+    so the cost is linear in the distinct values while the size is that of the expanded text.
+    Stops early: any result above ``limit`` means "too large". ``memo`` keeps what it measured
+    alive, so that an identity is never reused for another value."""
+    kind: Any = type(value)
+    if kind is str:
+        return len(encode_basestring_ascii(value))
+    if kind is not dict and kind is not list:
+        if isinstance(value, Mapping):
+            kind = dict
+        elif isinstance(value, (list, tuple)):
+            kind = list
+        else:
+            return _scalar_size(value)
+    key = id(value)
+    known = memo.get(key)
+    if known is not None and known[0] is value:
+        return known[1]
+    total = 1 + max(len(value), 1)  # brackets and the commas between items
+    enc = encode_basestring_ascii
+    if kind is dict:
+        for k, v in value.items():
+            total += 1 + (len(enc(k)) if type(k) is str else len(_key(k)) + 2)
+            total += len(enc(v)) if type(v) is str else json_size(v, limit, memo)
+            if total > limit:
+                break
+    else:
+        for v in value:
+            total += len(enc(v)) if type(v) is str else json_size(v, limit, memo)
+            if total > limit:
+                break
+    memo[key] = (value, total)
+    return total
+
+
+def _scalar_size(value: Any) -> int:
+    if value is None or value is True:
+        return 4
+    if value is False:
+        return 5
+    if isinstance(value, (int, float)):
+        return len(_number(value))
+    if isinstance(value, str):
+        return len(encode_basestring_ascii(value))
+    return len(repr(value))  # not JSON: the emission fails on it anyway
+
+
+def _number(value: int | float) -> str:
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if math.isfinite(value):
+        return float.__repr__(value)
+    return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+
+
+def _key(key: Any) -> str:
+    # json.dumps writes non-string keys as their JSON text, quoted
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    return _number(key) if isinstance(key, (int, float)) else str(key)

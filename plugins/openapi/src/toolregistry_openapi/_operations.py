@@ -336,6 +336,7 @@ def _operation(
     global_security: Any,
 ) -> Operation:
     version = converter.version
+    converter.start_operation()
     # path-level parameters first, then the operation's, which override by (name, in)
     merged: dict[tuple[str, str], tuple[dict[str, Any], str | None]] = {}
     for source in (item.get("parameters"), op.get("parameters")):
@@ -404,6 +405,7 @@ def _operation(
     parameters["additionalProperties"] = False
     if refs:
         parameters["$defs"] = converter.closure(refs)
+    converter.check_size(parameters)
 
     summary, detail = _text(op.get("summary")), _text(op.get("description"))
     if summary and detail and not detail.startswith(summary):
