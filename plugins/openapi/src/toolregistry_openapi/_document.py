@@ -21,6 +21,8 @@ from ._errors import OpenAPIError
 __all__ = [
     "PROBE_PATHS",
     "Limits",
+    "Origin",
+    "RedirectPolicy",
     "Resolver",
     "decode_text",
     "is_url",
@@ -237,15 +239,52 @@ def _unescape(part: str) -> str:
     return unquote(part).replace("~1", "/").replace("~0", "~")
 
 
-@frozen(kw_only=True)
-class _Origin:
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@frozen
+class Origin:
+    """Scheme, host and port of a URL (default ports filled in), as browsers compare them."""
+
     scheme: str
-    netloc: str
+    host: str
+    port: int | None
+
+    @classmethod
+    def of(cls, url: str) -> Origin:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port
+        except ValueError:  # not a number: never equal to a real origin
+            return cls(scheme, f"{parts.netloc.lower()} (invalid port)", None)
+        return cls(scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme))
 
 
-def _origin(url: str) -> _Origin:
-    parts = urlsplit(url)
-    return _Origin(scheme=parts.scheme.lower(), netloc=parts.netloc.lower())
+@frozen
+class RedirectPolicy:
+    """Where a fetch may be redirected: within ``origin`` (the host the user chose), or to
+    its https twin (``http://host`` to ``https://host``); anywhere when ``anywhere`` (remote
+    references allowed). A redirect elsewhere is refused before it is requested."""
+
+    origin: Origin | None
+    anywhere: bool = False
+
+    def refusal(self, url: str, target: str) -> str | None:
+        """``None`` when ``url`` may be redirected to ``target``, else why not."""
+        if self.anywhere:
+            return None
+        there = Origin.of(target)
+        here = self.origin
+        if here is not None and (there == here or (
+                (here.scheme, here.port, there.scheme, there.port) == ("http", 80, "https", 443)
+                and there.host == here.host)):
+            return None
+        return (
+            f"{url} redirects to {target}, another origin: not followed (it could reach hosts "
+            "you did not choose); use the final URL, or pass allow_remote_refs=True to follow "
+            "redirects and references anywhere"
+        )
 
 
 @frozen(kw_only=True)
@@ -269,7 +308,7 @@ class Resolver:
         self.root_uri = root_uri
         self.options = options
         self.docs: dict[str | None, Any] = {root_uri: root}
-        self._root_origin = _origin(root_uri) if root_uri and is_url(root_uri) else None
+        self._root_origin = Origin.of(root_uri) if root_uri and is_url(root_uri) else None
         # big specs point at the same shared parameters from hundreds of operations
         self._cache: dict[tuple[str, str | None], Target] = {}
 
@@ -309,7 +348,7 @@ class Resolver:
             )
         where = f"{uri} (referenced as {ref!r} from {base or 'the document'})"
         if is_url(uri):
-            same_origin = self._root_origin is not None and _origin(uri) == self._root_origin
+            same_origin = self._root_origin is not None and Origin.of(uri) == self._root_origin
             if not (same_origin or self.options.allow_remote_refs):
                 raise OpenAPIError(
                     f"$ref {ref!r} in {base or 'the document'} points at the remote URL {uri}; "

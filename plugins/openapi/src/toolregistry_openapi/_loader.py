@@ -19,6 +19,8 @@ from ._document import (
     DEFAULT_LIMITS,
     PROBE_PATHS,
     Limits,
+    Origin,
+    RedirectPolicy,
     Resolver,
     ResolverOptions,
     decode_text,
@@ -63,19 +65,37 @@ class Document:
 
 # -- reading ---------------------------------------------------------------------------------
 
-def _fetch_bytes(client: Any, url: str, limits: Limits) -> tuple[int, bytes, str]:
-    with client.stream("GET", url) as resp:
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in resp.iter_bytes():
-            size += len(chunk)
-            if size > limits.max_bytes:
-                raise OpenAPIError(
-                    f"{url} is larger than {limits.max_bytes} bytes: raise "
-                    "limits=Limits(max_bytes=...) if you trust it"
-                )
-            chunks.append(chunk)
-        return resp.status_code, b"".join(chunks), str(resp.url)
+_MAX_REDIRECTS = 10
+
+
+def _fetch_bytes(client: Any, url: str, limits: Limits, redirects: RedirectPolicy
+                 ) -> tuple[int, bytes, str]:
+    """(status, body, final URL) of ``GET url``; redirects are followed here, hop by hop,
+    each target checked against ``redirects`` before it is requested."""
+    request = client.build_request("GET", url)
+    for _hop in range(_MAX_REDIRECTS + 1):
+        resp = client.send(request, stream=True, follow_redirects=False)
+        try:
+            if resp.next_request is not None:
+                refusal = redirects.refusal(url, str(resp.next_request.url))
+                if refusal is not None:
+                    raise OpenAPIError(refusal)
+                request = resp.next_request
+                continue
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in resp.iter_bytes():
+                size += len(chunk)
+                if size > limits.max_bytes:
+                    raise OpenAPIError(
+                        f"{url} is larger than {limits.max_bytes} bytes: raise "
+                        "limits=Limits(max_bytes=...) if you trust it"
+                    )
+                chunks.append(chunk)
+            return resp.status_code, b"".join(chunks), str(resp.url)
+        finally:
+            resp.close()
+    raise OpenAPIError(f"{url} redirects more than {_MAX_REDIRECTS} times: not followed")
 
 
 def _looks_like_spec(doc: Any) -> bool:
@@ -83,15 +103,18 @@ def _looks_like_spec(doc: Any) -> bool:
 
 
 def _fetch_document(url: str, *, timeout: float, headers: Mapping[str, str], limits: Limits,
-                    verify: Any) -> tuple[Mapping[str, Any], str, Any]:
+                    verify: Any, allow_remote_refs: bool = False
+                    ) -> tuple[Mapping[str, Any], str, Any]:
     """The document at ``url``, or at the usual paths under it when ``url`` is a service root.
 
     Returns the document, its final URL and the open client (for same-origin ``$ref``).
+    Redirects stay on ``url``'s origin unless ``allow_remote_refs``.
     """
     import httpx
 
-    client = httpx.Client(timeout=timeout, headers=dict(headers), follow_redirects=True,
+    client = httpx.Client(timeout=timeout, headers=dict(headers), follow_redirects=False,
                           verify=verify)
+    redirects = RedirectPolicy(Origin.of(url), anywhere=allow_remote_refs)
     tried: list[str] = []
     try:
         candidates = [url]
@@ -101,13 +124,18 @@ def _fetch_document(url: str, *, timeout: float, headers: Mapping[str, str], lim
             candidates.extend(prefix + p for p in PROBE_PATHS)
         for candidate in dict.fromkeys(candidates):
             try:
-                status, data, final = _fetch_bytes(client, candidate, limits)
+                status, data, final = _fetch_bytes(client, candidate, limits, redirects)
             except httpx.HTTPError as exc:
                 if candidate == url:
                     raise OpenAPIError(
                         f"cannot fetch the OpenAPI document {url}: {type(exc).__name__}: {exc}"
                     ) from None
                 tried.append(f"{candidate} ({type(exc).__name__})")
+                continue
+            except OpenAPIError as exc:
+                if candidate == url:
+                    raise
+                tried.append(f"{candidate} ({exc})")
                 continue
             if not 200 <= status < 300:
                 tried.append(f"{candidate} (HTTP {status})")
@@ -134,9 +162,10 @@ def _fetch_document(url: str, *, timeout: float, headers: Mapping[str, str], lim
 
 def read_document(spec: Any, *, timeout: float = DEFAULT_TIMEOUT,
                   headers: Mapping[str, str] | None = None, limits: Limits = DEFAULT_LIMITS,
-                  verify: Any = True) -> tuple[Document, Any]:
+                  verify: Any = True, allow_remote_refs: bool = False) -> tuple[Document, Any]:
     """Read ``spec`` (dict, path or http(s) URL); returns the document and an open HTTP
-    client for URL documents (``None`` otherwise; the caller closes it)."""
+    client for URL documents (``None`` otherwise; the caller closes it). A URL's redirects
+    stay on its origin unless ``allow_remote_refs``."""
     if isinstance(spec, Mapping):
         if not _looks_like_spec(spec):
             spec_version(spec, "the spec dict")  # raises with the keys it found
@@ -144,7 +173,8 @@ def read_document(spec: Any, *, timeout: float = DEFAULT_TIMEOUT,
         return Document(spec, None, None, f"dict spec {title!r}" if title else "dict spec"), None
     if isinstance(spec, str) and is_url(spec):
         root, final, client = _fetch_document(spec, timeout=timeout, headers=headers or {},
-                                              limits=limits, verify=verify)
+                                              limits=limits, verify=verify,
+                                              allow_remote_refs=allow_remote_refs)
         return Document(root, final, None, final), client
     if isinstance(spec, (str, Path)):
         path = Path(spec).expanduser()
@@ -272,7 +302,8 @@ def tools_from_openapi(
             f"register_from_openapi() got unknown option(s) {', '.join(map(repr, unknown))}; "
             f"known: {', '.join(sorted(_ALL_OPTIONS))}"
         )
-    doc, client = read_document(spec, timeout=timeout, headers=headers, limits=lim, verify=verify)
+    doc, client = read_document(spec, timeout=timeout, headers=headers, limits=lim, verify=verify,
+                                allow_remote_refs=bool(options.get("allow_remote_refs")))
     try:
         return build_tools(doc, client=client, timeout=timeout, headers=headers, limits=lim,
                            verify=verify, **options)
@@ -314,7 +345,9 @@ def build_tools(
     started = time.perf_counter()
     fetch = None
     if client is not None or allow_remote_refs:
-        fetch = _make_fetch(client, timeout, headers or {}, lim, verify)
+        redirects = RedirectPolicy(Origin.of(doc.url) if doc.url else None,
+                                   anywhere=allow_remote_refs)
+        fetch = _make_fetch(client, timeout, headers or {}, lim, verify, redirects)
     version = spec_version(doc.root, doc.label)
     resolver = Resolver(doc.root, doc.uri, ResolverOptions(
         allow_remote_refs=allow_remote_refs, limits=lim, fetch=fetch))
@@ -367,7 +400,7 @@ def build_tools(
 
 
 def _make_fetch(client: Any, timeout: float, headers: Mapping[str, str], limits: Limits,
-                verify: Any) -> Any:
+                verify: Any, redirects: RedirectPolicy) -> Any:
     def fetch(url: str) -> bytes:
         import httpx
 
@@ -375,7 +408,7 @@ def _make_fetch(client: Any, timeout: float, headers: Mapping[str, str], limits:
         c = httpx.Client(timeout=timeout, headers=dict(headers), follow_redirects=False,
                          verify=verify) if own else client
         try:
-            status, data, _ = _fetch_bytes(c, url, limits)
+            status, data, _ = _fetch_bytes(c, url, limits, redirects)
         except httpx.HTTPError as exc:
             raise OpenAPIError(f"cannot fetch the referenced document {url}: {exc}") from None
         finally:
