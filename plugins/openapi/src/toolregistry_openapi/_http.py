@@ -274,6 +274,25 @@ def _path_value(p: ParamSpec, value: Any) -> str:
     return quote(text, safe="")
 
 
+def _fill_path(template: str, values: Mapping[str, str]) -> str:
+    """``template`` with its ``{name}`` variables replaced by encoded values.
+
+    A segment that the values make ``.`` or ``..`` is sent as ``%2E`` / ``%2E%2E``: left as
+    it is, clients and servers remove it as a dot segment (``/files/..`` becomes ``/``), and
+    the request would reach another resource than the one the arguments name."""
+    path = _VAR_RE.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+    if "." not in path:
+        return path
+    segments = template.split("/")
+    filled = path.split("/")
+    if len(filled) != len(segments):  # a variable named with a "/": values never hold one
+        return path
+    for i, (segment, value) in enumerate(zip(segments, filled, strict=True)):
+        if value in (".", "..") and "{" in segment:
+            filled[i] = value.replace(".", "%2E")
+    return "/".join(filled)
+
+
 def _multipart(fields: list[tuple[str, str]], files: list[tuple[str, str, bytes, str]]
                ) -> tuple[bytes, str]:
     boundary = "toolregistry-" + secrets.token_hex(12)
@@ -341,8 +360,7 @@ def prepare(op: Operation, base_url: str, args: Mapping[str, Any],
             headers[p.name] = json.dumps(value) if p.kind == "json" else _simple(value, p.explode)
         elif p.location == "cookie":
             cookies[p.name] = json.dumps(value) if p.kind == "json" else _simple(value, False)
-    path = _VAR_RE.sub(lambda m: path_values.get(m.group(1), m.group(0)), op.path)
-    url = base_url.rstrip("/") + path
+    url = base_url.rstrip("/") + _fill_path(op.path, path_values)
 
     content: bytes | None = None
     body = op.body
