@@ -15,7 +15,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from toolregistry import ToolRegistry
-from toolregistry_langchain import to_tool_messages
+from toolregistry_langchain import from_tool_message, to_tool_messages
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "langchain_loop.py"
 
@@ -76,7 +76,7 @@ def test_chapter_loop_with_tool_objects(example: ModuleType) -> None:
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == ["call_1", "call_2", "call_3", "call_4"]
     assert [m.status for m in tool_messages] == ["success"] * 3 + ["error"]
-    assert tool_messages[2].artifact.value == 36.0
+    assert from_tool_message(tool_messages[2]).value == 36.0
 
 
 def test_async_loop(example: ModuleType) -> None:

@@ -2,29 +2,36 @@
 
 ``registry.register_from_langchain(tools)`` registers ``@tool`` tools, ``StructuredTool``\\s,
 ``BaseTool`` subclasses and toolkits; ``registry.to_langchain()`` (or :func:`to_langchain`)
-exports registry tools of any source as LangChain tools whose calls run through the registry.
+exports registry tools of any source as LangChain tools whose calls run through the registry;
+:func:`from_tool_message` reads a registry result back from a ``ToolMessage``.
 langchain-core is imported on first use only.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__all__ = ["RegistryTool", "to_langchain", "to_tool_messages", "tools_from_langchain"]
+from toolregistry.plugin import lazy_exports
+
+__all__ = [
+    "RegistryTool",
+    "from_tool_message",
+    "to_langchain",
+    "to_tool_messages",
+    "tools_from_langchain",
+]
 
 if TYPE_CHECKING:
+    from ._artifact import from_tool_message
     from ._export import RegistryTool, to_langchain, to_tool_messages
     from ._import import tools_from_langchain
 
 
-def __getattr__(name: str) -> Any:
-    # Lazy: importing the package must not import langchain-core.
-    if name in ("RegistryTool", "to_langchain", "to_tool_messages"):
-        from . import _export
-
-        return getattr(_export, name)
-    if name == "tools_from_langchain":
-        from ._import import tools_from_langchain
-
-        return tools_from_langchain
-    raise AttributeError(f"module 'toolregistry_langchain' has no attribute {name!r}")
+# Lazy: importing the package must not import langchain-core.
+__getattr__ = lazy_exports(__name__, {
+    "RegistryTool": "._export",
+    "from_tool_message": "._artifact",
+    "to_langchain": "._export",
+    "to_tool_messages": "._export",
+    "tools_from_langchain": "._import",
+})

@@ -4,7 +4,8 @@ Every exported tool is a :class:`RegistryTool`: a LangChain ``BaseTool`` whose J
 ``args_schema`` is what the registry emits for the tool (``schema_transform`` applied, so the
 think plugin's ``toolcall_reason`` is there when enabled) and whose calls go through
 ``registry.invoke`` / ``registry.ainvoke``: validation, rationale stripping, timeouts,
-spooling, and one :class:`~toolregistry.ToolResult` kept as the ``ToolMessage`` artifact.
+spooling, and the registry's :class:`~toolregistry.ToolResult` kept as the ``ToolMessage``
+artifact, as JSON data (see ``_artifact``) so that LangGraph checkpointers can store it.
 
 This module imports langchain-core at the top: it is only imported when an export is asked for.
 """
@@ -26,6 +27,7 @@ from pydantic import Field
 from toolregistry.errors import ToolRegistrationError
 from toolregistry.types import ToolResult
 
+from ._artifact import result_artifact
 from ._content import to_langchain_content
 
 # Keys of RunnableConfig["configurable"] that LangChain / LangGraph set for themselves and
@@ -37,9 +39,10 @@ class RegistryTool(BaseTool):
     """A LangChain tool that runs a registry tool through its registry.
 
     Called with a LangChain tool call it returns a ``ToolMessage`` whose ``content`` is what
-    the model should read and whose ``artifact`` is the registry's full
-    :class:`~toolregistry.ToolResult`; called with a plain argument dict it returns the
-    content. Error results become ``ToolMessage(status="error")``.
+    the model should read and whose ``artifact`` is the registry's result as JSON data
+    (:func:`~toolregistry_langchain.from_tool_message` turns it back into a
+    :class:`~toolregistry.ToolResult`); error results become ``ToolMessage(status="error")``
+    with the same artifact. Called with a plain argument dict it returns the content.
     """
 
     registry: Any = Field(exclude=True, repr=False)
@@ -75,13 +78,33 @@ class RegistryTool(BaseTool):
         )
         return values or None
 
-    def _output(self, result: ToolResult) -> Any:
+    def _output(self, result: ToolResult, call_id: str | None) -> Any:
+        with_artifact = self.response_format == "content_and_artifact"
+        artifact = result_artifact(result) if with_artifact else None
         if result.is_error:
-            raise ToolException(result.text)
+            if call_id is None or not self.handle_tool_error:
+                # No tool call (plain arguments), or the application wants the exception:
+                # LangChain's own ToolException handling applies.
+                raise ToolException(result.text)
+            # LangChain's handling of a ToolException would drop the artifact, so the error
+            # ToolMessage is made here; a ToolMessage is returned as it is (as the content of
+            # the (content, artifact) pair when that is the response format).
+            message = ToolMessage(
+                content=self._error_content(result), tool_call_id=call_id, name=self.name,
+                status="error", artifact=artifact,
+            )
+            return (message, None) if with_artifact else message
         content = to_langchain_content(result.content)
-        if self.response_format == "content_and_artifact":
-            return content, result
-        return content
+        return (content, artifact) if with_artifact else content
+
+    def _error_content(self, result: ToolResult) -> Any:
+        """The error message's content, by ``handle_tool_error`` like LangChain's own."""
+        flag = self.handle_tool_error
+        if isinstance(flag, str):
+            return flag
+        if callable(flag):
+            return flag(ToolException(result.text))
+        return to_langchain_content(result.content)
 
     def _run(
         self,
@@ -94,7 +117,7 @@ class RegistryTool(BaseTool):
             self.registry_name, arguments, context=self._context(config),
             timeout=self.timeout, call_id=call_id,
         )
-        return self._output(result)
+        return self._output(result, call_id)
 
     async def _arun(
         self,
@@ -107,7 +130,7 @@ class RegistryTool(BaseTool):
             self.registry_name, arguments, context=self._context(config),
             timeout=self.timeout, call_id=call_id,
         )
-        return self._output(result)
+        return self._output(result, call_id)
 
 
 def to_langchain(
@@ -148,6 +171,12 @@ def to_langchain(
         tool = registry[fn["name"]]
         meta = tool.metadata
         lc_tags = sorted({t.value for t in meta.tags} | set(meta.custom_tags)) or None
+        # What register_from_langchain kept of a LangChain tool (or an application set under
+        # extra["langchain"]) comes back out, so an import -> export round trip keeps it.
+        kept = meta.extra.get("langchain")
+        if not isinstance(kept, Mapping):
+            kept = {}
+        lc_metadata = dict(kept.get("metadata") or {})
         tools.append(RegistryTool(
             name=fn["name"],
             description=fn.get("description") or "",
@@ -158,7 +187,8 @@ def to_langchain(
             timeout=timeout,
             response_format=response_format,
             tags=lc_tags,
-            metadata={"toolregistry_source": tool.provenance.kind},
+            return_direct=bool(kept.get("return_direct", False)),
+            metadata={**lc_metadata, "toolregistry_source": tool.provenance.kind},
         ))
     return tools
 
@@ -168,8 +198,9 @@ def to_tool_messages(results: Iterable[ToolResult]) -> list[ToolMessage]:
 
     For the manual loop: ``messages.extend(to_tool_messages(registry.execute_tool_calls(
     ai_message.tool_calls)))``. Error results get ``status="error"``; each message's
-    ``artifact`` is the full :class:`~toolregistry.ToolResult` (a LangChain tool's own
-    artifact is on ``.artifact.artifact``), never sent to the model.
+    ``artifact`` is the result as JSON data, never sent to the model
+    (:func:`~toolregistry_langchain.from_tool_message` gives the ``ToolResult`` back; a
+    LangChain tool's own artifact is its ``artifact``).
     """
     messages = []
     for i, result in enumerate(results):
@@ -183,7 +214,7 @@ def to_tool_messages(results: Iterable[ToolResult]) -> list[ToolMessage]:
             tool_call_id=result.call_id,
             name=result.name,
             status="error" if result.is_error else "success",
-            artifact=result,
+            artifact=result_artifact(result),
         ))
     return messages
 

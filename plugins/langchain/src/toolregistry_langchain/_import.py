@@ -19,9 +19,9 @@ from attrs import frozen
 from toolregistry.errors import ToolCallError, ToolRegistrationError
 from toolregistry.plugin import log
 from toolregistry.tool import Provenance, Tool, ToolMetadata
-from toolregistry.types import ToolContext, ToolResult
+from toolregistry.types import ToolContext
 
-from ._content import from_langchain_content
+from ._artifact import from_tool_message
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -211,17 +211,12 @@ class LangChainRunner:
 
         if not isinstance(output, ToolMessage):
             return output  # e.g. a LangGraph Command: the kernel encodes it as a value
-        is_error = output.status == "error"
         # Without a kernel context the id was made up here; leave id and name for the kernel
         # to fill in (it completes a returned ToolResult with the call's own).
-        return ToolResult(
+        return attrs.evolve(
+            from_tool_message(output),
             call_id=context.call.id if context is not None else None,
             name=context.call.name if context is not None else "",
-            content=from_langchain_content(output.content),
-            is_error=is_error,
-            error_kind="execution" if is_error else None,
-            value=output.content,
-            artifact=output.artifact,
         )
 
     def _failed(self, exc: Exception) -> ToolCallError | None:
