@@ -25,3 +25,27 @@ def test_every_docs_page_is_in_the_site_navigation() -> None:
     nav = (DOCS.parent / "mkdocs.yml").read_text(encoding="utf-8")
     for page in DOCS.glob("*.md"):
         assert page.name in nav, f"{page.name} is not in mkdocs.yml nav"
+
+
+def test_every_hook_method_of_the_facade_states_its_error_policy() -> None:
+    from toolregistry._hooks import Hooks
+
+    public = [n for n, f in vars(Hooks).items()
+              if callable(f) and not n.startswith("_") and n != "refresh"]
+    hooks = set(HOOK_NAMES) - {"loaders"}  # loaders() is called once by the host
+    assert hooks <= set(public), sorted(hooks - set(public))
+    for name in public:
+        doc = inspect.getdoc(getattr(Hooks, name)) or ""
+        assert "Error policy:" in doc, f"Hooks.{name} does not state its error policy"
+
+
+def test_plugins_import_hookimpl_only_from_toolregistry_plugin() -> None:
+    import re
+
+    root = DOCS.parent / "plugins"
+    pattern = re.compile(r"^from (\S+) import .*\bhookimpl\b", re.M)
+    sources = sorted(root.glob("*/src/**/*.py"))
+    assert sources
+    for path in sources:
+        for module in pattern.findall(path.read_text(encoding="utf-8")):
+            assert module == "toolregistry.plugin", f"{path}: hookimpl from {module}"

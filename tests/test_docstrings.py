@@ -59,12 +59,3 @@ def test_other_styles_fall_back() -> None:
     unknown = "Sum.\n\nCustom Section:\n    stuff\n"
     assert _parse_google(unknown) is None
     assert parse_docstring(unknown).description.startswith("Sum.")
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["", "   ", "\t", "x", "  y", "    z  ", "\tw", "a b"]),
-                max_size=8).map("\n".join))
-def test_cleandoc_is_inspect_cleandoc(doc: str) -> None:
-    from toolregistry._docstrings import cleandoc
-
-    assert cleandoc(doc) == inspect.cleandoc(doc)

@@ -522,6 +522,51 @@ def test_a_python_loop_is_interrupted_at_its_deadline(registry: ToolRegistry) ->
     assert stopped.wait(2)
 
 
+def test_timeouts_are_tool_timeout_errors_and_the_cancellation_is_public(
+        registry: ToolRegistry) -> None:
+    from toolregistry.errors import ToolCancelled, ToolTimeoutError
+
+    assert issubclass(ToolTimeoutError, ToolCallError) and issubclass(ToolTimeoutError,
+                                                                      TimeoutError)
+    assert not issubclass(ToolCancelled, Exception)  # `except Exception` in tools misses it
+    seen: list[str] = []
+
+    @registry.register
+    def upstream() -> str:
+        """Raises the registry's own timeout error."""
+        raise ToolTimeoutError("the upstream service took too long")
+
+    @registry.register
+    def careful() -> str:
+        """Cleans up when it is cancelled."""
+        try:
+            time.sleep(1.0)
+            while True:
+                pass
+        except ToolCancelled:
+            seen.append("cancelled")
+            raise
+
+    result = registry.invoke("upstream", {})
+    assert result.error_kind == "timeout" and "took too long" in result.text
+    for path in ("main thread", "worker"):
+        seen.clear()
+        if path == "main thread":
+            result = registry.invoke("careful", {}, timeout=0.1)
+        else:
+            out: list[ToolResult] = []
+            thread = threading.Thread(
+                target=lambda: out.append(registry.invoke("careful", {}, timeout=0.1)))
+            thread.start()
+            thread.join(5)
+            (result,) = out
+        assert result.error_kind == "timeout", path
+        deadline = time.monotonic() + 5
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen == ["cancelled"], path
+
+
 def test_async_tools_that_ignore_cancellation_still_return_on_time(
         registry: ToolRegistry) -> None:
     @registry.register

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 
 from attrs import frozen
@@ -120,25 +121,11 @@ def _parse_google(doc: str) -> tuple[str, dict[str, str]] | None:
     return description, {k: " ".join(v.split()) for k, v in params.items() if v}
 
 
-def cleandoc(doc: str) -> str:
-    """``inspect.cleandoc``, with list comprehensions instead of loops (a hot path)."""
-    lines = doc.expandtabs().split("\n")
-    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
-    margin = min(indents) if indents else 0
-    lines = [lines[0].lstrip(), *(line[margin:] for line in lines[1:])]
-    start, end = 0, len(lines)
-    while start < end and not lines[start]:
-        start += 1
-    while end > start and not lines[end - 1]:
-        end -= 1
-    return "\n".join(lines[start:end])
-
-
 def parse_docstring(doc: str | None) -> ParsedDoc:
     """Parse ``doc``; never raises (an unparsable docstring becomes the description)."""
     if not doc or not doc.strip():
         return EMPTY
-    doc = cleandoc(doc)
+    doc = inspect.cleandoc(doc)
     if not _SECTION_HINT.search(doc):
         return ParsedDoc(doc.strip(), {}, ())
     doc, practices = _split_best_practices(doc)

@@ -1,71 +1,141 @@
-"""The one typed façade over every hook call: fast paths, error policy, tracing."""
+"""The one typed façade over every hook call: per-tool compilation, fast paths, error policy.
+
+The kernel never writes ``pm.hook.x(...)`` anywhere else. Each method says when it is called
+and what happens when an implementation raises. Hooks called per call (``pre_invoke``,
+``post_invoke``) are compiled per tool into a :class:`ToolHooks` (kept in the tool's call plan):
+only the implementations that concern the tool are called, a single plain implementation is
+called directly (pluggy's dispatch costs more than the work), and several keep pluggy's exact
+semantics (order, wrappers, first result) through a subset hook caller.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._log import log
+from ._results import error_result
 
 if TYPE_CHECKING:
+    from pluggy import HookImpl
+
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
+__all__ = ["ENV_TRACE", "Hooks", "ToolHooks"]
+
 ENV_TRACE = "TOOLREGISTRY_TRACE_HOOKS"
+
+HookCall = Callable[..., Any]
+"""A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
+
+# The argument names of hooks whose single implementation is called as it is, with no
+# re-mapping (an implementation may take fewer arguments than the spec: pluggy's opt-in).
+_FULL_ARGNAMES = frozenset({
+    ("registry", "tool", "call"),
+    ("registry", "tool", "call", "result"),
+    ("registry", "tool", "schema", "api_format"),
+})
+
+
+class ToolHooks:
+    """The per-call hook implementations that concern one tool, compiled once per tool.
+
+    Each attribute is ``None`` when no implementation concerns the tool, so such a hook costs
+    one attribute test per call.
+    """
+
+    __slots__ = ("post_invoke", "pre_invoke")
+
+    def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None) -> None:
+        self.pre_invoke = pre_invoke
+        self.post_invoke = post_invoke
 
 
 class Hooks:
     """The one place the kernel calls hooks: typed methods, error policy, fast paths.
 
-    A hook nobody implements costs one attribute check. Execution errors propagate (after a
-    ``hook.failed`` event naming the hook) so that a broken plugin is loud.
+    A hook nobody implements costs one attribute check. ``version`` changes whenever the set of
+    implementations changes (a plugin added in process), which makes compiled per-tool hooks
+    stale. ``TOOLREGISTRY_TRACE_HOOKS=1`` routes every call through pluggy so its tracing sees
+    it.
     """
 
     def __init__(self, host: PluginHost) -> None:
         self._host = host
+        self._pm = host.pm
         self._hook = host.pm.hook
+        self.version = 0
         self.refresh()
 
     def refresh(self) -> None:
+        """Re-read which hooks have implementations; called when a plugin is added."""
         h = self._hook
+        self._trace = bool(os.environ.get(ENV_TRACE))
         self.has_register = bool(h.register.get_hookimpls())
         self.has_schema_transform = bool(h.schema_transform.get_hookimpls())
-        self.has_pre_invoke = bool(h.pre_invoke.get_hookimpls())
-        self.has_post_invoke = bool(h.post_invoke.get_hookimpls())
         self.has_on_change = bool(h.on_change.get_hookimpls())
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
-        # Hooks called per tool or per call: with a single plain implementation (the usual
-        # case) call it directly; pluggy's dispatch costs more than the work. Tracing keeps
-        # the full path.
-        self._direct_schema = self._direct("schema_transform")
-        self._direct_pre = self._direct("pre_invoke")
+        self._direct_schema = self._caller("schema_transform", h.schema_transform.get_hookimpls())
+        self._subsets: dict[tuple[str, frozenset[int]], HookCall] = {}
+        self.version += 1
 
-    def _direct(self, name: str) -> Callable[..., Any] | None:
-        if os.environ.get(ENV_TRACE):
+    # -- compiling ------------------------------------------------------------------------
+    def _caller(self, name: str, impls: Sequence[HookImpl]) -> HookCall | None:
+        """A call of exactly ``impls`` (implementations of hook ``name``) with pluggy's
+        semantics, or ``None`` when there are none."""
+        if not impls:
             return None
-        impls = getattr(self._hook, name).get_hookimpls()
-        if len(impls) != 1 or impls[0].hookwrapper or impls[0].wrapper:
-            return None
-        impl = impls[0]
-        fn = impl.function
-        argnames = impl.argnames
-        if argnames in (("registry", "tool", "call"), ("registry", "tool", "schema", "api_format")):
-            return fn  # type: ignore[no-any-return]
+        caller = getattr(self._hook, name)
+        if len(impls) == 1 and not self._trace:
+            impl = impls[0]
+            if not (impl.hookwrapper or impl.wrapper):
+                fn = impl.function
+                argnames = tuple(impl.argnames)
+                if argnames in _FULL_ARGNAMES:
+                    return fn
 
-        def call(**kwargs: Any) -> Any:
-            return fn(**{a: kwargs[a] for a in argnames})
+                def direct(**kwargs: Any) -> Any:
+                    return fn(**{a: kwargs[a] for a in argnames})
 
-        return call
+                return direct
+        every = caller.get_hookimpls()
+        if len(impls) == len(every):
+            return caller  # type: ignore[no-any-return]
+        chosen = {id(impl.plugin) for impl in impls}
+        key = (name, frozenset(chosen))
+        subset = self._subsets.get(key)
+        if subset is None:
+            others = [impl.plugin for impl in every if id(impl.plugin) not in chosen]
+            subset = self._subsets[key] = self._pm.subset_hook_caller(name, others)
+        return subset
 
+    def for_tool(self, registry: ToolRegistry, tool: Tool) -> ToolHooks:
+        """Compile the per-call hooks that concern ``tool`` (for its call plan).
+
+        Error policy: none needed (nothing of a plugin runs here).
+        """
+        h = self._hook
+        return ToolHooks(self._caller("pre_invoke", h.pre_invoke.get_hookimpls()),
+                         self._caller("post_invoke", h.post_invoke.get_hookimpls()))
+
+    # -- registration and schemas ---------------------------------------------------------
     @staticmethod
     def _failed(hook: str, exc: BaseException, **ctx: Any) -> None:
         log.warning("hook.failed", hook=hook, error=f"{type(exc).__name__}: {exc}", **ctx)
 
     def register(self, registry: ToolRegistry, tool: Tool) -> Tool:
+        """``tool`` is about to enter ``registry``: the replacement the first implementation
+        returned, else ``tool``.
+
+        Error policy: :class:`~toolregistry.errors.ToolRejected` propagates as it is (the
+        refusal); any other exception is logged (``hook.failed``) and propagates, so the
+        registration fails and the registry is unchanged.
+        """
         if not self.has_register:
             return tool
         from .errors import ToolRejected
@@ -81,36 +151,60 @@ class Hooks:
 
     def schema_transform(self, registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
                          api_format: str) -> None:
-        if not self.has_schema_transform:
+        """Let the implementations edit ``schema`` (a private copy) in place.
+
+        Error policy: an exception is logged (``hook.failed``) and propagates out of
+        ``get_schemas``: a schema half-edited by a broken plugin is never sent.
+        """
+        direct = self._direct_schema
+        if direct is None:
             return
         try:
-            direct = self._direct_schema
-            if direct is not None:
-                direct(registry=registry, tool=tool, schema=schema, api_format=api_format)
-            else:
-                self._hook.schema_transform(registry=registry, tool=tool, schema=schema,
-                                            api_format=api_format)
+            direct(registry=registry, tool=tool, schema=schema, api_format=api_format)
         except Exception as exc:
             self._failed("schema_transform", exc, tool=tool.name, api_format=api_format)
             raise
 
-    def pre_invoke(self, registry: ToolRegistry, tool: Tool, call: ToolCall) -> None:
-        if self.has_pre_invoke:
-            direct = self._direct_pre
-            if direct is not None:
-                direct(registry=registry, tool=tool, call=call)
-            else:
-                self._hook.pre_invoke(registry=registry, tool=tool, call=call)
+    # -- calls ----------------------------------------------------------------------------
+    def pre_invoke(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall
+                   ) -> ToolResult | None:
+        """Run the compiled ``pre_invoke`` implementations of ``tool`` on ``call``.
 
-    def post_invoke(self, registry: ToolRegistry, tool: Tool, call: ToolCall,
+        Error policy: an exception is logged (``hook.failed``) and returned as that call's
+        error result (``error_kind="hook"``); the call does not run. ``None`` otherwise.
+        """
+        try:
+            caller(registry=registry, tool=tool, call=call)
+        except Exception as exc:
+            log.warning("hook.failed", hook="pre_invoke", tool=tool.name, error=str(exc))
+            return error_result(call.id, tool.name, "hook",
+                                f"a plugin rejected the call: {type(exc).__name__}: {exc}",
+                                reason=call.reason)
+        return None
+
+    def post_invoke(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall,
                     result: ToolResult) -> ToolResult:
-        if not self.has_post_invoke:
-            return result
-        replacement = self._hook.post_invoke(registry=registry, tool=tool, call=call,
-                                             result=result)
+        """Run the compiled ``post_invoke`` implementations of ``tool``: the result they
+        settle on (the first non-``None``, wrappers having the last word), else ``result``.
+
+        Error policy: an exception is logged (``hook.failed``) and becomes the call's result,
+        an error of kind ``hook`` (the tool's own result is dropped).
+        """
+        try:
+            replacement = caller(registry=registry, tool=tool, call=call, result=result)
+        except Exception as exc:
+            log.warning("hook.failed", hook="post_invoke", tool=tool.name, error=str(exc))
+            return error_result(call.id, tool.name, "hook", f"{type(exc).__name__}: {exc}",
+                                reason=call.reason, duration=result.duration)
         return result if replacement is None else replacement
 
+    # -- changes and suggestions ----------------------------------------------------------
     def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:
+        """Tell the implementations that ``registry`` changed.
+
+        Error policy: an exception is logged (``hook.failed``) and propagates to the code that
+        made the change (a refused ``set_setting`` is rolled back by the registry).
+        """
         if not self.has_on_change:
             return
         try:
@@ -120,10 +214,16 @@ class Hooks:
             raise
 
     def suggest_tools(self, registry: ToolRegistry, name: str, limit: int) -> list[str] | None:
+        """Names close to an unknown ``name``: the first implementation's answer, or ``None``
+        (the kernel then uses close string matches).
+
+        Error policy: an exception is logged (``hook.failed``) and ignored; suggestions are a
+        courtesy and never fail the call.
+        """
         if not self.has_suggest:
             return None
         try:
             return self._hook.suggest_tools(registry=registry, name=name, limit=limit)  # type: ignore[no-any-return]
-        except Exception as exc:  # suggestions are a courtesy: never fail the call for them
+        except Exception as exc:
             self._failed("suggest_tools", exc, name=name)
             return None

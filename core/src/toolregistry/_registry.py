@@ -263,6 +263,7 @@ class ToolRegistry:
                     self._settings[key] = old
                 self._settings_version += 1
                 self._version += 1
+            self._forget_plans((), {})
             raise
 
     @property
@@ -642,6 +643,7 @@ class ToolRegistry:
         return unsubscribe
 
     def _emit(self, kind: ChangeKind, names: tuple[str, ...], details: dict[str, Any]) -> None:
+        self._forget_plans(names, details)
         if not self._callbacks and not self._hooks.has_on_change:
             return
         event = ChangeEvent(kind, names, details)
@@ -651,6 +653,18 @@ class ToolRegistry:
                 callback(event)
             except Exception as exc:  # one bad subscriber must not break registration
                 log.warning("callback.failed", kind=kind, error=f"{type(exc).__name__}: {exc}")
+
+    def _forget_plans(self, names: tuple[str, ...], details: Mapping[str, Any]) -> None:
+        """The executor's per-tool call plans of ``names`` (and of renamed tools' old names)
+        are stale; with no names (a setting), every plan is."""
+        executor = self._executor
+        if executor is None:
+            return
+        if not names:
+            executor.invalidate()
+            return
+        renamed = details.get("renamed")
+        executor.invalidate((*names, *renamed) if isinstance(renamed, Mapping) else names)
 
     # ------------------------------------------------------------------ queries
     def list_tools(self, include_disabled: bool = False) -> list[str]:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .types import ErrorKind
+
 __all__ = [
     "ConfigError",
     "MissingPluginError",
     "PluginError",
     "ToolCallError",
+    "ToolCancelled",
     "ToolNameCollisionError",
     "ToolNotFoundError",
     "ToolRegistrationError",
@@ -40,15 +46,37 @@ class ToolNotFoundError(ToolRegistryError, KeyError):
 
 
 class ToolCallError(ToolRegistryError):
-    """A tool call failed; ``kind`` says how (see ``ToolResult.error_kind``)."""
+    """A tool call failed; ``kind`` says how (one of ``ToolResult.error_kind``'s values).
 
-    def __init__(self, message: str, *, kind: str = "execution") -> None:
+    A tool may raise it to choose the error kind and the exact message the model reads
+    (``raise ToolCallError("HTTP 503 from the service", kind="remote")``).
+    """
+
+    def __init__(self, message: str, *, kind: ErrorKind = "execution") -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind: ErrorKind = kind
 
 
-class ToolTimeoutError(ToolRegistryError, TimeoutError):
-    """A tool call ran past its timeout."""
+class ToolTimeoutError(ToolCallError, TimeoutError):
+    """A tool call ran past its deadline (its result has ``error_kind="timeout"``).
+
+    The kernel raises it where a deadline passes (waiting for a worker, an exclusive tool's
+    lock, an async tool); a runner that executes calls elsewhere raises it too. Without a
+    message (``deadline_passed`` is true) the model reads the kernel's standard text naming
+    the tool and its limit; with one, a tool reports a timeout of its own in its own words.
+    """
+
+    def __init__(self, message: str | None = None, *, kind: ErrorKind = "timeout") -> None:
+        super().__init__(message or "the call ran past its deadline", kind=kind)
+        self.deadline_passed = message is None
+
+
+class ToolCancelled(BaseException):
+    """Raised inside a sync tool's thread when its call timed out or was cancelled.
+
+    A ``BaseException`` so that ``except Exception`` in tool code does not swallow it. Tools
+    may catch it to clean up, and should then re-raise it.
+    """
 
 
 class ConfigError(ToolRegistryError, ValueError):

@@ -1,9 +1,12 @@
 """The kernel's hook specifications: the whole contract between toolregistry and its plugins.
 
-Plugins implement these with :data:`toolregistry.hookimpl` and are found through the
-``toolregistry.plugins`` entry-point group. Hooks are called with keyword arguments and only
-ever gain arguments, so an implementation may accept fewer arguments than the spec names.
-The kernel calls them from one place only (``toolregistry._hooks.Hooks``).
+Plugins mark their implementations with ``hookimpl`` imported from :mod:`toolregistry.plugin`
+and are found through the ``toolregistry.plugins`` entry-point group (an application may also
+pass plugin objects as ``ToolRegistry(plugins=[...])``). Hooks are called with keyword
+arguments and only ever gain arguments, so an implementation may accept fewer arguments than
+the spec names. The kernel calls them from one place only, the façade
+``toolregistry._hooks.Hooks``, which also states each hook's error policy; docs/hooks.md
+documents every hook.
 """
 
 from __future__ import annotations
@@ -26,8 +29,6 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 Loader = Callable[..., Any]
 """A source loader: ``loader(registry, source, **options)`` registers tools and returns them."""
-
-Suggester = Callable[..., Any]
 
 
 @hookspec(firstresult=True)

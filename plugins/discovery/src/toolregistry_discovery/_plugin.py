@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolregistry import Tool, ToolMetadata, ToolTag, hookimpl
+from toolregistry import Tool, ToolMetadata, ToolTag
 from toolregistry.errors import ToolNameCollisionError
-from toolregistry.plugin import log
+from toolregistry.plugin import hookimpl, log
 from toolregistry.tool import Provenance
 from toolregistry.types import ToolContext
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolregistry.hookspecs import Loader, hookimpl
+from toolregistry.plugin import Loader, hookimpl
 
 
 def _load(registry: Any, source: Any, **options: Any) -> Any:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolregistry import hookimpl
-from toolregistry.hookspecs import Loader
+from toolregistry.plugin import Loader, hookimpl
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry

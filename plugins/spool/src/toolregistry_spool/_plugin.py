@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING
 
-from toolregistry import hookimpl
-from toolregistry.plugin import log
+from toolregistry.plugin import hookimpl, log
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult

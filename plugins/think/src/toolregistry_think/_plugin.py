@@ -5,8 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from toolregistry import hookimpl
-from toolregistry.plugin import log
+from toolregistry.plugin import hookimpl, log
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry

@@ -1,0 +1,228 @@
+"""Scheduling for the async API (``ainvoke``, ``aexecute_tool_calls``), and the coroutine that
+runs an async tool under its deadline on any loop (the caller's, or the private one).
+
+An async tool is awaited on the caller's loop; a sync tool goes to the worker pool and its
+outcome comes back through a future of the caller's loop. A batch is cut into the same
+segments as on the sync API; a segment's sync calls reach the pool in one hand-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolregistry._log import log
+from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
+
+from ._sync import segments
+from ._threads import SPREAD_AFTER, Work, in_pool
+
+if TYPE_CHECKING:
+    from toolregistry.types import ToolResult
+
+    from ._executor import Executor
+    from ._pipeline import Prepared
+
+__all__ = ["AsyncScheduler"]
+
+
+class AsyncScheduler:
+    """Runs prepared calls for the async API of one executor."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self.pipeline = executor.pipeline
+        self._orphans: set[asyncio.Task[Any]] = set()
+
+    # -- async tools, on whichever loop runs this -----------------------------------------
+    async def body(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
+                   prep: Prepared, started: float) -> Any:
+        """Await an async tool under its deadline (and its per-tool lock when it must run
+        alone); returns on time even when the tool ignores cancellation (it is then left to
+        finish in the background)."""
+        if prep.plan.safe:
+            return await self._with_deadline(fn, args, kwargs, prep)
+        lock = await self.executor.locks.acquire_async(prep.plan.tool.name, prep.timeout,
+                                                       started)
+        try:
+            return await self._with_deadline(fn, args, kwargs, prep)
+        finally:
+            lock.release()
+
+    async def _with_deadline(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
+                             prep: Prepared) -> Any:
+        if prep.timeout is None:
+            return await fn(*args, **kwargs)
+        task = asyncio.ensure_future(fn(*args, **kwargs))
+        try:
+            done, _ = await asyncio.wait((task,), timeout=prep.timeout)
+        except asyncio.CancelledError:
+            self._abandon(task, prep)
+            raise
+        if not done:
+            self._abandon(task, prep)
+            raise ToolTimeoutError()
+        return task.result()
+
+    def _abandon(self, task: asyncio.Task[Any], prep: Prepared) -> None:
+        task.cancel()
+        if prep.ctx is not None:
+            prep.ctx.cancel_event.set()
+        if not task.done():
+            self._orphans.add(task)
+            task.add_done_callback(self._orphan_done)
+
+    def _orphan_done(self, task: asyncio.Task[Any]) -> None:
+        self._orphans.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: no "exception was never retrieved" warning
+
+    # -- the API --------------------------------------------------------------------------
+    async def execute(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
+                      timeout: float | None) -> list[ToolResult]:
+        """A batch: one result per call, in order."""
+        items = self.pipeline.prepare_batch(calls, context, timeout, async_path=True)
+        results: list[Any] = list(items)
+        for segment in segments(items):
+            if len(segment) == 1:
+                i, prep = segment[0]
+                results[i] = await self.run(prep)
+                continue
+            done = await self._run_segment(segment)
+            for (i, _), result in zip(segment, done):
+                results[i] = result
+        return results
+
+    async def run(self, prep: Prepared) -> ToolResult:
+        """One call, start to result."""
+        started = time.perf_counter()
+        try:
+            fn, args, kwargs = self.executor.call_fn(prep)
+            if prep.is_async:
+                value = await self.body(fn, args, kwargs, prep, started)
+            else:
+                work, fut = self._pool_work(fn, args, kwargs, prep,
+                                            asyncio.get_running_loop())
+                submitted = time.perf_counter()
+                self.executor.pool.submit(work)
+                value = await self._await_work(work, fut, prep, submitted)
+        except asyncio.CancelledError:
+            raise
+        except (Exception, ToolCancelled) as exc:
+            return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
+        return self.pipeline.finish(prep, value, None, time.perf_counter() - started)
+
+    # -- sync tools on the pool -----------------------------------------------------------
+    @staticmethod
+    def _pool_work(fn: Callable[..., Any], args: Any, kwargs: dict[str, Any], prep: Prepared,
+                   loop: asyncio.AbstractEventLoop) -> tuple[Work, asyncio.Future[Any]]:
+        """A pool call whose outcome lands in a future of ``loop``."""
+        fut: asyncio.Future[Any] = loop.create_future()
+        work = Work(fn, args, kwargs)
+        if prep.ctx is not None:
+            work.cancel_event = prep.ctx.cancel_event
+
+        def settle(w: Work) -> None:
+            loop.call_soon_threadsafe(_settle, fut, w)
+
+        work.callback = settle
+        return work, fut
+
+    async def _await_work(self, work: Work, fut: asyncio.Future[Any], prep: Prepared,
+                          started: float) -> Any:
+        pool = self.executor.pool
+        deadline = None if prep.timeout is None else started + prep.timeout
+        expiry = None
+        if deadline is not None:
+            expiry = asyncio.get_running_loop().call_later(
+                max(0.0, deadline - time.perf_counter()), _expire, fut)
+        try:
+            value = await fut
+        except asyncio.CancelledError:
+            pool.interrupt(work)
+            raise
+        except ToolTimeoutError:  # the expiry fired
+            if pool.interrupt(work):
+                raise
+            work.done.acquire()  # it finished right at the deadline
+            if work.overran(deadline):
+                raise
+            if work.error is not None:
+                raise work.error from None
+            return work.result
+        except BaseException:
+            if work.overran(deadline):
+                raise ToolTimeoutError() from None
+            raise
+        finally:
+            if expiry is not None:
+                expiry.cancel()
+        if work.overran(deadline):  # the loop was too busy to look in time
+            raise ToolTimeoutError()
+        return value
+
+    async def _collect_work(self, prep: Prepared, work: Work, fut: asyncio.Future[Any],
+                            started: float) -> ToolResult:
+        try:
+            value = await self._await_work(work, fut, prep, started)
+        except (Exception, ToolCancelled) as exc:
+            return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
+        return self.pipeline.finish(prep, value, None, time.perf_counter() - started)
+
+    async def _finished(self, prep: Prepared, error: BaseException, started: float
+                        ) -> ToolResult:
+        return self.pipeline.finish(prep, None, error, time.perf_counter() - started)
+
+    async def _run_segment(self, segment: list[tuple[int, Prepared]]) -> list[ToolResult]:
+        """A concurrent segment: sync calls go to the pool in one hand-off."""
+        if in_pool():
+            return list(await asyncio.gather(*(self.run(p) for _, p in segment)))
+        executor = self.executor
+        loop = asyncio.get_running_loop()
+        coros: list[Any] = []
+        works: list[tuple[Work, asyncio.Future[Any]]] = []
+        for _, prep in segment:
+            if prep.is_async:
+                coros.append(self.run(prep))
+                continue
+            started = time.perf_counter()
+            try:
+                fn, args, kwargs = executor.call_fn(prep)
+            except Exception as exc:
+                coros.append(self._finished(prep, exc, started))
+                continue
+            work, fut = self._pool_work(fn, args, kwargs, prep, loop)
+            works.append((work, fut))
+            coros.append(self._collect_work(prep, work, fut, started))
+        try:
+            executor.pool.submit_many([w for w, _ in works])
+        except RuntimeError as exc:  # closed meanwhile
+            for _, fut in works:
+                fut.set_exception(ToolCallError(str(exc)))
+        if len(works) > 1:
+            loop.call_later(SPREAD_AFTER, self._spread_waiting)
+        return list(await asyncio.gather(*coros))
+
+    def _spread_waiting(self) -> None:
+        pool = self.executor.pool_or_none
+        if pool is not None and pool.has_backlog:
+            try:
+                pool.spread()
+            except Exception as exc:  # no thread to be had: the busy ones drain the backlog
+                log.debug("pool.spread_failed", error=str(exc))
+
+
+def _settle(fut: asyncio.Future[Any], work: Work) -> None:
+    if fut.done():
+        return
+    if work.error is not None:
+        fut.set_exception(work.error)
+    else:
+        fut.set_result(work.result)
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(ToolTimeoutError())

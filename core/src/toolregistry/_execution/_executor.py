@@ -1,0 +1,152 @@
+"""The executor of one registry: its resources (worker pool, private loop, per-tool locks) and
+the four entry points, each a pipeline step, a scheduler step and a pipeline step again.
+
+``invoke`` / ``execute`` run on :class:`~._sync.SyncScheduler`, ``ainvoke`` / ``aexecute`` on
+:class:`~._async.AsyncScheduler`; both prepare and finish calls through the one
+:class:`~._pipeline.CallPipeline`. Threads are started on first use and again in a forked
+child.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolregistry.errors import ToolCallError
+
+from ._async import AsyncScheduler
+from ._pipeline import CallPipeline, Prepared
+from ._policies import ExclusiveLocks, exclusive, retrying
+from ._sync import SyncScheduler
+from ._threads import LoopThread, WorkerPool
+
+if TYPE_CHECKING:
+    from toolregistry._registry import ToolRegistry
+    from toolregistry.types import ToolResult
+
+__all__ = ["Executor"]
+
+
+class Executor:
+    """Executes calls for one registry (see the package docstring)."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self._registry = registry
+        self._lock = threading.Lock()
+        self._pool: WorkerPool | None = None
+        self._loop: LoopThread | None = None
+        self.locks = ExclusiveLocks()
+        self.pipeline = CallPipeline(registry, registry.plugins.hooks)
+        self.sync = SyncScheduler(self)
+        self.aio = AsyncScheduler(self)
+        _executors.add(self)
+
+    # -- resources ------------------------------------------------------------------------
+    @property
+    def pool(self) -> WorkerPool:
+        """The worker pool, started on first use."""
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    workers = self._registry.max_workers or max(32, (os.cpu_count() or 1) + 4)
+                    self._pool = WorkerPool(workers)
+                pool = self._pool
+        return pool
+
+    @property
+    def pool_or_none(self) -> WorkerPool | None:
+        """The worker pool if it was started."""
+        return self._pool
+
+    @property
+    def loop_thread(self) -> LoopThread:
+        """The private event loop, started on first use."""
+        if self._loop is None:
+            with self._lock:
+                if self._loop is None:
+                    self._loop = LoopThread()
+        return self._loop
+
+    @property
+    def loop_or_none(self) -> LoopThread | None:
+        """The private event loop if it was started."""
+        return self._loop
+
+    @property
+    def thread_count(self) -> int:
+        """Threads this executor runs now (workers and the private loop)."""
+        count = self._pool.thread_count if self._pool is not None else 0
+        return count + (1 if self._loop is not None and self._loop.loop.is_running() else 0)
+
+    def shutdown(self) -> None:
+        """No new calls; stop the private loop; workers leave once their call ends."""
+        self.pipeline.closed = True
+        if self._loop is not None:
+            self._loop.stop()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def invalidate(self, names: Iterable[str] | None = None) -> None:
+        """The registry changed: forget the call plans of ``names`` (all when ``None``)."""
+        self.pipeline.invalidate(names)
+
+    def call_fn(self, prep: Prepared) -> tuple[Callable[..., Any], Any, dict[str, Any]]:
+        """The function to run for ``prep`` with its arguments, wrapped for retries and
+        exclusivity when the tool asks for them."""
+        plan = prep.plan
+        fn = prep.fn
+        if fn is None:
+            raise ToolCallError(f"tool {plan.tool.name!r} has no callable", kind="execution")
+        retry = self._registry.retry
+        if retry is not None and plan.idempotent:
+            fn = retrying(fn, retry, plan.tool.name, prep.timeout, prep.is_async)
+        if not plan.safe and not prep.is_async:
+            # Async tools take the lock in AsyncScheduler.body.
+            fn = exclusive(fn, self.locks(plan.tool.name), prep.timeout)
+        return fn, prep.args, prep.kwargs
+
+    # -- the API --------------------------------------------------------------------------
+    def invoke(self, name: str, arguments: Mapping[str, Any] | str | None, *,
+               context: Mapping[str, Any] | None, timeout: float | None,
+               call_id: str | None) -> ToolResult:
+        """``registry.invoke``."""
+        prep = self.pipeline.prepare_invoke(name, arguments, context, timeout, call_id, False)
+        return self.sync.run(prep) if isinstance(prep, Prepared) else prep
+
+    def execute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
+                timeout: float | None) -> list[ToolResult]:
+        """``registry.execute_tool_calls``."""
+        return self.sync.execute(calls, context, timeout)
+
+    async def ainvoke(self, name: str, arguments: Mapping[str, Any] | str | None, *,
+                      context: Mapping[str, Any] | None, timeout: float | None,
+                      call_id: str | None) -> ToolResult:
+        """``registry.ainvoke``."""
+        prep = self.pipeline.prepare_invoke(name, arguments, context, timeout, call_id, True)
+        return await self.aio.run(prep) if isinstance(prep, Prepared) else prep
+
+    async def aexecute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
+                       timeout: float | None) -> list[ToolResult]:
+        """``registry.aexecute_tool_calls``."""
+        return await self.aio.execute(calls, context, timeout)
+
+
+_executors: weakref.WeakSet[Executor] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child has none of the parent's threads: start its pool and loop afresh.
+    for executor in list(_executors):
+        executor._pool = None
+        executor._loop = None
+        executor._lock = threading.Lock()
+        executor.locks = ExclusiveLocks()
+        executor.pipeline.after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

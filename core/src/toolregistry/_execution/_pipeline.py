@@ -1,0 +1,394 @@
+"""The call pipeline, before and after a tool runs: lookup, ``pre_invoke``, validation and
+coercion, context injection; then the result, error mapping and ``post_invoke``.
+
+:meth:`CallPipeline.prepare` turns a parsed :class:`~toolregistry.ToolCall` into a
+:class:`Prepared` call (or its error result); :meth:`CallPipeline.finish` turns what the tool
+returned or raised into the call's one :class:`~toolregistry.ToolResult`. Where and when the
+tool runs in between is the schedulers' business (``_sync``, ``_async``). The registry is
+asked through its methods only; per-tool work is kept in :class:`~._plan.CallPlan` objects,
+dropped by :meth:`CallPipeline.invalidate` when the registry changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import inspect
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from toolregistry._calls import CallParseError, parse_arguments, parse_call
+from toolregistry._log import log
+from toolregistry._names import normalize_name
+from toolregistry._results import error_result, make_result
+from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
+from toolregistry.types import ToolCall, ToolContext, ToolResult
+
+from ._plan import CallPlan
+from ._threads import ClosedBeforeStart
+from ._validation import coerce, validation_message
+
+if TYPE_CHECKING:
+    from toolregistry._hooks import Hooks
+    from toolregistry._registry import ToolRegistry
+
+__all__ = ["CallPipeline", "Prepared", "log_result"]
+
+_stdlib_logger = logging.getLogger("toolregistry")
+_is_configured = structlog.is_configured
+_PLAIN_TYPES = frozenset({str, int, float, bool, dict, list, tuple, type(None), bytes})
+
+
+def _enabled(level: int) -> bool:
+    """Whether an event at ``level`` could be emitted (configured structlog decides itself)."""
+    return _is_configured() or _stdlib_logger.isEnabledFor(level)
+
+
+def log_result(result: ToolResult) -> None:
+    """The one ``call.finished`` / ``call.failed`` event of a call."""
+    # Info, not warning, for failures too: an error result is the normal way a call ends badly
+    # (the model reads it and corrects itself), not a problem of the application.
+    if _enabled(logging.INFO):
+        if result.is_error:
+            log.info("call.failed", tool=result.name, call_id=result.call_id,
+                     duration=round(result.duration, 6), outcome=result.error_kind,
+                     error=result.text[:500])
+        else:
+            log.info("call.finished", tool=result.name, call_id=result.call_id,
+                     duration=round(result.duration, 6), outcome="ok")
+
+
+class Prepared:
+    """A call that passed lookup, hooks and validation, ready to run.
+
+    ``fn`` / ``is_async`` is the callable of the API it runs on; ``args`` / ``kwargs`` its
+    bound arguments; ``timeout`` the seconds it may take (``None``: no deadline); ``ctx`` the
+    :class:`~toolregistry.ToolContext` it receives, when it asks for one.
+    """
+
+    __slots__ = ("args", "call", "ctx", "fn", "is_async", "kwargs", "plan", "timeout")
+
+    def __init__(self, plan: CallPlan, call: ToolCall, fn: Callable[..., Any] | None,
+                 is_async: bool, args: Any, kwargs: dict[str, Any], timeout: float | None,
+                 ctx: ToolContext | None) -> None:
+        self.plan = plan
+        self.call = call
+        self.fn = fn
+        self.is_async = is_async
+        self.args = args
+        self.kwargs = kwargs
+        self.timeout = timeout
+        self.ctx = ctx
+
+
+class CallPipeline:
+    """Preparation and finishing of the calls of one registry (see the module docstring)."""
+
+    def __init__(self, registry: ToolRegistry, hooks: Hooks) -> None:
+        self._registry = registry
+        self._hooks = hooks
+        self._plans: dict[str, CallPlan] = {}
+        self._plans_lock = threading.Lock()
+        self._generation = 0
+        self._hooks_version = hooks.version
+        self.closed = False
+
+    def after_fork(self) -> None:
+        """In a forked child: a lock another thread of the parent held stays taken there."""
+        self._plans_lock = threading.Lock()
+
+    # -- plans ----------------------------------------------------------------------------
+    def invalidate(self, names: Iterable[str] | None = None) -> None:
+        """Forget the plans of ``names`` (every plan when ``None``): they changed."""
+        with self._plans_lock:
+            self._generation += 1
+            if names is None:
+                self._plans = {}
+            else:
+                for name in names:
+                    self._plans.pop(name, None)
+
+    def _plan(self, name: str, tool: Any) -> CallPlan:
+        """Compile the plan of ``tool`` (registered as ``name``) and keep it unless the
+        registry changed meanwhile."""
+        registry = self._registry
+        generation = self._generation
+        plan = CallPlan(tool, registry.disabled_reason(name), self._hooks.for_tool(registry, tool))
+        with self._plans_lock:
+            if self._generation == generation:
+                self._plans[name] = plan
+        return plan
+
+    def lookup(self, call: ToolCall) -> CallPlan | ToolResult:
+        """The plan of the tool ``call`` names (model spellings of the name accepted, and
+        ``call.name`` corrected); an error result for an unknown or disabled tool."""
+        if self._hooks_version != self._hooks.version:
+            self._hooks_version = self._hooks.version
+            self.invalidate()
+        name = call.name
+        plan = self._plans.get(name)
+        if plan is None:
+            registry = self._registry
+            tool = registry.get_tool(name)
+            if tool is None:
+                alias = _alias(name)
+                tool = registry.get_tool(alias) if alias else None
+                if tool is None:
+                    return self._unknown(call)
+                call.name = name = alias  # type: ignore[assignment]
+                plan = self._plans.get(name)
+            if plan is None or plan.tool is not tool:
+                plan = self._plan(name, tool)
+        if plan.disabled is not None:
+            why = plan.disabled
+            return error_result(
+                call.id, name, "disabled",
+                f"tool {name!r} is disabled" + (f" ({why})" if why else "") +
+                "; do not call it again in this conversation, use another tool")
+        return plan
+
+    def _unknown(self, call: ToolCall) -> ToolResult:
+        name = call.name
+        try:
+            close = [n for n in self._registry.suggest_names(name, 3) if n != name][:3]
+        except Exception:
+            close = []
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        return error_result(call.id, name, "unknown_tool",
+                            f"there is no tool named {name!r}.{hint} Call only the tools you "
+                            "were given, by their exact names.")
+
+    # -- preparation ----------------------------------------------------------------------
+    def prepare(self, call: ToolCall, context: Mapping[str, Any] | None,
+                timeout: float | None, async_path: bool = False) -> Prepared | ToolResult:
+        """Lookup, ``pre_invoke``, validation (with safe coercion after a failure), deadline
+        and injected values: a call ready to run, or its error result."""
+        plan = self.lookup(call)
+        if isinstance(plan, ToolResult):
+            return plan
+        registry = self._registry
+        tool = plan.tool
+        pre = plan.hooks.pre_invoke
+        if pre is not None:
+            failed = self._hooks.pre_invoke(pre, registry, tool, call)
+            if failed is not None:
+                return failed
+        arguments = call.arguments
+        if arguments is None:
+            arguments = call.arguments = {}
+        try:
+            values = plan.validator.validate(arguments)
+        except Exception as exc:
+            coerced = coerce(tool, arguments, exc)
+            try:
+                if coerced is None:
+                    raise exc
+                values = plan.validator.validate(coerced)
+            except Exception as exc2:
+                return error_result(call.id, tool.name, "invalid_arguments",
+                                    validation_message(tool.name, exc2), reason=call.reason)
+        if timeout is not None:
+            limit: float | None = timeout if timeout > 0 else None
+        else:
+            limit = tool.metadata.timeout
+            if limit is None:
+                limit = registry.default_timeout
+        ctx = None
+        if plan.injected:
+            injected: dict[str, Any] = {}
+            for pname, key, has_default in plan.injected:
+                if key is None:
+                    if ctx is None:
+                        ctx = ToolContext(registry=registry, call=call, values=context or {},
+                                          deadline=None if limit is None
+                                          else time.monotonic() + limit)
+                    injected[pname] = ctx
+                elif context is not None and key in context:
+                    injected[pname] = context[key]
+                elif not has_default:
+                    return error_result(
+                        call.id, tool.name, "execution",
+                        f"tool {tool.name!r} needs the application context value {key!r}, "
+                        "which was not passed (context={...} on invoke / execute_tool_calls)",
+                        reason=call.reason)
+            args, kwargs = plan.validator.bind(values, injected)
+        else:
+            args, kwargs = plan.validator.bind(values, {})
+        if _enabled(logging.DEBUG):
+            log.debug("call.started", tool=tool.name, call_id=call.id, arguments=arguments)
+        if async_path:
+            return Prepared(plan, call, plan.afn, plan.ais_async, args, kwargs, limit, ctx)
+        return Prepared(plan, call, plan.fn, plan.is_async, args, kwargs, limit, ctx)
+
+    def _prepare_one(self, call: ToolCall, context: Mapping[str, Any] | None,
+                     timeout: float | None, async_path: bool) -> Prepared | ToolResult:
+        try:
+            return self.prepare(call, context, timeout, async_path)
+        except Exception as exc:  # defensive: bad input never escapes as an exception
+            return error_result(call.id, call.name, "execution", f"{type(exc).__name__}: {exc}")
+
+    def _parse(self, raw: Any, index: int) -> ToolCall | ToolResult:
+        try:
+            call = parse_call(raw, index)
+        except CallParseError as exc:
+            return error_result(exc.call.id, exc.call.name, exc.kind, str(exc))
+        except Exception as exc:  # defensive: a call object that breaks on inspection
+            return error_result(None, "", "malformed_call",
+                                f"tool call #{index} could not be read: "
+                                f"{type(exc).__name__}: {exc}")
+        if call.id is None:
+            call.id = f"call_{os.urandom(6).hex()}"
+            call.extra["generated_id"] = True
+        return call
+
+    def _closed_result(self, call_id: str | None, name: str) -> ToolResult:
+        return error_result(call_id, name, "execution",
+                            f"registry {self._registry.name!r} is closed; no calls run")
+
+    def prepare_invoke(self, name: str, arguments: Mapping[str, Any] | str | None,
+                       context: Mapping[str, Any] | None, timeout: float | None,
+                       call_id: str | None, async_path: bool) -> Prepared | ToolResult:
+        """One call by name (``invoke`` / ``ainvoke``), parsed and prepared, or its error
+        result (logged)."""
+        call = ToolCall(name, None, call_id, arguments)
+        if self.closed or self._registry.closed:
+            return self._closed_result(call_id, name)
+        try:
+            call.arguments = parse_arguments(arguments, call)
+        except CallParseError as exc:
+            result = error_result(call_id, name, exc.kind, str(exc))
+            log_result(result)
+            return result
+        prep = self._prepare_one(call, context, timeout, async_path)
+        if isinstance(prep, ToolResult):
+            log_result(prep)
+        return prep
+
+    def prepare_batch(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
+                      timeout: float | None, async_path: bool = False
+                      ) -> list[Prepared | ToolResult]:
+        """Every call of a batch parsed and prepared, in order; error results logged."""
+        raw_calls = _as_list(calls)
+        items: list[Prepared | ToolResult] = []
+        closed = self.closed or self._registry.closed
+        for index, raw in enumerate(raw_calls):
+            parsed = self._parse(raw, index)
+            if isinstance(parsed, ToolResult):
+                item: Prepared | ToolResult = parsed
+            elif closed:
+                item = self._closed_result(parsed.id, parsed.name)
+            else:
+                item = self._prepare_one(parsed, context, timeout, async_path)
+            if isinstance(item, ToolResult):
+                log_result(item)
+            items.append(item)
+        return items
+
+    # -- finishing ------------------------------------------------------------------------
+    def finish(self, prep: Prepared, value: Any, error: BaseException | None,
+               duration: float) -> ToolResult:
+        """The call's one result for what its tool returned (``value``) or raised
+        (``error``), after ``post_invoke``; logged."""
+        call = prep.call
+        plan = prep.plan
+        tool = plan.tool
+        if error is None and type(value) not in _PLAIN_TYPES and inspect.isawaitable(value):
+            value, error = _run_awaitable(value)
+        if error is None:
+            try:
+                result = make_result(call.id, tool.name, value, reason=call.reason,
+                                     duration=duration)
+            except Exception as exc:
+                result = error_result(call.id, tool.name, "execution",
+                                      f"the result of {tool.name!r} could not be encoded: "
+                                      f"{type(exc).__name__}: {exc}",
+                                      reason=call.reason, duration=duration)
+        else:
+            result = self.error_for(prep, error, duration)
+        post = plan.hooks.post_invoke
+        if post is not None:
+            result = self._hooks.post_invoke(post, self._registry, tool, call, result)
+        log_result(result)
+        return result
+
+    @staticmethod
+    def error_for(prep: Prepared, exc: BaseException, duration: float) -> ToolResult:
+        """The error result for an exception a call ended with."""
+        call, name = prep.call, prep.plan.tool.name
+        if isinstance(exc, ClosedBeforeStart):
+            return error_result(call.id, name, "cancelled", f"tool {name!r}: {exc}",
+                                reason=call.reason, duration=duration)
+        if isinstance(exc, ToolCancelled) or (
+                isinstance(exc, ToolTimeoutError) and exc.deadline_passed):
+            limit = f"{prep.timeout:g} s" if prep.timeout is not None else "its time limit"
+            return error_result(call.id, name, "timeout",
+                                f"tool {name!r} did not finish within {limit} and was "
+                                "cancelled; try a smaller request, or a different approach",
+                                reason=call.reason, duration=duration)
+        if isinstance(exc, (asyncio.CancelledError, cf.CancelledError)):
+            return error_result(call.id, name, "cancelled", f"tool {name!r} was cancelled",
+                                reason=call.reason, duration=duration)
+        if isinstance(exc, ToolCallError):
+            return error_result(call.id, name, exc.kind, str(exc),
+                                reason=call.reason, duration=duration)
+        return error_result(call.id, name, "execution",
+                            f"tool {name!r} failed: {type(exc).__name__}: {exc}",
+                            reason=call.reason, duration=duration)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _alias(name: str) -> str | None:
+    """Another spelling of a tool name a model may use: ``functions.x``, unnormalised."""
+    if not isinstance(name, str) or not name:
+        return None
+    base = name.removeprefix("functions.")
+    try:
+        alias = normalize_name(base)
+    except Exception:
+        return None
+    return alias if alias != name else None
+
+
+def _as_list(calls: Iterable[Any]) -> list[Any]:
+    if isinstance(calls, (str, bytes, bytearray)):
+        raise TypeError("execute_tool_calls needs a list of tool calls, got a "
+                        f"{type(calls).__name__}: parse the model's response first")
+    if isinstance(calls, (Mapping, ToolCall)) or (
+            not isinstance(calls, (list, tuple)) and hasattr(calls, "model_dump")):
+        return [calls]  # one call on its own (pydantic SDK objects iterate over their fields)
+    try:
+        return list(calls)
+    except TypeError:
+        return [calls]  # a single call object
+
+
+def _run_awaitable(value: Any) -> tuple[Any, BaseException | None]:
+    """A sync callable that returned an awaitable: run it to completion on a fresh loop (in a
+    helper thread when this thread already runs one)."""
+    out: list[Any] = [None, None]
+
+    async def wait() -> Any:
+        return await value
+
+    def run() -> None:
+        try:
+            out[0] = asyncio.run(wait())
+        except (Exception, ToolCancelled) as exc:
+            out[1] = exc
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        run()
+    else:
+        helper = threading.Thread(target=run, name="toolregistry-await", daemon=True)
+        helper.start()
+        helper.join()
+    return out[0], out[1]

@@ -1,0 +1,344 @@
+"""Scheduling for the sync API (``invoke``, ``execute_tool_calls``): where each prepared call
+runs, and waiting for it under its deadline.
+
+A sync tool runs inline (no deadline, or the main thread's watchdog) or on the worker pool; an
+async tool on the private loop. A batch is cut into segments (``segments``); the calls of a
+segment are started together and collected earliest deadline first, each through a typed
+:class:`Handle` that knows how to wait for the kind of work it stands for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolregistry import _watchdog
+from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
+
+from ._threads import SPREAD_AFTER, Work, in_pool
+
+if TYPE_CHECKING:
+    from toolregistry.types import ToolResult
+
+    from ._executor import Executor
+    from ._pipeline import Prepared
+
+__all__ = ["Handle", "SyncScheduler", "segments"]
+
+
+def segments(items: list[Prepared | ToolResult]) -> list[list[tuple[int, Prepared]]]:
+    """Consecutive concurrency-safe calls form one concurrent segment; an unsafe call runs
+    alone, in order. Items that are already results are left out."""
+    from ._pipeline import Prepared
+
+    out: list[list[tuple[int, Prepared]]] = []
+    current: list[tuple[int, Prepared]] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Prepared):
+            continue
+        if item.plan.safe:
+            current.append((i, item))
+            continue
+        if current:
+            out.append(current)
+            current = []
+        out.append([(i, item)])
+    if current:
+        out.append(current)
+    return out
+
+
+# --- handles: one started call each ----------------------------------------------------------
+
+class Handle:
+    """A started call of a batch (its position ``index``), to be collected by :meth:`collect`."""
+
+    __slots__ = ("index", "prep", "started")
+
+    def __init__(self, index: int, prep: Prepared, started: float) -> None:
+        self.index = index
+        self.prep = prep
+        self.started = started
+
+    @property
+    def deadline(self) -> float:
+        """When its time is up (``perf_counter``); far away for calls without a deadline."""
+        timeout = self.prep.timeout
+        return self.started + (timeout if timeout is not None else 1e12)
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (``None``: no deadline)."""
+        timeout = self.prep.timeout
+        if timeout is None:
+            return None
+        return max(0.0, timeout - (time.perf_counter() - self.started))
+
+    def finish(self, sched: SyncScheduler, value: Any, error: BaseException | None
+               ) -> ToolResult:
+        return sched.pipeline.finish(self.prep, value, error, time.perf_counter() - self.started)
+
+    def collect(self, sched: SyncScheduler) -> ToolResult:
+        """Wait for the call (at most until its deadline) and return its result."""
+        raise NotImplementedError
+
+
+class Done(Handle):
+    """A call that ended as it was started (ran on this thread, or failed to start)."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, index: int, prep: Prepared, started: float, value: Any,
+                 error: BaseException | None) -> None:
+        super().__init__(index, prep, started)
+        self.value = value
+        self.error = error
+
+    def collect(self, sched: SyncScheduler) -> ToolResult:
+        return self.finish(sched, self.value, self.error)
+
+
+class Pooled(Handle):
+    """A call handed to the worker pool."""
+
+    __slots__ = ("work",)
+
+    def __init__(self, index: int, prep: Prepared, started: float, work: Work) -> None:
+        super().__init__(index, prep, started)
+        self.work = work
+
+    def collect(self, sched: SyncScheduler) -> ToolResult:
+        work = self.work
+        pool = sched.executor.pool
+        remaining = self.remaining()
+        acquired = False
+        if pool.has_backlog:
+            first = SPREAD_AFTER if remaining is None else min(remaining, SPREAD_AFTER)
+            acquired = work.done.acquire(True, first)
+            if not acquired:
+                pool.spread()  # calls still wait after a while: run them alongside
+                remaining = self.remaining()
+        if not acquired:
+            if remaining is None:
+                work.done.acquire()
+            elif not work.done.acquire(True, remaining) and pool.interrupt(work):
+                return self.finish(sched, None, ToolTimeoutError())
+        timeout = self.prep.timeout
+        if timeout is not None and work.overran(self.started + timeout):
+            return self.finish(sched, None, ToolTimeoutError())
+        return self.finish(sched, work.result, work.error)
+
+
+class Grouped(Handle):
+    """An async call run with the other async calls of its segment as one private-loop task;
+    its outcome lands in ``out[index]``."""
+
+    __slots__ = ("future", "out")
+
+    def __init__(self, index: int, prep: Prepared, started: float, future: cf.Future[Any],
+                 out: dict[int, tuple[Any, BaseException | None]]) -> None:
+        super().__init__(index, prep, started)
+        self.future = future
+        self.out = out
+
+    def collect(self, sched: SyncScheduler) -> ToolResult:
+        out, key = self.out, self.index
+        if key not in out:
+            remaining = self.remaining()
+            try:
+                # The group enforces each deadline itself; the margin only guards against a
+                # loop blocked by a misbehaving tool.
+                self.future.result(None if remaining is None else remaining + 0.05)
+            except BaseException:  # timed out, cancelled or broken: what is in ``out`` stands
+                pass
+        outcome = out.get(key)
+        if outcome is None:
+            if self.prep.ctx is not None:
+                self.prep.ctx.cancel_event.set()
+            return self.finish(sched, None, ToolTimeoutError())
+        return self.finish(sched, outcome[0], outcome[1])
+
+
+class Looped(Handle):
+    """An async call running on the private loop on its own."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, index: int, prep: Prepared, started: float, future: cf.Future[Any]
+                 ) -> None:
+        super().__init__(index, prep, started)
+        self.future = future
+
+    def collect(self, sched: SyncScheduler) -> ToolResult:
+        try:
+            value = self.future.result(self.remaining())
+        except cf.TimeoutError:
+            self.future.cancel()
+            if self.prep.ctx is not None:
+                self.prep.ctx.cancel_event.set()
+            return self.finish(sched, None, ToolTimeoutError())
+        except BaseException as exc:
+            return self.finish(sched, None, exc)
+        return self.finish(sched, value, None)
+
+
+# --- the scheduler ---------------------------------------------------------------------------
+
+class SyncScheduler:
+    """Runs prepared calls for the sync API of one executor."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self.pipeline = executor.pipeline
+
+    def execute(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
+                timeout: float | None) -> list[ToolResult]:
+        """A batch: one result per call, in order."""
+        items = self.pipeline.prepare_batch(calls, context, timeout)
+        results: list[Any] = list(items)
+        loop = self.executor.loop_or_none
+        for segment in segments(items):
+            if len(segment) == 1:
+                i, prep = segment[0]
+                results[i] = self.run(prep)
+                continue
+            if in_pool() or (loop is not None and threading.get_ident() == loop.ident):
+                handles = [self.start(prep, i) for i, prep in segment]
+            else:
+                handles = self.start_segment(segment)
+            # Earliest deadline first, so each overrunning call is stopped at its own deadline.
+            handles.sort(key=_deadline_of)
+            for handle in handles:
+                results[handle.index] = handle.collect(self)
+        return results
+
+    def run(self, prep: Prepared) -> ToolResult:
+        """One call, start to result."""
+        if not prep.is_async and (prep.timeout is None or (
+                _watchdog.inline_available(ToolCancelled) and not in_pool())):
+            return self.run_inline(prep)
+        return self.start(prep, 0).collect(self)
+
+    def run_inline(self, prep: Prepared) -> ToolResult:
+        """Run a sync call on this thread: without a deadline there is nothing to wait for;
+        with one, the watchdog interrupts the call on time (see ``_watchdog``)."""
+        started = time.perf_counter()
+        try:
+            fn, args, kwargs = self.executor.call_fn(prep)
+        except Exception as exc:
+            return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
+        entry = None
+        if prep.timeout is not None:
+            entry = _watchdog.arm(time.monotonic() + prep.timeout,
+                                  prep.ctx.cancel_event if prep.ctx is not None else None)
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            try:
+                value = fn(*args, **kwargs)
+            except (Exception, ToolCancelled) as exc:
+                error = exc
+            finally:
+                if entry is not None:
+                    # A signal may land between the call's end and here, or during disarm:
+                    # disarm keeps trying and hands back what landed.
+                    landed = _watchdog.disarm(entry)
+                    if landed is not None:
+                        error = landed
+        except ToolCancelled as exc:  # landed inside the except clause above (raised once)
+            error = exc
+        if entry is not None and entry.fired:
+            error, value = ToolTimeoutError(), None
+        elif isinstance(error, ToolCancelled) and _watchdog.outer_fired():
+            raise error  # an enclosing call's deadline: let it reach that call
+        return self.pipeline.finish(prep, value, error, time.perf_counter() - started)
+
+    def start(self, prep: Prepared, index: int) -> Handle:
+        """Start one call; collect it with ``handle.collect(self)``."""
+        executor = self.executor
+        started = time.perf_counter()
+        try:
+            fn, args, kwargs = executor.call_fn(prep)
+        except Exception as exc:
+            return Done(index, prep, started, None, exc)
+        if prep.is_async:
+            coro = executor.aio.body(fn, args, kwargs, prep, started)
+            loop = executor.loop_thread
+            if threading.get_ident() == loop.ident:
+                # A tool on the private loop calling the sync API: a loop cannot wait on itself.
+                work = Work(asyncio.run, (coro,), {})
+                executor.pool.submit(work)
+                return Pooled(index, prep, started, work)
+            return Looped(index, prep, started, loop.submit(coro))
+        work = Work(fn, args, kwargs)
+        if prep.ctx is not None:
+            work.cancel_event = prep.ctx.cancel_event
+        try:
+            # A tool calling the registry from a worker while every worker is busy runs its
+            # call here rather than wait for a worker that may be waiting for it.
+            queued = executor.pool.submit(work, saturated_ok=not in_pool())
+        except RuntimeError as exc:  # closed meanwhile
+            return Done(index, prep, started, None, ToolCallError(str(exc)))
+        if not queued:
+            try:
+                return Done(index, prep, started, fn(*args, **kwargs), None)
+            except (Exception, ToolCancelled) as exc:
+                return Done(index, prep, started, None, exc)
+        return Pooled(index, prep, started, work)
+
+    def start_segment(self, segment: list[tuple[int, Prepared]]) -> list[Handle]:
+        """Start a concurrent segment: sync calls to the pool in one hand-off, async calls
+        to the private loop as one task (fewer cross-thread wake-ups than one per call)."""
+        executor = self.executor
+        handles: list[Handle] = []
+        works: list[Work] = []
+        group: list[tuple[int, Callable[..., Any], Any, dict[str, Any], Prepared, float]] = []
+        for i, prep in segment:
+            started = time.perf_counter()
+            try:
+                fn, args, kwargs = executor.call_fn(prep)
+            except Exception as exc:
+                handles.append(Done(i, prep, started, None, exc))
+                continue
+            if prep.is_async:
+                group.append((i, fn, args, kwargs, prep, started))
+                continue
+            work = Work(fn, args, kwargs)
+            if prep.ctx is not None:
+                work.cancel_event = prep.ctx.cancel_event
+            works.append(work)
+            handles.append(Pooled(i, prep, started, work))
+        try:
+            executor.pool.submit_many(works)
+        except RuntimeError as exc:  # closed meanwhile
+            return [Done(h.index, h.prep, h.started, None, ToolCallError(str(exc)))
+                    for h in handles]
+        if group:
+            out: dict[int, tuple[Any, BaseException | None]] = {}
+            future = executor.loop_thread.submit(self._async_group(group, out))
+            for i, _, _, _, prep, started in group:
+                handles.append(Grouped(i, prep, started, future, out))
+        return handles
+
+    async def _async_group(self, group: list[tuple[int, Callable[..., Any], Any, dict[str, Any],
+                                                   Prepared, float]],
+                           out: dict[int, tuple[Any, BaseException | None]]) -> None:
+        body = self.executor.aio.body
+
+        async def one(i: int, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
+                      prep: Prepared, started: float) -> None:
+            try:
+                value = await body(fn, args, kwargs, prep, started)
+            except (Exception, ToolCancelled) as exc:
+                out[i] = (None, exc)
+            else:
+                out[i] = (value, None)
+
+        await asyncio.gather(*(one(*entry) for entry in group))
+
+
+def _deadline_of(handle: Handle) -> float:
+    return handle.deadline
