@@ -555,8 +555,11 @@ def test_timeouts_are_tool_timeout_errors_and_the_cancellation_is_public(
             result = registry.invoke("careful", {}, timeout=0.1)
         else:
             out: list[ToolResult] = []
-            thread = threading.Thread(
-                target=lambda: out.append(registry.invoke("careful", {}, timeout=0.1)))
+
+            def call(out: list[ToolResult] = out) -> None:
+                out.append(registry.invoke("careful", {}, timeout=0.1))
+
+            thread = threading.Thread(target=call)
             thread.start()
             thread.join(5)
             (result,) = out
