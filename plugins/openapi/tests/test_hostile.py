@@ -336,3 +336,58 @@ def test_shared_objects_in_a_dict_spec_cannot_blow_up_the_conversion() -> None:
     with ToolRegistry() as registry:
         assert [t.name for t in registry.register_from_openapi(spec, strict=False)] == ["y"]
     assert time.monotonic() - started < 30
+
+
+def _schemas_spec(schemas: dict, *roots: str) -> dict:
+    spec = _spec(**{f"/{r.lower()}": _post_body({"$ref": f"#/components/schemas/{r}"})
+                    for r in roots})
+    for root, item in zip(roots, spec["paths"].values(), strict=True):
+        item["post"]["operationId"] = f"send{root}"
+    spec["components"] = {"schemas": schemas}
+    return spec
+
+
+def test_a_schema_made_only_of_a_ref_cycle_is_refused() -> None:
+    ref = "#/components/schemas/"
+    two = {"A": {"$ref": f"{ref}B"}, "B": {"$ref": f"{ref}A"}, "Ok": {"type": "string"}}
+    with pytest.raises(OpenAPIError, match=(
+            r"POST /a \(sendA\): \$ref cycle with no schema in it: #/components/schemas/A -> "
+            r"#/components/schemas/B -> #/components/schemas/A .*fix the references.*strict=False")):
+        tools_from_openapi(_schemas_spec(two, "A"))
+    # every member of the cycle, and what leads into it, is refused; the rest registers
+    two["Alias"] = {"$ref": f"{ref}A", "description": "leads into the cycle"}
+    with ToolRegistry() as registry:
+        tools = registry.register_from_openapi(
+            _schemas_spec(two, "A", "B", "Alias", "Ok"), strict=False)
+        assert [t.name for t in tools] == ["sendOk"]
+        sent = json.dumps(registry.get_schemas(api_format="anthropic"))
+        assert '"#/$defs/Ok"' in sent and '"#/$defs/A"' not in sent and '"#/$defs/B"' not in sent
+    for schemas in ({"A": {"$ref": f"{ref}A"}},
+                    {"A": {"$ref": f"{ref}B"}, "B": {"$ref": f"{ref}C"}, "C": {"$ref": f"{ref}A"}}):
+        with pytest.raises(OpenAPIError, match=r"\$ref cycle with no schema in it: "
+                           r"#/components/schemas/A -> .*#/components/schemas/A "):
+            tools_from_openapi(_schemas_spec(schemas, "A"))
+    # 3.1: a $ref with siblings that only annotate is still only a reference
+    spec = _schemas_spec({"A": {"$ref": f"{ref}B", "title": "a"}, "B": {"$ref": f"{ref}A"}}, "A")
+    spec["openapi"] = "3.1.0"
+    with pytest.raises(OpenAPIError, match=r"\$ref cycle with no schema in it"):
+        tools_from_openapi(spec)
+
+
+def test_cycles_that_describe_values_are_kept() -> None:
+    ref = "#/components/schemas/"
+    # a discriminated union whose members extend the base, and a tree
+    schemas = {
+        "Animal": {"type": "object", "properties": {"kind": {"type": "string"}},
+                   "oneOf": [{"$ref": f"{ref}Cat"}], "discriminator": {"propertyName": "kind"}},
+        "Cat": {"allOf": [{"$ref": f"{ref}Animal"}, {"properties": {"lives": {"type": "integer"}}}]},
+        "Tree": {"type": "object", "properties": {"children": {"type": "array", "items": {
+            "$ref": f"{ref}Forest"}}}},
+        "Forest": {"$ref": f"{ref}Tree"},
+    }
+    with ToolRegistry() as registry:
+        tools = registry.register_from_openapi(_schemas_spec(schemas, "Animal", "Forest"))
+        assert [t.name for t in tools] == ["sendAnimal", "sendForest"]
+        assert tools[1].parameters["$defs"]["Forest"] == {"$ref": "#/$defs/Tree"}
+        jsonschema.Draft202012Validator(tools[1].parameters).validate(
+            {"body": {"children": [{"children": []}]}})

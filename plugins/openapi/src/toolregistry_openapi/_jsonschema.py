@@ -118,7 +118,38 @@ class SchemaConverter:
             self._nodes = outer_nodes
         self.defs[name] = converted
         self.def_refs[name] = frozenset(refs)
+        cycle = self._ref_cycle(name)
+        if cycle is not None:
+            # Each schema of the cycle is only a $ref to the next: no value is described,
+            # and a validator following them never ends. Every one of them is refused.
+            root = self.resolver.root_uri
+            where = {n: f"{u if u != root else ''}#{p}" for (u, p), n in self._names.items()}
+            text = " -> ".join(where.get(n, n) for n in cycle)
+            message = (f"$ref cycle with no schema in it: {text} (each only refers to the "
+                       "next): fix the references")
+            for member in cycle:
+                self.defs.pop(member, None)
+                self.def_refs.pop(member, None)
+                self._failed[member] = message
+            raise OpenAPIError(message)
         return name
+
+    def _ref_cycle(self, start: str) -> list[str] | None:
+        """The names of a cycle through ``start`` made only of ``$ref`` (``start`` first and
+        last), or ``None``. Cycles that pass through properties, items or combinators
+        describe values (a tree, a discriminated union) and are kept."""
+        chain = [start]
+        while True:
+            node = self.defs.get(chain[-1])
+            ref = node.get("$ref") if isinstance(node, dict) else None
+            if not (isinstance(ref, str) and ref.startswith("#/$defs/")):
+                return None
+            nxt = ref[len("#/$defs/"):]
+            if nxt == start:
+                return [*chain, start]
+            if nxt in chain:
+                return None
+            chain.append(nxt)
 
     def closure(self, names: Iterable[str]) -> dict[str, Any]:
         """``$defs`` for a schema that references ``names`` directly."""
