@@ -132,7 +132,8 @@ def test_message_over_the_bound_is_an_error_then_recovers(tmp_path: Path, spec: 
         result = reg.invoke("big", {"mb": 5})
         assert time.monotonic() - started < 15
         assert result.is_error and result.error_kind == "remote"
-        assert "larger than 1,000,000 bytes" in result.text
+        assert "1,000,000-byte limit" in result.text
+        assert "max-message-bytes in [tool.toolregistry.plugins.mcp]" in result.text
         assert reg.invoke("echo", {"text": "back"}).content == "back"
 
 
@@ -239,3 +240,50 @@ def test_stray_output_on_stdout_is_reported_and_skipped(tmp_path: Path,
     errors = [e for e in logs if e["event"] == "mcp.transport_error"]
     assert len(errors) == 2
     assert all("ValidationError" in e["error"] for e in errors)
+
+
+def test_result_breaking_the_mcp_schema_is_an_error_for_that_call_only(
+        registry: ToolRegistry) -> None:
+    # Issue 15.9: was "lost the connection", and the server was restarted on every call.
+    import sys
+
+    registry.register_from_mcp({"command": sys.executable,
+                                "args": [str(RAW_SERVER), "--bad-results"]})
+    pid = registry.invoke("pid", {}).text
+    for tool, expected in (("unknown_block", "content"), ("content_not_list", "content"),
+                           ("wrong_structure", "structured content")):
+        with structlog.testing.capture_logs() as logs:
+            result = registry.invoke(tool, {})
+        assert result.is_error and result.error_kind == "remote", result.text
+        assert f"'{tool}'" in result.text and expected in result.text
+        assert "does not follow" in result.text or "Invalid structured content" in result.text
+        assert "lost the connection" not in result.text
+        assert not [e for e in logs if e["event"] in ("mcp.call_failed", "mcp.disconnected")]
+        assert registry.invoke("pid", {}).text == pid  # the same session, no restart
+
+
+def test_http_message_over_the_bound_names_the_limit_and_option(tmp_path: Path,
+                                                                 procs: Any) -> None:
+    import sys
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.toolregistry.plugins.mcp]\nmax-message-bytes = 1000000\n",
+                      encoding="utf-8")
+    port = procs.free_port()
+    with (procs.listening([sys.executable, str(SERVER), "--http", str(port)], port, "/mcp")
+          as url, ToolRegistry(config=config) as reg):
+        reg.register_from_mcp(url, include=["big", "echo"])
+        result = reg.invoke("big", {"mb": 5})
+        assert result.is_error and result.error_kind == "remote"
+        assert "1,000,000-byte limit" in result.text
+        assert "max-message-bytes in [tool.toolregistry.plugins.mcp]" in result.text
+        assert reg.invoke("echo", {"text": "back"}).content == "back"
+
+
+def test_max_message_bytes_per_source_bounds_a_line_read_whole(registry: ToolRegistry,
+                                                               spec: Any) -> None:
+    # A line that arrives within one pipe read was not checked against the bound.
+    registry.register_from_mcp(spec(), include=["big", "echo"], max_message_bytes=4000)
+    result = registry.invoke("big", {"mb": 0.01})
+    assert result.is_error and "4,000-byte limit" in result.text
+    assert registry.invoke("echo", {"text": "ok"}).content == "ok"

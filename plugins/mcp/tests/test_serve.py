@@ -57,10 +57,13 @@ SERVED = textwrap.dedent('''
         registry.register(late)
         return "grown"
 
-    if len(sys.argv) > 1:
+    if len(sys.argv) > 1 and sys.argv[1] != "--http":
         registry.register_from_mcp(sys.argv[1], namespace="inner", include=["echo", "image"])
 
-    serve(registry)
+    if sys.argv[1:2] == ["--http"]:
+        serve(registry, "streamable-http", port=int(sys.argv[2]))
+    else:
+        serve(registry)
 ''')
 
 SERVER = Path(__file__).parent / "servers" / "demo_server.py"
@@ -142,6 +145,39 @@ def test_round_trip_over_streamable_http(registry: ToolRegistry, http_served: st
     tools = registry.register_from_mcp(http_served)
     assert [t.name for t in tools] == ["shout"]
     assert registry.invoke("shout", {"text": "quiet"}).content == "QUIET"
+
+
+def test_streamable_http_advertises_and_sends_list_changed(registry: ToolRegistry,
+                                                          served_script: Path,
+                                                          procs: Any) -> None:
+    # Issue 15.5: HTTP advertised tools.listChanged = false while sending the notifications;
+    # a client that honours capabilities would ignore them.
+    from toolregistry_mcp import sources
+
+    port = procs.free_port()
+    with procs.listening([sys.executable, str(served_script), "--http", str(port)], port,
+                         "/mcp", cwd=served_script.parent) as url:
+        registry.register_from_mcp(url, namespace="h")
+        capabilities = sources(registry)[0].client.capabilities
+        assert capabilities is not None and capabilities.tools is not None
+        assert capabilities.tools.list_changed is True
+        assert registry.invoke("h-grow", {}).content == "grown"
+        deadline = time.monotonic() + 10
+        while "h-late" not in registry:
+            assert time.monotonic() < deadline, "list_changed did not arrive over HTTP"
+            time.sleep(0.02)
+        assert registry.invoke("h-late", {"x": 2}).content == "4"
+        registry.close()
+
+
+def test_stdio_advertises_list_changed(registry: ToolRegistry, served_script: Path) -> None:
+    from toolregistry_mcp import sources
+
+    registry.register_from_mcp({"command": sys.executable, "args": [str(served_script)],
+                                "cwd": str(served_script.parent)}, namespace="s")
+    capabilities = sources(registry)[0].client.capabilities
+    assert capabilities is not None and capabilities.tools is not None
+    assert capabilities.tools.list_changed is True
 
 
 def test_toolregistry_serve_cli(registry: ToolRegistry, tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ import toolregistry_mcp
 from toolregistry import ToolRegistry
 from toolregistry.errors import ConfigError
 
+SERVER = Path(__file__).parent / "servers" / "demo_server.py"
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -98,7 +100,7 @@ def test_blocked_session_loop_is_reported_not_waited_for(tmp_path: Path, spec: A
                                                          no_orphans: None) -> None:
     config = tmp_path / "pyproject.toml"
     config.write_text("[tool.toolregistry.plugins.mcp]\nshutdown-grace = 0.3\n"
-                      "connect-timeout = 1\nsession-loop = \"running\"\n", encoding="utf-8")
+                      "session-loop = \"running\"\n", encoding="utf-8")
     registry = ToolRegistry(config=config)
     loaded = threading.Event()
     release = threading.Event()
@@ -106,6 +108,8 @@ def test_blocked_session_loop_is_reported_not_waited_for(tmp_path: Path, spec: A
 
     async def owner() -> None:
         await registry.aregister_from_mcp(spec(), include=["echo"])
+        # Short only once connected: a loaded machine may take longer than 1 s to start it.
+        toolregistry_mcp.sources(registry)[0].client.connect_timeout = 1
         loaded.set()
         release.wait(30)  # the loop's thread blocks: the session cannot take calls
         results.append(await registry.ainvoke("echo", {"text": "after"}))
@@ -165,3 +169,58 @@ def test_flood_of_notifications_is_read_with_flow_control(registry: ToolRegistry
     assert [r.text for r in results[:20]] == [str(i) for i in range(20)]
     assert results[20].text == "sent 300"
     assert not [e for e in logs if e.get("log_level") in ("warning", "error")]
+
+
+LOOP_THREAD_SCRIPT = """
+import asyncio, sys, threading, time
+from toolregistry import ToolRegistry
+
+def loop_threads():
+    return [t for t in threading.enumerate() if t.name == "toolregistry-mcp"]
+
+def gone():
+    deadline = time.monotonic() + 10
+    while loop_threads():
+        assert time.monotonic() < deadline, "the MCP loop thread outlived the last client"
+        time.sleep(0.01)
+
+spec = {"command": sys.executable, "args": [sys.argv[1]]}
+for round in range(2):  # after it stopped, the next client starts a new one
+    with ToolRegistry(config=sys.argv[2]) as reg:
+        reg.register_from_mcp(spec, namespace="a", include=["echo"])
+        reg.register_from_mcp(spec, namespace="b", include=["echo"])
+        assert reg.invoke("a-echo", {"text": "x"}).content == "x"
+        assert len(loop_threads()) == 1
+        reg.unregister("a-echo")
+    gone()
+
+async def main():
+    reg = ToolRegistry(config=sys.argv[2])
+    await reg.aregister_from_mcp(spec, include=["echo"])
+    assert (await reg.ainvoke("echo", {"text": "y"})).content == "y"
+    await reg.aclose()
+
+asyncio.run(main())
+gone()
+# A registry dropped without close(): its finalizer closes the client, and the loop stops.
+reg = ToolRegistry(config=sys.argv[2])
+reg.register_from_mcp(spec, include=["echo"])
+assert reg.invoke("echo", {"text": "z"}).content == "z"
+del reg
+import gc; gc.collect()
+gone()
+print("ok")
+"""
+
+
+def test_loop_thread_ends_with_the_last_client(tmp_path: Path, no_orphans: None) -> None:
+    # Issue 16.16: the background loop thread stayed alive after every client had closed.
+    import subprocess
+    import sys
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.toolregistry.plugins.mcp]\nshutdown-grace = 0.3\n",
+                      encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", LOOP_THREAD_SCRIPT, str(SERVER), str(config)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

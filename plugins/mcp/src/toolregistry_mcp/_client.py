@@ -207,6 +207,10 @@ class MCPClient:
         self.invalid_tools: dict[str, str] = {}
         """Tools of the last listing whose definitions were malformed: ``{name: why}``."""
         _live.add(self)
+        # The background loop runs while a client is open; this lets go of it exactly once
+        # (at close, or when a client that was never closed is collected).
+        _loop.hold()
+        self._release_loop = weakref.finalize(self, _loop.release)
 
     # ------------------------------------------------------------------ info
     @property
@@ -218,6 +222,11 @@ class MCPClient:
     def server_info(self) -> mcp_types.Implementation | None:
         """The server's ``serverInfo`` from the last handshake (``None`` before connecting)."""
         return self._init.server_info if self._init is not None else None
+
+    @property
+    def capabilities(self) -> mcp_types.ServerCapabilities | None:
+        """The server's ``capabilities`` from the last handshake."""
+        return self._init.capabilities if self._init is not None else None
 
     @property
     def instructions(self) -> str | None:
@@ -343,6 +352,7 @@ class MCPClient:
         if conn is not None:
             _abandon(conn, self.display)
             log.info("mcp.closed", server=self.display)
+        self._release_loop()
         return True
 
     # ------------------------------------------------------------------ on the loop
@@ -685,8 +695,21 @@ class MCPClient:
                 f"MCP server {self.display} rejected {label}: {exc.error.message} "
                 f"(JSON-RPC error {exc.code})", kind="remote"
             )
-        if isinstance(exc, RuntimeError) and "structured content" in str(exc):
-            return ToolCallError(f"MCP server {self.display}: {exc}", kind="remote")
+        invalid = _invalid_result(exc)
+        if invalid is not None:
+            # The answer arrived and was read whole: the session is fine, only this result
+            # is unusable. An error result for this call; no restart.
+            log.warning("mcp.invalid_result", server=self.display, tool=what, error=invalid)
+            return ToolCallError(f"MCP server {self.display}: {label} {invalid}", kind="remote")
+        if (self.spec.transport != "stdio" and isinstance(exc, MCPError)
+                and "byte limit" in exc.error.message and self.max_message_bytes):
+            # The SDK abandoned this request's event stream; the HTTP session goes on.
+            from ._stdio import too_large
+
+            log.warning("mcp.message_too_large", server=self.display, tool=what,
+                        limit=self.max_message_bytes)
+            return ToolCallError(f"MCP server {self.display}: {label} failed: "
+                                 f"{too_large(self.max_message_bytes)}", kind="remote")
         if self._closed:
             return ToolCallError(f"MCP client for {self.display} was closed during {label}",
                                  kind="cancelled")
@@ -699,8 +722,13 @@ class MCPClient:
         detail = exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
         if conn is not None and conn.error is not None:
             detail = str(conn.error)
-        msg = (f"MCP server {self.display} lost the connection during {label} ({detail}); it "
-               "will be restarted on the next call, and this call was not retried")
+        if conn is not None and type(conn.error).__name__ == "MessageTooLarge":
+            msg = (f"MCP server {self.display}: {label} failed: {detail}. The session was "
+                   "ended (a stdio stream cannot skip part of a message); the next call starts "
+                   "a new one, and this call was not retried")
+        else:
+            msg = (f"MCP server {self.display} lost the connection during {label} ({detail}); "
+                   "it will be restarted on the next call, and this call was not retried")
         if tail:
             msg += f"; its stderr ends with:\n{tail[-1000:]}"
         log.error("mcp.call_failed", server=self.display, tool=what, error=detail)
@@ -726,9 +754,30 @@ class MCPClient:
         conn, self._conn = self._conn, None
         for task in list(self._background):
             task.cancel()
-        if conn is not None:
-            await self._teardown(conn)
-            log.info("mcp.closed", server=self.display)
+        try:
+            if conn is not None:
+                await self._teardown(conn)
+                log.info("mcp.closed", server=self.display)
+        finally:
+            self._release_loop()
+
+
+def _invalid_result(exc: BaseException) -> str | None:
+    """How a result the server did send breaks the MCP schema (or its tool's outputSchema),
+    or ``None`` when ``exc`` is not about the result."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        first = errors[0] if errors else None
+        where = ".".join(str(p) for p in first["loc"]) if first else "?"
+        more = f" and {len(errors) - 1} more problem(s)" if len(errors) > 1 else ""
+        return (f"returned a result that does not follow the MCP schema "
+                f"({where or 'result'}: {first['msg'] if first else exc}{more})")
+    if isinstance(exc, RuntimeError) and any(
+            word in str(exc) for word in ("structured content", "Invalid schema for tool")):
+        return f"returned an invalid result: {exc}"
+    return None
 
 
 @contextlib.contextmanager

@@ -5,6 +5,10 @@ so a session lives in one event loop for its whole life. By default that is one 
 loop on its own daemon thread, owned by the plugin; a client made with
 ``session_loop="running"`` keeps its session on the application's own loop instead. Callers
 from any thread or loop (or none) reach a session's loop through :func:`run` / :func:`arun`.
+
+The background loop runs only while it has users: open clients (:func:`hold` /
+:func:`release`) and work submitted to it. When the last one is done the loop is stopped and
+its thread ends; the next use starts a new one.
 """
 
 from __future__ import annotations
@@ -21,11 +25,16 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
+_users = 0  # open clients + work in flight on the background loop
+_on_loop_thread = threading.local()
 _shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
+
+THREAD_NAME = "toolregistry-mcp"
 
 
 def get_loop() -> asyncio.AbstractEventLoop:
-    """The background loop, started on first use."""
+    """The background loop, started on first use (and again after it stopped for want of
+    users)."""
     global _loop, _thread
     loop = _loop
     if loop is not None and not loop.is_closed():
@@ -34,29 +43,69 @@ def get_loop() -> asyncio.AbstractEventLoop:
         if _loop is None or _loop.is_closed():
             new = asyncio.new_event_loop()
             ready = threading.Event()
-
-            def main() -> None:
-                asyncio.set_event_loop(new)
-                new.call_soon(ready.set)
-                new.run_forever()
-
-            thread = threading.Thread(target=main, name="toolregistry-mcp", daemon=True)
+            thread = threading.Thread(target=_main, args=(new, ready), name=THREAD_NAME,
+                                      daemon=True)
             thread.start()
             ready.wait()
             _loop, _thread = new, thread
         return _loop
 
 
+def _main(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    _on_loop_thread.flag = True
+    asyncio.set_event_loop(loop)
+    loop.call_soon(ready.set)
+    try:
+        loop.run_forever()
+        # Stopped with no users left: finish what the last iteration scheduled (the done
+        # callbacks that hand results to waiting threads), then close.
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
+
+
+def hold() -> None:
+    """One more user of the background loop (an open client, or work submitted to it)."""
+    global _users
+    with _lock:
+        _users += 1
+
+
+def release(*_: Any) -> None:
+    """One user fewer; the last one stops the background loop (its thread then ends)."""
+    global _users, _loop, _thread
+    with _lock:
+        _users -= 1
+        if _users > 0 or _loop is None:
+            return
+        loop, _loop, _thread = _loop, None, None
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(loop.stop)
+
+
 def in_loop_thread() -> bool:
-    """True when running on the background loop's own thread."""
-    return _thread is not None and threading.current_thread() is _thread
+    """True when running on a background loop's own thread."""
+    return getattr(_on_loop_thread, "flag", False)
 
 
 def submit(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop | None = None
            ) -> concurrent.futures.Future[T]:
-    """Schedule ``coro`` on ``loop`` (default: the background loop); cancelling the future
-    cancels the task."""
-    return asyncio.run_coroutine_threadsafe(coro, loop or get_loop())
+    """Schedule ``coro`` on ``loop`` (default: the background loop, kept running until it is
+    done); cancelling the future cancels the task."""
+    if loop is not None:
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+    hold()
+    try:
+        future = asyncio.run_coroutine_threadsafe(coro, get_loop())
+    except BaseException:
+        release()
+        raise
+    future.add_done_callback(release)
+    return future
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
@@ -86,7 +135,7 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None,
             raise LoopUnavailable(
                 "a blocking MCP call was made from the MCP background loop itself; use the "
                 "async API")
-        target = get_loop()
+        target = None  # submit() keeps the background loop running for this work
     else:
         target = loop
         problem = None
@@ -174,7 +223,8 @@ def _atexit() -> None:
         future.result(timeout=15)
     except Exception:
         future.cancel()
-    loop.call_soon_threadsafe(loop.stop)
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(loop.stop)
 
 
 atexit.register(_atexit)

@@ -10,6 +10,7 @@ clients with ``notifications/tools/list_changed``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import weakref
 from typing import TYPE_CHECKING, Any, Literal
@@ -50,7 +51,6 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     """The SDK's low-level ``Server`` answering ``tools/list`` and ``tools/call`` from
     ``registry``. Use it to mount the registry into your own MCP application."""
     import mcp_types as types
-    from mcp.server.lowlevel import Server
 
     sessions: weakref.WeakSet[Any] = weakref.WeakSet()
     loop_ref: dict[str, asyncio.AbstractEventLoop] = {}
@@ -94,7 +94,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
             loop.call_soon_threadsafe(lambda: loop.create_task(announce()))
 
     registry.on_change(changed)
-    return Server(
+    return _server_class()(
         name or getattr(registry, "name", None) or "toolregistry",
         version=_version(),
         instructions=instructions,
@@ -103,21 +103,43 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     )
 
 
+@functools.cache
+def _server_class() -> type[Server[Any]]:
+    """The SDK's ``Server``, advertising ``tools.listChanged`` by default.
+
+    The registry announces every change, on every transport. The SDK's streamable-HTTP
+    session manager builds each session's ``initialize`` answer from
+    ``create_initialization_options()`` with no arguments, so the default is where the
+    capability must be said (issue 15.5: HTTP advertised ``listChanged: false``).
+    """
+    from mcp.server.lowlevel import NotificationOptions, Server
+    from mcp.server.models import InitializationOptions
+
+    class RegistryServer(Server[Any]):
+        def create_initialization_options(
+            self, notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> InitializationOptions:
+            return super().create_initialization_options(
+                notification_options or NotificationOptions(tools_changed=True),
+                experimental_capabilities, extensions)
+
+    return RegistryServer
+
+
 async def aserve(registry: ToolRegistry, transport: ServeTransport = "stdio", *,
                  host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp",
                  name: str | None = None, include_deferred: bool = False,
                  json_response: bool = False, stateless: bool = False) -> None:
     """Async :func:`serve` (runs until cancelled, or until stdin closes for stdio)."""
-    from mcp.server.lowlevel import NotificationOptions
-
     server = build_server(registry, name=name, include_deferred=include_deferred)
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
         log.info("mcp.serving", transport="stdio", tools=len(registry))
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options(
-                NotificationOptions(tools_changed=True)))
+            await server.run(read, write, server.create_initialization_options())
         return
     if transport != "streamable-http":
         raise ValueError(f"serve(transport={transport!r}): use 'stdio' or 'streamable-http'")

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import anyio
 
-__all__ = ["MessageTooLarge", "stdio_transport"]
+__all__ = ["MessageTooLarge", "stdio_transport", "too_large"]
 
 _EXIT_GRACE = 2.0  # seconds for the server to exit after its stdin closes
 _TERM_GRACE = 2.0  # seconds after SIGTERM before SIGKILL
@@ -40,6 +40,13 @@ _LOW_WATER = 16  # ... and read again at or below this
 
 class MessageTooLarge(Exception):
     """The server sent one message larger than the configured bound."""
+
+
+def too_large(limit: int) -> str:
+    """What to say about a message over ``max-message-bytes``: the limit and where to raise it."""
+    return (f"the server sent a message larger than the {limit:,}-byte limit; raise "
+            "max-message-bytes in [tool.toolregistry.plugins.mcp] (or pass "
+            "max_message_bytes= to register_from_mcp) if such results are expected")
 
 
 class _Inbox:
@@ -75,9 +82,7 @@ class _Inbox:
                     self._pending.append(chunk[start:])
                     self._size += rest
                 if self._limit and self._size > self._limit:
-                    self._fail(MessageTooLarge(
-                        f"the server sent a message larger than {self._limit:,} bytes "
-                        "(max-message-bytes)"))
+                    self._fail(MessageTooLarge(too_large(self._limit)))
                 return
             if self._pending:
                 self._pending.append(chunk[start:end])
@@ -87,6 +92,9 @@ class _Inbox:
             else:
                 line = chunk[start:end]
             start = end + 1
+            if self._limit and len(line) > self._limit:  # a whole line within one read
+                self._fail(MessageTooLarge(too_large(self._limit)))
+                return
             if line.strip():
                 try:
                     item: Any = self._message(self._parse(line, by_name=False))

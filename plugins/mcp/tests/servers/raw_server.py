@@ -1,12 +1,14 @@
 """A hand-written stdio MCP server (no SDK), free to break the protocol's rules.
 
 It advertises tools whose inputSchema is broken in several ways, as servers in the wild do,
-next to one good tool.
+next to one good tool. With ``--bad-results`` its tools are well defined but answer
+``tools/call`` with results that break the MCP schema instead.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 TOOLS = [
@@ -22,12 +24,33 @@ TOOLS = [
 ]
 
 
+OBJECT = {"type": "object", "properties": {}}
+BAD_RESULT_TOOLS = [
+    {"name": "pid", "description": "The server's process id.", "inputSchema": OBJECT},
+    {"name": "unknown_block", "description": "A content block of an unknown type.",
+     "inputSchema": OBJECT},
+    {"name": "content_not_list", "description": "content is a string.", "inputSchema": OBJECT},
+    {"name": "wrong_structure", "description": "structuredContent breaks outputSchema.",
+     "inputSchema": OBJECT,
+     "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}},
+                      "required": ["n"]}},
+]
+BAD_RESULTS = {
+    "pid": lambda: {"content": [{"type": "text", "text": str(os.getpid())}]},
+    "unknown_block": lambda: {"content": [{"type": "hologram", "frames": 3}]},
+    "content_not_list": lambda: {"content": "just a string"},
+    "wrong_structure": lambda: {"content": [{"type": "text", "text": "{}"}],
+                                "structuredContent": {"n": "three"}},
+}
+
+
 def reply(msg_id: object, result: object) -> None:
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}) + "\n")
     sys.stdout.flush()
 
 
 def main() -> None:
+    bad_results = "--bad-results" in sys.argv
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -40,7 +63,9 @@ def main() -> None:
                            "capabilities": {"tools": {}},
                            "serverInfo": {"name": "raw", "version": "0"}})
         elif method == "tools/list":
-            reply(msg_id, {"tools": TOOLS})
+            reply(msg_id, {"tools": BAD_RESULT_TOOLS if bad_results else TOOLS})
+        elif method == "tools/call" and bad_results:
+            reply(msg_id, BAD_RESULTS[msg["params"]["name"]]())
         elif method == "tools/call":
             reply(msg_id, {"content": [{"type": "text",
                                         "text": json.dumps(msg["params"].get("arguments"))}]})
