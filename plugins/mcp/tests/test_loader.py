@@ -196,7 +196,7 @@ def test_non_persistent_opens_a_session_per_call(registry: ToolRegistry, spec: A
 
 def test_pagination(registry: ToolRegistry, spec: Any) -> None:
     tools = registry.register_from_mcp(spec("--tools", "50", "--page-size", "7"))
-    assert len(tools) == 67
+    assert len(tools) == 68
     assert registry.invoke("tool_049", {"x": 1}).content == "tool_049"
 
 
@@ -236,14 +236,14 @@ def test_list_changed_updates_registry_and_flags_changes(registry: ToolRegistry,
         assert time.monotonic() < deadline
         time.sleep(0.02)
     report = toolregistry_mcp.refresh(registry, accept_changes=True)
-    assert report["changed"] == ["s-echo"]
+    assert report["accepted"] == ["s-echo"]
     assert "IGNORE PREVIOUS" in registry["s-echo"].description
 
 
 def test_refresh_without_changes(registry: ToolRegistry, spec: Any) -> None:
     registry.register_from_mcp(spec())
     assert toolregistry_mcp.refresh(registry) == {"added": [], "removed": [], "changed": [],
-                                                   "skipped": []}
+                                                   "accepted": [], "skipped": []}
 
 
 def test_minimal_environment(registry: ToolRegistry, spec: Any,

@@ -15,13 +15,20 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolregistry import Tool, ToolMetadata
-from toolregistry.errors import ConfigError, ToolNameCollisionError, ToolRegistrationError
+from toolregistry.errors import (
+    ConfigError,
+    ToolNameCollisionError,
+    ToolNotFoundError,
+    ToolRegistrationError,
+    ToolRejected,
+)
 from toolregistry.plugin import log, normalize_name
 from toolregistry.tool import Provenance
 
 from . import _loop
 from ._client import MCPClient
 from ._convert import from_call_result, truncate
+from ._screen import Finding, Screener
 
 if TYPE_CHECKING:
     import mcp_types
@@ -32,6 +39,9 @@ __all__ = ["MCPSettings", "MCPSource", "aload", "arefresh", "load", "refresh", "
 
 PLUGIN = "mcp"
 _STATE_KEY = "sources"
+
+AcceptChanges = bool | Mapping[str, str]
+"""``True``: every pending version; ``{registry tool name: pending_hash}``: exactly those."""
 
 
 class MCPSettings(BaseModel):
@@ -57,6 +67,10 @@ class MCPSettings(BaseModel):
         "background", alias="session-loop",
         description="where sessions live: the plugin's background loop thread, or the event "
                     "loop that opens them (async applications: no thread hand-over per call)")
+    screening: Literal["off", "warn", "strip", "disable", "refuse"] = Field(
+        "warn", description="what a tool-poisoning finding in an imported definition does: "
+                            "flag it (warn), also strip invisible characters, disable the tool, "
+                            "or refuse the whole source")
 
 
 def _settings(registry: ToolRegistry) -> MCPSettings:
@@ -64,9 +78,19 @@ def _settings(registry: ToolRegistry) -> MCPSettings:
 
 
 def _fingerprint(tool: mcp_types.Tool) -> str:
-    canon = json.dumps([tool.description or "", tool.input_schema], sort_keys=True,
-                       ensure_ascii=False, default=str)
+    """One version of a tool's definition: everything a change could use to mislead (the
+    texts, the schemas, and the annotations that decide how calls are scheduled)."""
+    ann = tool.annotations.model_dump(mode="json", exclude_none=True) if tool.annotations \
+        else None
+    canon = json.dumps([tool.description or "", tool.input_schema, tool.title, ann,
+                        tool.output_schema], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
+
+
+# What metadata.extra says about a change waiting for review.
+_PENDING_KEYS = ("pending_description", "pending_parameters", "pending_hash",
+                 "pending_findings")
+_KEEP_VERSIONS = 16  # unaccepted versions remembered per tool (so any shown one can be accepted)
 
 
 def _schema_problem(schema: Any) -> str | None:
@@ -102,7 +126,17 @@ def _matches(name: str, patterns: Iterable[str] | str | None) -> bool:
 @attrs.define(eq=False)
 class _Registered:
     name: str  # the registry's name
-    fingerprint: str  # description + inputSchema when registered
+    fingerprint: str  # the accepted version (what the registry tool is)
+    pending: str | None = None  # the version the server lists, when it differs
+    # Versions seen and not accepted, oldest first: any version that was shown as pending
+    # can be accepted by its hash, even after the server moved on.
+    versions: dict[str, mcp_types.Tool] = attrs.field(factory=dict)
+
+    def remember(self, fingerprint: str, tool: mcp_types.Tool) -> None:
+        self.versions.pop(fingerprint, None)
+        self.versions[fingerprint] = tool
+        while len(self.versions) > _KEEP_VERSIONS:
+            del self.versions[next(iter(self.versions))]
 
 
 @attrs.define(eq=False)
@@ -120,10 +154,14 @@ class MCPSource:
     timeout: float | None
     max_result_chars: int
     _registry: weakref.ref[ToolRegistry] = attrs.field(alias="_registry")
+    screening: str = "warn"
     registered: dict[str, _Registered] = attrs.field(factory=dict)
     skipped: dict[str, str] = attrs.field(factory=dict)
+    refused: str | None = None
+    """Why screening refused this source after it was loaded (its tools are disabled)."""
     _refresh_lock: asyncio.Lock | None = None
     _finalizer: Any = None
+    _closing: Any = None
 
     @property
     def registry(self) -> ToolRegistry | None:
@@ -139,8 +177,44 @@ class MCPSource:
             return False
         return not _matches(name, self.exclude)
 
+    # -- screening ----------------------------------------------------------------------
+    def screener(self) -> Screener:
+        """A screener for this source's definitions that knows the tools other sources of
+        the registry provide (for shadowing and cross-tool findings)."""
+        others: dict[str, str] = {}
+        registry = self.registry
+        if registry is not None and self.screening != "off":
+            mine = {e.name for e in self.registered.values()}
+            for tool in registry.get_tools(include_disabled=True):
+                if tool.name in mine:
+                    continue
+                label = f"{tool.name!r} of {tool.provenance.detail or tool.provenance.kind}"
+                others[tool.name] = label
+                if tool.provenance.original_name:
+                    others.setdefault(tool.provenance.original_name, label)
+        return Screener(self.screening, others)
+
+    def _flagged(self, name: str, findings: list[Finding], *, pending: bool = False) -> str:
+        """Report ``findings`` on the registry tool ``name`` (the ``mcp.tool_suspicious``
+        event); the reason a disabled tool or a refused source gives."""
+        log.warning("mcp.tool_suspicious", server=self.client.display, tool=name,
+                    pending=pending, action=self.screening,
+                    kinds=sorted({f.kind for f in findings}),
+                    findings=[f.to_dict() for f in findings])
+        return _reason(self.client.display, name, findings, pending=pending)
+
+    def _refuse(self, registry: ToolRegistry, reason: str) -> None:
+        """Screening refused this source after it was loaded: every tool of it is disabled
+        with ``reason`` and its session ends."""
+        self.refused = reason
+        for entry in self.registered.values():
+            if entry.name in registry:
+                registry.disable(entry.name, reason=reason)
+        log.error("mcp.source_refused", server=self.client.display, reason=reason)
+        self._closing = _loop.submit(self.client.aclose())
+
     # -- building tools -----------------------------------------------------------------
-    def build(self, tool: mcp_types.Tool) -> Tool:
+    def build(self, tool: mcp_types.Tool, findings: list[Finding] | None = None) -> Tool:
         problem = _schema_problem(tool.input_schema)
         if problem is not None:
             raise ToolRegistrationError(
@@ -166,6 +240,8 @@ class MCPSource:
                 "mcp_server": self.client.display,
                 "mcp_server_name": info.name if info else None,
                 "changed_since_registration": False,
+                "accepted_hash": _fingerprint(tool),
+                **({"mcp_findings": [f.to_dict() for f in findings]} if findings else {}),
             },
         )
         return Tool(
@@ -235,94 +311,142 @@ class MCPSource:
         return bool(flag)
 
     # -- refresh ------------------------------------------------------------------------
-    async def _refresh_on_loop(self, accept_changes: bool) -> dict[str, list[str]]:
+    async def _refresh_on_loop(self, accept: Mapping[str, str]) -> dict[str, list[str]]:
         if self._refresh_lock is None:
             self._refresh_lock = asyncio.Lock()
         async with self._refresh_lock:
             listed = await self.client._list_tools()
             # Registry changes fire on_change hooks (discovery reindexes): off the MCP loop.
-            return await asyncio.to_thread(self._apply, listed, accept_changes)
+            return await asyncio.to_thread(self._apply, listed, accept)
 
-    def _apply(self, listed: list[mcp_types.Tool], accept_changes: bool
+    def _apply(self, listed: list[mcp_types.Tool], accept: Mapping[str, str]
                ) -> dict[str, list[str]]:
         registry = self.registry
         report: dict[str, list[str]] = {"added": [], "removed": [], "changed": [],
-                                        "skipped": []}
-        if registry is None or registry.closed:
+                                        "accepted": [], "skipped": []}
+        if registry is None or registry.closed or self.refused is not None:
             return report
+        screener = self.screener()
         current = {t.name: t for t in listed if self.wanted(t.name)}
         self._note_invalid(report["skipped"])
         for original in [o for o in self.registered if o not in current]:
-            entry = self.registered.pop(original)
-            if entry.name in registry:
-                registry.unregister(entry.name)
-            report["removed"].append(entry.name)
+            gone = self.registered.pop(original)
+            if gone.name in registry:
+                registry.unregister(gone.name)
+            report["removed"].append(gone.name)
         for original, tool in current.items():
-            known = self.registered.get(original)
-            if known is None:
-                try:
-                    built = self.build(tool)
-                    added = registry.register_tools([built], namespace=self.namespace,
-                                                    replace=self.replace)
-                except (ToolRegistrationError, ValueError) as exc:
-                    if self.skipped.get(original) == str(exc):
-                        continue  # reported when it was first seen
-                    self.skipped[original] = str(exc)
-                    report["skipped"].append(original)
-                    log.warning("mcp.tool_skipped", server=self.client.display, tool=original,
-                                reason=str(exc))
-                    continue
-                self.skipped.pop(original, None)
-                self.registered[original] = _Registered(added[0].name, _fingerprint(tool))
-                report["added"].append(added[0].name)
-                continue
-            entry = known
-            fingerprint = _fingerprint(tool)
-            if entry.name not in registry:
-                continue
-            if fingerprint == entry.fingerprint:
-                old = registry[entry.name]
-                if old.metadata.extra.get("changed_since_registration"):
-                    # The server went back to what was accepted: nothing to review any more.
-                    extra = {k: v for k, v in old.metadata.extra.items()
-                             if k not in ("pending_description", "pending_parameters")}
-                    extra["changed_since_registration"] = False
-                    registry.update_tool_metadata(entry.name, extra=extra)
-                    log.info("mcp.tool_change_reverted", server=self.client.display,
-                             tool=entry.name)
-                continue
-            report["changed"].append(entry.name)
-            old = registry[entry.name]
-            if accept_changes:
-                try:
-                    new = self.build(tool)
-                except ToolRegistrationError as exc:
-                    log.warning("mcp.tool_skipped", server=self.client.display, tool=original,
-                                reason=str(exc))
-                    continue
-                new = new.evolve(name=old.name, namespace=old.namespace)
-                registry.update_tool(new)
-                entry.fingerprint = fingerprint
-                log.info("mcp.tool_change_accepted", server=self.client.display,
-                         tool=entry.name)
-                continue
-            if old.metadata.extra.get("changed_since_registration"):
-                continue  # flagged already; say it once
-            # The registered description and schema stay what the application saw and
-            # accepted; the new ones wait in metadata until refresh(accept_changes=True).
-            log.warning("mcp.tool_changed", server=self.client.display, tool=entry.name,
-                        original_name=original,
-                        description_changed=(tool.description or "") != old.description,
-                        schema_changed=tool.input_schema != old.parameters)
-            extra = dict(old.metadata.extra)
-            extra.update(changed_since_registration=True,
-                         pending_description=tool.description or "",
-                         pending_parameters=tool.input_schema)
-            registry.update_tool_metadata(entry.name, extra=extra)
+            entry = self.registered.get(original)
+            if entry is None:
+                self._add(registry, screener, tool, report)
+            elif entry.name in registry:
+                self._review(registry, screener, entry, tool, accept.get(entry.name), report)
+            if self.refused is not None:
+                break
         if any(report.values()):
             log.info("mcp.refreshed", server=self.client.display,
                      **{k: v for k, v in report.items() if v})
         return report
+
+    def _add(self, registry: ToolRegistry, screener: Screener, tool: mcp_types.Tool,
+             report: dict[str, list[str]]) -> None:
+        original = tool.name
+        screened, findings = screener.check(tool)
+        if findings and self.screening == "refuse":
+            self._refuse(registry, self._flagged(original, findings))
+            return
+        try:
+            built = self.build(screened, findings)
+            added = registry.register_tools([built], namespace=self.namespace,
+                                            replace=self.replace)
+        except (ToolRegistrationError, ValueError) as exc:
+            if self.skipped.get(original) == str(exc):
+                return  # reported when it was first seen
+            self.skipped[original] = str(exc)
+            report["skipped"].append(original)
+            log.warning("mcp.tool_skipped", server=self.client.display, tool=original,
+                        reason=str(exc))
+            return
+        self.skipped.pop(original, None)
+        self.registered[original] = _Registered(added[0].name, _fingerprint(tool))
+        report["added"].append(added[0].name)
+        if findings:
+            reason = self._flagged(added[0].name, findings)
+            if self.screening == "disable":
+                registry.disable(added[0].name, reason=reason)
+
+    def _review(self, registry: ToolRegistry, screener: Screener, entry: _Registered,
+                tool: mcp_types.Tool, accept: str | None, report: dict[str, list[str]]
+                ) -> None:
+        """One registered tool against the server's current version ``tool``: adopt the
+        version ``accept`` names (exactly that one), and show whatever still differs from
+        what is registered as pending."""
+        fingerprint = _fingerprint(tool)
+        if fingerprint != entry.fingerprint:
+            entry.remember(fingerprint, tool)
+        old = registry[entry.name]
+        new: Tool | None = None
+        adopted: list[Finding] = []
+        if accept is not None and accept != entry.fingerprint:
+            version = entry.versions.get(accept)
+            try:
+                if version is None:
+                    raise ToolRegistrationError(f"version {accept} is no longer known")
+                screened, adopted = screener.check(version)
+                if adopted and self.screening == "refuse":
+                    self._refuse(registry, self._flagged(entry.name, adopted))
+                    return
+                new = self.build(screened, adopted).evolve(name=old.name,
+                                                           namespace=old.namespace)
+            except ToolRegistrationError as exc:
+                log.warning("mcp.tool_change_refused", server=self.client.display,
+                            tool=entry.name, version=accept, reason=str(exc))
+            else:
+                entry.fingerprint = accept
+                entry.versions.pop(accept, None)
+                report["accepted"].append(entry.name)
+                log.info("mcp.tool_change_accepted", server=self.client.display,
+                         tool=entry.name, version=accept)
+        pending = fingerprint if fingerprint != entry.fingerprint else None
+        if new is None and pending == entry.pending:
+            if pending is not None:
+                report["changed"].append(entry.name)
+            return  # shown already (or nothing to show)
+        base = new if new is not None else old
+        # The registered description and schema stay what the application accepted; a
+        # newer version waits in metadata until it is accepted by its hash.
+        extra = {k: v for k, v in base.metadata.extra.items() if k not in _PENDING_KEYS}
+        extra.update(changed_since_registration=pending is not None,
+                     accepted_hash=entry.fingerprint)
+        suspicious: list[Finding] = []
+        if pending is not None:
+            _, suspicious = screener.check(tool)
+            extra.update(pending_description=tool.description or "",
+                         pending_parameters=tool.input_schema, pending_hash=pending)
+            if suspicious:
+                extra["pending_findings"] = [f.to_dict() for f in suspicious]
+            report["changed"].append(entry.name)
+            log.warning("mcp.tool_changed", server=self.client.display, tool=entry.name,
+                        original_name=tool.name, version=pending,
+                        description_changed=(tool.description or "") != base.description,
+                        schema_changed=tool.input_schema != base.parameters)
+        elif new is None:  # the server went back to what was accepted
+            log.info("mcp.tool_change_reverted", server=self.client.display, tool=entry.name)
+        entry.pending = pending
+        if new is not None:
+            registry.update_tool(new.evolve(metadata=attrs.evolve(new.metadata, extra=extra)))
+        else:
+            registry.update_tool_metadata(entry.name, extra=extra)
+        # A poisoned definition, adopted or now served by the server (which may act on it):
+        # the source's screening action.
+        for findings, is_pending in ((adopted, False), (suspicious, True)):
+            if not findings:
+                continue
+            reason = self._flagged(entry.name, findings, pending=is_pending)
+            if self.screening == "refuse":
+                self._refuse(registry, reason)
+                return
+            if self.screening == "disable":
+                registry.disable(entry.name, reason=reason)
 
     def _note_invalid(self, skipped: list[str] | None = None) -> None:
         for name, why in self.client.invalid_tools.items():
@@ -333,22 +457,57 @@ class MCPSource:
                 skipped.append(name)
             log.warning("mcp.tool_skipped", server=self.client.display, tool=name, reason=why)
 
-    def refresh(self, *, accept_changes: bool = False) -> dict[str, list[str]]:
+    def refresh(self, *, accept_changes: AcceptChanges = False) -> dict[str, list[str]]:
         """List the server's tools again and update the registry: new tools are registered,
-        vanished ones unregistered, changed ones flagged (``accept_changes=True`` adopts the
-        new description and schema instead). Returns ``{added, removed, changed, skipped}``."""
-        return self.client.run_on_session_loop(  # type: ignore[no-any-return]
-            self._refresh_on_loop(accept_changes))
+        vanished ones unregistered, changed ones flagged with their pending version.
 
-    async def arefresh(self, *, accept_changes: bool = False) -> dict[str, list[str]]:
+        ``accept_changes`` adopts reviewed versions: ``{registry name: pending_hash}`` adopts
+        exactly those versions; ``True`` adopts every version pending when this is called
+        (never one this refresh is the first to see: that one becomes pending). Returns
+        ``{added, removed, changed, accepted, skipped}``; ``changed`` lists the tools still
+        waiting for review."""
+        return self.client.run_on_session_loop(  # type: ignore[no-any-return]
+            self._refresh_on_loop(self._accepting(accept_changes)))
+
+    async def arefresh(self, *, accept_changes: AcceptChanges = False) -> dict[str, list[str]]:
         """Async :meth:`refresh`."""
         return await self.client.arun_on_session_loop(  # type: ignore[no-any-return]
-            self._refresh_on_loop(accept_changes))
+            self._refresh_on_loop(self._accepting(accept_changes)))
+
+    def _accepting(self, accept_changes: AcceptChanges) -> dict[str, str]:
+        """``accept_changes`` as ``{registry name: version}``, checked before anything runs."""
+        entries = {e.name: e for e in self.registered.values()}
+        if accept_changes is True:
+            return {name: e.pending for name, e in entries.items() if e.pending is not None}
+        if not accept_changes:
+            return {}
+        unknown = sorted(set(accept_changes) - set(entries))
+        if unknown:
+            raise ToolNotFoundError(f"accept_changes names {unknown}, which MCP server "
+                                    f"{self.client.display} does not provide")
+        for name, version in accept_changes.items():
+            entry = entries[name]
+            if version != entry.fingerprint and version not in entry.versions:
+                raise ToolRegistrationError(
+                    f"MCP tool {name!r}: no version {version} to accept; pending is "
+                    f"{entry.pending or 'nothing'} (metadata.extra['pending_hash']), accepted "
+                    f"is {entry.fingerprint}")
+        return dict(accept_changes)
 
     def close(self) -> None:
         """End the server session (the tools stay registered and reconnect on their next call
         unless the registry is closed)."""
         self.client.close()
+
+
+def _reason(server: str, name: str, findings: list[Finding], *, pending: bool = False) -> str:
+    """One line saying what screening found in a tool's definition."""
+    parts = [f"{f.kind} in {f.where} ({f.excerpt})" for f in findings[:4]]
+    if len(findings) > 4:
+        parts.append(f"and {len(findings) - 4} more")
+    what = "the pending change of tool" if pending else "tool"
+    return (f"MCP server {server}: screening flagged {what} {name!r}: " + "; ".join(parts)
+            + ". Review metadata.extra['mcp_findings'] / ['pending_findings']")
 
 
 def _spool_loaded(registry: ToolRegistry) -> bool:
@@ -366,21 +525,44 @@ def sources(registry: ToolRegistry) -> list[MCPSource]:
         return list(registry.plugin_state(PLUGIN).get(_STATE_KEY, []))
 
 
-def refresh(registry: ToolRegistry, *, accept_changes: bool = False) -> dict[str, list[str]]:
+def _per_source(registry: ToolRegistry, accept_changes: AcceptChanges
+                ) -> list[tuple[MCPSource, AcceptChanges]]:
+    """Each source with its share of ``accept_changes`` (a mapping is split by tool, and
+    names no source provides are refused before any source is refreshed)."""
+    every = sources(registry)
+    if isinstance(accept_changes, bool):
+        return [(source, accept_changes) for source in every]
+    shares = [(source, {n: v for n, v in accept_changes.items() if n in source.tool_names})
+              for source in every]
+    unknown = sorted(set(accept_changes) - {n for _, share in shares for n in share})
+    if unknown:
+        raise ToolNotFoundError(f"accept_changes names {unknown}: no MCP source of this "
+                                "registry provides them")
+    for source, share in shares:
+        source._accepting(share)  # refuse an unknown version before anything is adopted
+    return list(shares)
+
+
+def _merged() -> dict[str, list[str]]:
+    return {"added": [], "removed": [], "changed": [], "accepted": [], "skipped": []}
+
+
+def refresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = False
+            ) -> dict[str, list[str]]:
     """:meth:`MCPSource.refresh` for every MCP source of ``registry``; reports merged."""
-    merged: dict[str, list[str]] = {"added": [], "removed": [], "changed": [], "skipped": []}
-    for source in sources(registry):
-        for key, names in source.refresh(accept_changes=accept_changes).items():
+    merged = _merged()
+    for source, accept in _per_source(registry, accept_changes):
+        for key, names in source.refresh(accept_changes=accept).items():
             merged[key].extend(names)
     return merged
 
 
-async def arefresh(registry: ToolRegistry, *, accept_changes: bool = False
+async def arefresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = False
                    ) -> dict[str, list[str]]:
     """Async :func:`refresh`."""
-    merged: dict[str, list[str]] = {"added": [], "removed": [], "changed": [], "skipped": []}
-    for source in sources(registry):
-        report = await source.arefresh(accept_changes=accept_changes)
+    merged = _merged()
+    for source, accept in _per_source(registry, accept_changes):
+        report = await source.arefresh(accept_changes=accept)
         for key, names in report.items():
             merged[key].extend(names)
     return merged
@@ -388,7 +570,7 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: bool = False
 
 _OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
             "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
-            "session_loop")
+            "session_loop", "max_message_bytes", "screening")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -421,7 +603,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         connect_timeout=float(options.get("connect_timeout", settings.connect_timeout)),
         persistent=bool(options.get("persistent", True)),
         inherit_env=tuple(options.get("inherit_env") or settings.inherit_env),
-        max_message_bytes=settings.max_message_bytes,
+        max_message_bytes=int(options.get("max_message_bytes", settings.max_message_bytes)),
         shutdown_grace=settings.shutdown_grace,
         session_loop=str(options.get("session_loop", settings.session_loop)),
     )
@@ -442,23 +624,32 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
             timeout=timeout, max_result_chars=int(options.get("max_result_chars",
                                                               settings.max_result_chars)),
             _registry=weakref.ref(registry),
+            screening=_screening(options.get("screening", settings.screening)),
         )
         source._note_invalid()
+        screener = source.screener()
         tools: list[Tool] = []
         originals: list[mcp_types.Tool] = []
+        flagged: dict[str, list[Finding]] = {}
         for tool in listed:
             if not source.wanted(tool.name):
                 continue
+            screened, findings = screener.check(tool)
+            if findings:
+                flagged[tool.name] = findings
             try:
-                tools.append(source.build(tool))
+                tools.append(source.build(screened, findings))
                 originals.append(tool)
             except ToolRegistrationError as exc:
                 source.skipped[tool.name] = str(exc)
                 log.warning("mcp.tool_skipped", server=spec.display, tool=tool.name,
                             reason=str(exc))
+        if flagged and source.screening == "refuse":
+            reasons = [source._flagged(name, findings) for name, findings in flagged.items()]
+            raise ToolRejected(f"MCP server {spec.display} refused (screening = 'refuse'): "
+                               + " | ".join(reasons))
         try:
-            added = await asyncio.to_thread(registry.register_tools, tools,
-                                            namespace=namespace, replace=source.replace)
+            added = await asyncio.to_thread(_register, registry, source, tools, flagged)
         except ToolNameCollisionError as exc:
             raise ToolNameCollisionError(
                 f"MCP server {spec.display}: {exc}. Tools of different MCP servers often share "
@@ -471,7 +662,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
     for tool, registered in zip(originals, added):
         source.registered[tool.name] = _Registered(registered.name, _fingerprint(tool))
     async def on_list_changed(_client: MCPClient) -> None:
-        await source._refresh_on_loop(False)
+        await source._refresh_on_loop({})
 
     client.on_tools_changed(on_list_changed)
     with _state_lock:
@@ -485,6 +676,29 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
     log.info("mcp.loaded", server=spec.display, tools=len(added), skipped=len(source.skipped),
              namespace=namespace)
     return added
+
+
+def _register(registry: ToolRegistry, source: MCPSource, tools: list[Tool],
+              flagged: dict[str, list[Finding]]) -> list[Tool]:
+    """Register a new source's tools, then report (and with ``disable``, disable) the ones
+    screening flagged."""
+    added = registry.register_tools(tools, namespace=source.namespace, replace=source.replace)
+    for tool in added:
+        findings = flagged.get(tool.provenance.original_name or tool.name)
+        if findings:
+            reason = source._flagged(tool.name, findings)
+            if source.screening == "disable":
+                registry.disable(tool.name, reason=reason)
+    return added
+
+
+def _screening(value: Any) -> str:
+    from ._screen import ACTIONS
+
+    if value not in ACTIONS:
+        raise ConfigError(f"register_from_mcp: screening must be one of "
+                          f"{', '.join(map(repr, ACTIONS))}, not {value!r}")
+    return str(value)
 
 
 def _close_later(client: MCPClient) -> None:
