@@ -24,7 +24,7 @@ from toolregistry.errors import ToolCallError
 from toolregistry.plugin import log
 
 from . import _loop
-from ._spec import ServerSpec, child_environment, parse_server
+from ._spec import ServerSpec, child_environment, make_non_dumpable, parse_server
 
 if TYPE_CHECKING:
     import mcp_types
@@ -156,6 +156,11 @@ class MCPClient:
     ``close()`` (or leaving the ``with`` block) ends the server process; so does interpreter
     exit.
 
+    ``command_prefix`` is put before a stdio server's command (a sandbox or another user:
+    ``("bwrap", ...)``, ``("setpriv", "--reuid=...", ...)``); ``protect_parent=True`` makes
+    this process non-dumpable before the server starts, so that a server running as the same
+    user cannot read this process's environment from ``/proc`` (Linux).
+
     ``session_loop`` says where the session lives. ``"background"`` (default): on the plugin's
     own loop thread, reached from every thread and loop through one hand-over per call.
     ``"running"``: on the event loop of the call that opens it, like the SDK's own
@@ -182,6 +187,8 @@ class MCPClient:
         shutdown_grace: float = 2.0,
         client_name: str = "toolregistry",
         session_loop: str = "background",
+        command_prefix: tuple[str, ...] = (),
+        protect_parent: bool = False,
     ) -> None:
         if session_loop not in SESSION_LOOPS:
             raise ValueError(f"session_loop must be one of {', '.join(map(repr, SESSION_LOOPS))}"
@@ -192,6 +199,8 @@ class MCPClient:
         self.connect_timeout = connect_timeout
         self.persistent = persistent
         self.inherit_env = tuple(inherit_env)
+        self.command_prefix = tuple(command_prefix)
+        self.protect_parent = protect_parent
         self.max_message_bytes = max_message_bytes
         self.shutdown_grace = shutdown_grace
         self.client_name = client_name
@@ -408,7 +417,8 @@ class MCPClient:
         if isinstance(exc, TimeoutError):
             what = f"did not complete the MCP handshake within {self.connect_timeout:g}s"
         elif isinstance(exc, FileNotFoundError):
-            what = f"could not be started: command {self.spec.command!r} was not found"
+            first = (self.command_prefix or (self.spec.command,))[0]
+            what = f"could not be started: command {first!r} was not found"
         else:
             what = f"failed to start or connect ({type(exc).__name__}: {exc})"
         msg = f"MCP server {self.display} {what}"
@@ -482,10 +492,13 @@ class MCPClient:
             def fatal(exc: BaseException) -> None:
                 conn.error = exc
 
+            if self.protect_parent:
+                make_non_dumpable()
+            argv = [*self.command_prefix, spec.command or "", *spec.args]
             try:
                 await loop.connect_read_pipe(lambda: tail, os.fdopen(read_fd, "rb", 0))
                 async with stdio_transport(
-                    spec.command or "", list(spec.args),
+                    argv[0], argv[1:],
                     env=child_environment(spec.env, self.inherit_env), cwd=spec.cwd,
                     errlog=errlog, max_message_bytes=self.max_message_bytes, on_fatal=fatal,
                     exit_grace=self.shutdown_grace, on_start=lambda pid: setattr(conn, "pid", pid),

@@ -67,6 +67,14 @@ class MCPSettings(BaseModel):
         "background", alias="session-loop",
         description="where sessions live: the plugin's background loop thread, or the event "
                     "loop that opens them (async applications: no thread hand-over per call)")
+    command_prefix: list[str] = Field(
+        default_factory=list, alias="command-prefix",
+        description="arguments put before every stdio server's command: a sandbox or another "
+                    "user (e.g. ['setpriv', '--reuid=mcp', '--regid=mcp', '--init-groups'])")
+    protect_parent: bool = Field(
+        False, alias="protect-parent",
+        description="make this process non-dumpable (Linux prctl) before starting stdio "
+                    "servers, so that same-user servers cannot read its environment")
     screening: Literal["off", "warn", "strip", "disable", "refuse"] = Field(
         "warn", description="what a tool-poisoning finding in an imported definition does: "
                             "flag it (warn), also strip invisible characters, disable the tool, "
@@ -570,7 +578,8 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = Fa
 
 _OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
             "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
-            "session_loop", "max_message_bytes", "screening")
+            "session_loop", "max_message_bytes", "screening", "command_prefix",
+            "protect_parent")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -606,6 +615,9 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         max_message_bytes=int(options.get("max_message_bytes", settings.max_message_bytes)),
         shutdown_grace=settings.shutdown_grace,
         session_loop=str(options.get("session_loop", settings.session_loop)),
+        command_prefix=_strings("command_prefix",
+                                options.get("command_prefix", settings.command_prefix)),
+        protect_parent=bool(options.get("protect_parent", settings.protect_parent)),
     )
     try:
         listed = await client.alist_tools()
@@ -692,6 +704,14 @@ def _register(registry: ToolRegistry, source: MCPSource, tools: list[Tool],
     return added
 
 
+def _strings(option: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"register_from_mcp: {option} must be a list of strings, e.g. "
+                          f"['setpriv', '--reuid=mcp', '--regid=mcp', '--init-groups'], "
+                          f"not {value!r}")
+    return tuple(value)
+
+
 def _screening(value: Any) -> str:
     from ._screen import ACTIONS
 
@@ -715,7 +735,9 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     name), ``include`` / ``exclude`` (tool names or glob patterns), ``timeout`` (seconds per
     call), ``persistent`` (one shared session, default; ``False``: a session per call),
     ``replace``, ``env``, ``cwd``, ``connect_timeout``, ``max_result_chars``, ``inherit_env``,
-    ``session_loop`` (``"background"``, default, or ``"running"``: see :class:`MCPClient`).
+    ``session_loop`` (``"background"``, default, or ``"running"``: see :class:`MCPClient`),
+    ``max_message_bytes``, ``screening`` (``"warn"``, ``"strip"``, ``"disable"``, ``"refuse"``,
+    ``"off"``), ``command_prefix`` and ``protect_parent`` (see :class:`MCPClient`).
     """
     return _loop.run(_aload(registry, server, options, _settings(registry)))
 

@@ -13,13 +13,15 @@ from attrs import field, frozen
 
 from toolregistry.errors import ConfigError
 
-__all__ = ["ServerSpec", "child_environment", "parse_server"]
+__all__ = ["ServerSpec", "child_environment", "make_non_dumpable", "parse_server"]
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 
 # Beyond the SDK's own default list (HOME, LOGNAME, PATH, SHELL, TERM, USER on POSIX), a
 # child needs the locale to decode its own arguments and a temp dir to write scratch files.
-# Nothing else from the parent is passed on: API keys and tokens must not leak to servers.
+# Nothing else from the parent is passed on, so that API keys and tokens are not handed to
+# servers. That is not isolation: a server running as the same user can still read
+# /proc/<our pid>/environ (see make_non_dumpable and command prefixes, docs/mcp.md).
 _EXTRA_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
 
 
@@ -51,6 +53,30 @@ def child_environment(extra: Mapping[str, str] | None = None,
     if extra:
         env.update({str(k): str(v) for k, v in extra.items()})
     return env
+
+
+_PR_GET_DUMPABLE = 3
+_PR_SET_DUMPABLE = 4
+
+
+def make_non_dumpable() -> None:
+    """Make this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``): processes of
+    the same user -- stdio servers included -- can then no longer read its
+    ``/proc/<pid>/environ`` or memory, nor attach a debugger to it; it writes no core dump.
+    It lasts for the life of the process (an ``exec`` resets it, so servers it starts are
+    ordinary processes). Idempotent."""
+    if not sys.platform.startswith("linux"):
+        raise ConfigError(f"protect-parent needs Linux (prctl PR_SET_DUMPABLE); this is "
+                          f"{sys.platform}: start servers under another user or in a sandbox "
+                          "with command-prefix instead")
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) == 0:
+        return
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_DUMPABLE, 0) failed: {os.strerror(err)}")
 
 
 def _script_command(path: Path) -> tuple[str, tuple[str, ...]]:
