@@ -196,7 +196,7 @@ def test_non_persistent_opens_a_session_per_call(registry: ToolRegistry, spec: A
 
 def test_pagination(registry: ToolRegistry, spec: Any) -> None:
     tools = registry.register_from_mcp(spec("--tools", "50", "--page-size", "7"))
-    assert len(tools) == 68
+    assert len([t for t in tools if t.name.startswith("tool_")]) == 50  # over 8 pages
     assert registry.invoke("tool_049", {"x": 1}).content == "tool_049"
 
 
