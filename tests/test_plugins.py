@@ -321,6 +321,115 @@ def test_hook_suggest_tools(recorder: tuple[Recorder, ToolRegistry]) -> None:
     assert "Did you mean: add?" in result.text
 
 
+class Picky:
+    """Declares that its hooks concern only tools tagged 'picky' (post_invoke only for those
+    also tagged 'wrap'); its post_invoke is a wrapper over the other plugins'."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+        self.asked: list[str] = []
+
+    @hookimpl
+    def call_hooks(self, tool: Tool) -> set[str]:
+        self.asked.append(tool.name)
+        tags = tool.metadata.custom_tags
+        if "picky" not in tags:
+            return set()
+        return {"pre_invoke", "post_invoke"} if "wrap" in tags else {"pre_invoke"}
+
+    @hookimpl
+    def pre_invoke(self, tool: Tool, call: Any) -> None:
+        self.seen.append(("pre", tool.name))
+
+    @hookimpl(wrapper=True)
+    def post_invoke(self, tool: Tool, result: Any) -> Any:
+        replaced = yield
+        self.seen.append(("post", tool.name))
+        current = replaced if replaced is not None else result
+        current.metadata["wrapped_after"] = current.metadata.get("plain")
+        return current
+
+
+class Plain:
+    """Declares nothing: concerns every tool."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @hookimpl
+    def post_invoke(self, tool: Tool, result: Any) -> Any:
+        self.seen.append(tool.name)
+        result.metadata["plain"] = tool.name
+        return None
+
+
+def test_hook_call_hooks() -> None:
+    from toolregistry import ToolMetadata
+
+    picky, plain = Picky(), Plain()
+    reg = ToolRegistry(plugins=[picky, plain])
+    try:
+        reg.register(add)
+        reg.register(add, name="tagged", metadata=ToolMetadata(custom_tags={"picky"}))
+        reg.register(add, name="wrapped", metadata=ToolMetadata(custom_tags={"picky", "wrap"}))
+        for name in ("add", "tagged", "wrapped"):
+            assert reg.invoke(name, {"a": 1, "b": 2}).text == "3"
+            assert reg.invoke(name, {"a": 1, "b": 3}).text == "4"
+        # asked once per tool (the plan is kept), and only concerned hooks ran
+        assert sorted(picky.asked) == ["add", "tagged", "wrapped"]
+        assert picky.seen == [("pre", "tagged"), ("pre", "tagged"),
+                              ("pre", "wrapped"), ("post", "wrapped"),
+                              ("pre", "wrapped"), ("post", "wrapped")]
+        assert plain.seen == ["add", "add", "tagged", "tagged", "wrapped", "wrapped"]
+        # the wrapper still has the last word over the plain implementation (pluggy's order)
+        assert reg.invoke("wrapped", {"a": 0, "b": 0}).metadata["wrapped_after"] == "wrapped"
+        # a metadata change recompiles that tool's plan and asks again
+        reg.update_tool_metadata("add", custom_tags={"picky"})
+        picky.seen.clear()
+        reg.invoke("add", {"a": 1, "b": 2})
+        assert picky.seen == [("pre", "add")] and picky.asked.count("add") == 2
+        # a setting change recompiles every plan
+        reg.set_setting("anything", True)
+        reg.invoke("tagged", {"a": 1, "b": 2})
+        assert picky.asked.count("tagged") == 2
+    finally:
+        reg.close()
+
+
+def test_a_broken_call_hooks_declaration_concerns_every_tool() -> None:
+    class Broken:
+        def __init__(self) -> None:
+            self.pre = 0
+
+        @hookimpl
+        def call_hooks(self, tool: Tool) -> set[str]:
+            raise RuntimeError("cannot decide")
+
+        @hookimpl
+        def pre_invoke(self, call: Any) -> None:
+            self.pre += 1
+
+    plugin = Broken()
+    reg = ToolRegistry(plugins=[plugin])
+    try:
+        reg.register(add)
+        assert reg.invoke("add", {"a": 1, "b": 2}).ok and plugin.pre == 1
+    finally:
+        reg.close()
+
+
+def test_a_plugin_added_later_is_compiled_into_existing_plans() -> None:
+    plain = Plain()
+    reg = ToolRegistry(plugins=[Picky()])
+    try:
+        reg.register(add)
+        assert "plain" not in reg.invoke("add", {"a": 1, "b": 2}).metadata
+        reg.plugins.add(plain, name="plain-late")
+        assert reg.invoke("add", {"a": 1, "b": 2}).metadata["plain"] == "add"
+    finally:
+        reg.close()
+
+
 def test_every_hook_has_a_test() -> None:
     hooks = [n for n in dir(specs) if getattr(getattr(specs, n), "toolregistry_spec", None)]
     assert sorted(hooks) == sorted(toolregistry._plugins.HOOK_NAMES)

@@ -82,6 +82,8 @@ class Hooks:
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
         self._direct_schema = self._caller("schema_transform", h.schema_transform.get_hookimpls())
         self._subsets: dict[tuple[str, frozenset[int]], HookCall] = {}
+        self._interest = [impl for impl in h.call_hooks.get_hookimpls()
+                          if not (impl.hookwrapper or impl.wrapper)]
         self.version += 1
 
     # -- compiling ------------------------------------------------------------------------
@@ -114,14 +116,44 @@ class Hooks:
             subset = self._subsets[key] = self._pm.subset_hook_caller(name, others)
         return subset
 
-    def for_tool(self, registry: ToolRegistry, tool: Tool) -> ToolHooks:
-        """Compile the per-call hooks that concern ``tool`` (for its call plan).
+    def call_hooks(self, registry: ToolRegistry, tool: Tool) -> dict[int, frozenset[str]]:
+        """What the plugins that implement ``call_hooks`` declared for ``tool``, asked one
+        plugin at a time: ``{id(plugin): names of its per-tool hooks that concern the tool}``;
+        a plugin that answered ``None`` is left out (all its hooks concern the tool).
 
-        Error policy: none needed (nothing of a plugin runs here).
+        Error policy: an exception is logged (``hook.failed``) and that plugin is left out, so
+        all its hooks concern the tool: a broken declaration costs speed, never a hook run.
         """
-        h = self._hook
-        return ToolHooks(self._caller("pre_invoke", h.pre_invoke.get_hookimpls()),
-                         self._caller("post_invoke", h.post_invoke.get_hookimpls()))
+        declared: dict[int, frozenset[str]] = {}
+        for impl in self._interest:
+            args: dict[str, Any] = {"registry": registry, "tool": tool}
+            try:
+                names: Any = impl.function(**{a: args[a] for a in impl.argnames})
+                if isinstance(names, str):
+                    names = (names,)
+                if names is not None:
+                    declared[id(impl.plugin)] = frozenset(names)
+            except Exception as exc:
+                self._failed("call_hooks", exc, tool=tool.name, plugin=impl.plugin_name)
+        return declared
+
+    def for_tool(self, registry: ToolRegistry, tool: Tool) -> ToolHooks:
+        """Compile the per-tool hooks that concern ``tool`` (for its call plan): the
+        implementations of plugins that declared interest in it (``call_hooks``) or declare
+        nothing.
+
+        Error policy: that of :meth:`call_hooks`; nothing else of a plugin runs here.
+        """
+        declared = self.call_hooks(registry, tool) if self._interest else {}
+
+        def concerned(name: str) -> HookCall | None:
+            every = getattr(self._hook, name).get_hookimpls()
+            if declared:
+                every = [impl for impl in every
+                         if name in declared.get(id(impl.plugin), (name,))]
+            return self._caller(name, every)
+
+        return ToolHooks(concerned("pre_invoke"), concerned("post_invoke"))
 
     # -- registration and schemas ---------------------------------------------------------
     @staticmethod

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
 HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
-              "loaders", "suggest_tools")
+              "loaders", "suggest_tools", "call_hooks")
 
 # Features the kernel knows by name, and the first-party plugin that provides each.
 FEATURES: dict[str, tuple[str, str]] = {

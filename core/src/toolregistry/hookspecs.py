@@ -11,7 +11,7 @@ documents every hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -29,6 +29,9 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 Loader = Callable[..., Any]
 """A source loader: ``loader(registry, source, **options)`` registers tools and returns them."""
+
+PER_TOOL_HOOKS = ("pre_invoke", "post_invoke")
+"""The hooks worked out per tool into its call plan; :func:`call_hooks` narrows them."""
 
 
 @hookspec(firstresult=True)
@@ -108,4 +111,24 @@ def suggest_tools(registry: ToolRegistry, name: str, limit: int) -> list[str] | 
     """Suggest at most ``limit`` tool names for an unknown ``name`` a model asked for.
 
     The first non-``None`` answer wins; the kernel falls back to close string matches.
+    """
+
+
+@hookspec
+def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str] | None:
+    """Which of *this plugin's* per-tool hooks concern calls to ``tool``.
+
+    The kernel works out once per tool which hook implementations its calls need (the tool's
+    *call plan*), and again after the tool, a registry setting (``set_setting``) or the set of
+    plugins changed. Per-tool hooks are those in :data:`PER_TOOL_HOOKS`. At that moment the
+    kernel asks each plugin that implements ``call_hooks`` *separately* (not through pluggy's
+    one-call-for-all): return the names of this plugin's per-tool hooks that concern ``tool``
+    (an empty collection: none do, and none of them runs for its calls), or ``None`` for all
+    of them. A plugin without ``call_hooks`` concerns every tool with every hook it implements
+    (compatible with plugins written before it). Where several plugins concern a tool, the
+    hooks keep pluggy's semantics (order, wrappers, first result) among them.
+
+    The answer must depend only on ``tool`` (its metadata), the registry's settings and the
+    plugin's configuration -- what the kernel knows to recompute on. An exception is logged
+    (``hook.failed``) and the plugin then concerns the tool with all its hooks.
     """

@@ -90,6 +90,25 @@ def test_all_tools_configuration(make_registry: MakeRegistry) -> None:
     assert "read_tool_output" in registry
 
 
+def test_only_tools_that_may_spool_reach_the_plugin(make_registry: MakeRegistry) -> None:
+    """The plugin declares (``call_hooks``) that its post_invoke concerns only tools that may
+    spool: the compiled call plan of any other tool has no post_invoke at all."""
+    for all_tools, concerned in ((False, {"big"}), (True, {"big", "plain"})):
+        registry = make_registry(all_tools=all_tools)
+        register_big(registry, lines(10), name="big")
+        register_big(registry, lines(10), name="plain", metadata=ToolMetadata())
+        register_big(registry, lines(10), name="never",
+                     metadata=ToolMetadata(too_long_to_file=False))
+        hooks = registry.plugins.hooks
+        planned = {n for n in ("big", "plain", "never")
+                   if hooks.for_tool(registry, registry[n]).post_invoke is not None}
+        assert planned == concerned
+        registry.update_tool_metadata("never", too_long_to_file=True)  # opting in later works
+        result = registry.invoke("never", {})
+        assert result.ok and result.content == lines(10)
+        assert hooks.for_tool(registry, registry["never"]).post_invoke is not None
+
+
 def test_threshold_configurable(make_registry: MakeRegistry) -> None:
     text = lines(2000)  # ~27,000 tokens
     registry = make_registry(threshold_tokens=30_000)

@@ -162,12 +162,29 @@ def test_stripped_on_every_path_and_kept_on_the_result() -> None:
 
 def test_omitted_reason_and_reason_sent_to_a_tool_without_it() -> None:
     reg = ToolRegistry()
-    reg.register(my_simple_function)  # think_augment off: not exposed
+    reg.register(my_simple_function)  # think_augment off: not exposed, and not stripped
+    result = reg.invoke("my_simple_function", {"x": 1, "toolcall_reason": "why not"})
+    assert result.error_kind == "invalid_arguments"
+    assert "toolcall_reason: unexpected argument" in result.text
+    reg.enable_think_augment()  # on: the plans are recompiled, stripping applies at once
     result = reg.invoke("my_simple_function", {"x": 1, "toolcall_reason": "why not"})
     assert result.ok and result.text == "1" and result.reason == "why not"
-    reg.enable_think_augment()
     result = reg.invoke("my_simple_function", {"x": 2})
     assert result.ok and result.reason is None
+    reg.update_tool_metadata("my_simple_function", think_augment=False)  # off for this tool
+    result = reg.invoke("my_simple_function", {"x": 3, "toolcall_reason": "r"})
+    assert result.error_kind == "invalid_arguments"
+
+
+def test_stripping_costs_nothing_for_tools_it_is_off_for() -> None:
+    from toolregistry._hooks import Hooks
+
+    reg = ToolRegistry()
+    reg.register(my_simple_function)
+    hooks: Hooks = reg.plugins.hooks
+    assert hooks.for_tool(reg, reg["my_simple_function"]).pre_invoke is None
+    reg.enable_think_augment()
+    assert hooks.for_tool(reg, reg["my_simple_function"]).pre_invoke is not None
 
 
 def test_schema_first_tool_with_closed_schema() -> None:

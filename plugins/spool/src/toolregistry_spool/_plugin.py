@@ -1,5 +1,7 @@
 """Hook implementations of the spool plugin.
 
+* ``call_hooks`` declares that ``post_invoke`` concerns only the tools that may spool, so the
+  calls of every other tool pay nothing for this plugin.
 * ``post_invoke`` is a *wrapper*: it runs after every other plugin's ``post_invoke`` and sees
   the result they settled on, so spooling is always the last word on what the model gets.
 * ``on_change`` registers the reader tool right after the first tool that may spool is
@@ -11,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Collection, Generator, Mapping
 from typing import TYPE_CHECKING
 
 from toolregistry.plugin import hookimpl, log
@@ -19,6 +21,18 @@ from toolregistry.plugin import hookimpl, log
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
     from toolregistry.events import ChangeEvent
+
+
+@hookimpl
+def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
+    """``post_invoke`` concerns only the tools that may spool (``too_long_to_file=True``, or
+    unset with ``all-tools = true``): other tools' calls never reach this plugin."""
+    flag = tool.metadata.too_long_to_file
+    if flag is None:
+        from ._spool import get_spooler
+
+        return ("post_invoke",) if get_spooler(registry).settings.all_tools else ()
+    return ("post_invoke",) if flag else ()
 
 
 @hookimpl(wrapper=True)

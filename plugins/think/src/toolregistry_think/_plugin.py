@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import hookimpl, log
@@ -49,11 +50,22 @@ def register(registry: ToolRegistry, tool: Tool) -> None:
         warnings.warn(msg, NativeReasonWarning, stacklevel=2)
 
 
+def _on_for(registry: ToolRegistry, tool: Tool) -> bool:
+    own = tool.metadata.think_augment
+    return own is True or (own is None and registry.think_augment)
+
+
+@hookimpl
+def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
+    """Stripping concerns a tool only while think is on for it (and the tool does not declare
+    its own ``toolcall_reason``): other tools' calls never reach this plugin."""
+    return ("pre_invoke",) if _on_for(registry, tool) and not _declares_own(tool) else ()
+
+
 @hookimpl
 def schema_transform(registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
                      api_format: str) -> None:
-    own = tool.metadata.think_augment
-    if own is False or (own is None and not registry.think_augment):
+    if not _on_for(registry, tool):
         return
     props = schema.get("properties")
     if props is None:
