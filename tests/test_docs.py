@@ -49,3 +49,13 @@ def test_plugins_import_hookimpl_only_from_toolregistry_plugin() -> None:
     for path in sources:
         for module in pattern.findall(path.read_text(encoding="utf-8")):
             assert module == "toolregistry.plugin", f"{path}: hookimpl from {module}"
+
+
+def test_the_progress_example_of_tools_md_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    blocks = re.findall(r"```python\n(.*?)```", (DOCS / "tools.md").read_text(encoding="utf-8"),
+                        re.S)
+    block = next(b for b in blocks if "reporting_progress" in b)
+    exec(compile(block, "tools.md:progress", "exec"), {"__name__": "docs_example"})
+    assert capsys.readouterr().out.splitlines() == ["1 3 chunk 1", "2 3 chunk 2", "3 3 chunk 3"]

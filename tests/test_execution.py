@@ -683,6 +683,62 @@ def test_injected_context(registry: ToolRegistry) -> None:
     assert registry.invoke("who", {}, context={"user": "ana"}, call_id="z").content == "ana:z"
 
 
+def test_progress_reaches_the_reporter_from_every_path(registry: ToolRegistry) -> None:
+    from toolregistry.types import reporting_progress
+
+    @registry.register
+    def crunch(n: int, ctx: ToolContext) -> str:
+        """Counts to n, saying so."""
+        for i in range(1, n + 1):
+            ctx.report_progress(i, n, f"step {i}")
+        return "done"
+
+    @registry.register
+    async def acrunch(n: int, ctx: ToolContext) -> str:
+        """Counts to n, saying so, asynchronously."""
+        for i in range(n):
+            ctx.report_progress(i + 1)
+        return "done"
+
+    seen: list[tuple[float, float | None, str | None, str]] = []
+
+    def reporter(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message, threading.current_thread().name))
+
+    assert registry.invoke("crunch", {"n": 2}).content == "done"  # nobody asked: a no-op
+    assert seen == []
+    with reporting_progress(reporter):
+        assert registry.invoke("crunch", {"n": 2}).content == "done"
+        assert registry.invoke("acrunch", {"n": 1}).content == "done"
+
+        async def both() -> list[ToolResult]:
+            return [await registry.ainvoke("crunch", {"n": 1}),
+                    await registry.ainvoke("acrunch", {"n": 1})]
+
+        assert [r.content for r in asyncio.run(both())] == ["done", "done"]
+    assert [s[:3] for s in seen] == [(1, 2, "step 1"), (2, 2, "step 2"), (1, None, None),
+                                     (1, 1, "step 1"), (1, None, None)]
+    # ainvoke runs the sync tool on a worker thread: the reporter went with the call.
+    assert seen[3][3] == "toolregistry-worker"
+
+
+def test_contextvars_go_with_the_call_into_worker_threads(registry: ToolRegistry) -> None:
+    import contextvars
+
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+    @registry.register
+    def whoami() -> str:
+        """The request id the caller set."""
+        return f"{request_id.get()}@{threading.current_thread().name}"
+
+    async def call() -> str:
+        request_id.set("r-42")
+        return (await registry.ainvoke("whoami", {})).text
+
+    assert asyncio.run(call()) == "r-42@toolregistry-worker"
+
+
 # --- logging ----------------------------------------------------------------------------------
 
 @pytest.fixture

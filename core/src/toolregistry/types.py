@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import mimetypes
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,10 +17,33 @@ from attrs import define, field, frozen
 __all__ = [
     "ErrorKind",
     "Image",
+    "ProgressReporter",
     "ToolCall",
     "ToolContext",
     "ToolResult",
+    "reporting_progress",
 ]
+
+ProgressReporter = Callable[[float, "float | None", "str | None"], None]
+"""``reporter(progress, total, message)``: where :meth:`ToolContext.report_progress` goes."""
+
+_progress: ContextVar[ProgressReporter | None] = ContextVar("toolregistry_progress",
+                                                            default=None)
+
+
+@contextlib.contextmanager
+def reporting_progress(reporter: ProgressReporter | None) -> Iterator[None]:
+    """Calls started inside the block report their tools' progress to ``reporter``.
+
+    The reporter is taken when a call starts, so it follows the call into worker threads;
+    it may be called from any thread. (The MCP server uses it to send
+    ``notifications/progress``.)
+    """
+    token = _progress.set(reporter)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
 
 ErrorKind = Literal[
     "unknown_tool",
@@ -182,6 +207,19 @@ class ToolContext:
     """Set when the call timed out or was cancelled: long-running tools may check it."""
     deadline: float | None = None
     """When the call's time is up, on the ``time.monotonic()`` clock (``None``: no limit)."""
+    progress: ProgressReporter | None = field(factory=_progress.get, repr=False)
+    """Where :meth:`report_progress` goes (from :func:`reporting_progress`; ``None``: nowhere)."""
+
+    def report_progress(self, progress: float, total: float | None = None,
+                        message: str | None = None) -> None:
+        """Say how far the call has got (``progress`` of ``total``, which may be unknown).
+
+        A no-op unless the caller asked for progress (an MCP client that sent a progress
+        token to a served registry, or :func:`reporting_progress`); cheap enough to call often.
+        """
+        reporter = self.progress
+        if reporter is not None:
+            reporter(progress, total, message)
 
     @property
     def cancelled(self) -> bool:

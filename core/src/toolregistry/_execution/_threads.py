@@ -13,6 +13,7 @@ import _thread
 import asyncio
 import collections
 import concurrent.futures as cf
+import contextvars
 import ctypes
 import os
 import threading
@@ -48,11 +49,14 @@ class Work:
     interrupt can never land in the worker's next call.
     """
 
-    __slots__ = ("args", "callback", "cancel_event", "done", "error", "finished", "fn", "ident",
-                 "kwargs", "result", "state")
+    __slots__ = ("args", "callback", "cancel_event", "context", "done", "error", "finished", "fn",
+                 "ident", "kwargs", "result", "state")
 
     def __init__(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> None:
         self.fn = fn
+        # The caller's contextvars go with the call into the worker thread (request ids,
+        # tracing, the MCP server's per-call log routing).
+        self.context = contextvars.copy_context()
         self.args = args
         self.kwargs = kwargs
         self.result: Any = None
@@ -229,7 +233,7 @@ class WorkerPool:
                 work.ident = ident
         if started:
             try:
-                work.result = work.fn(*work.args, **work.kwargs)
+                work.result = work.context.run(work.fn, *work.args, **work.kwargs)
             except BaseException as exc:
                 work.error = exc
             work.finished = time.perf_counter()
