@@ -643,7 +643,19 @@ class MCPClient:
         import mcp_types as types
 
         limit = timeout if timeout is not None else self.timeout
-        for attempt in (1, 2):
+        attempts = (1, 2)
+        live = self._conn
+        if (self.persistent and live is not None and not live.dead and not live.lenient
+                and live.session is not None and not self._closed):
+            # The common case, without the session context manager's own cost per call.
+            try:
+                return await live.session.call_tool(name, arguments or {},
+                                                    read_timeout_seconds=limit)
+            except Exception as exc:
+                if not self._session_expired(live, exc):
+                    raise self._call_error(name, exc, limit) from None
+            attempts = (2,)  # sent once already: one more try, on a new session
+        for attempt in attempts:
             async with self._session() as conn:
                 session = conn.session
                 assert session is not None

@@ -299,8 +299,10 @@ class MCPSource:
 
     def _convert(self, original: str, result: Any) -> Any:
         value = from_call_result(result, server=self.client.display, tool=original)
-        if self.max_result_chars and not self._spooled(original):
-            value = truncate(value, self.max_result_chars)
+        limit = self.max_result_chars
+        # Whether the spool plugin takes it is asked only of a result long enough to matter.
+        if limit and _text_length(value) > limit and not self._spooled(original):
+            value = truncate(value, limit)
         return value
 
     def _spooled(self, original: str) -> bool:
@@ -516,6 +518,14 @@ def _reason(server: str, name: str, findings: list[Finding], *, pending: bool = 
     what = "the pending change of tool" if pending else "tool"
     return (f"MCP server {server}: screening flagged {what} {name!r}: " + "; ".join(parts)
             + ". Review metadata.extra['mcp_findings'] / ['pending_findings']")
+
+
+def _text_length(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(len(part) for part in value if isinstance(part, str))
+    return 0
 
 
 def _spool_loaded(registry: ToolRegistry) -> bool:
