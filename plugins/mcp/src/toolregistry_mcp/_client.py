@@ -643,7 +643,7 @@ class MCPClient:
         import mcp_types as types
 
         limit = timeout if timeout is not None else self.timeout
-        attempts = (1, 2)
+        attempts: tuple[int, ...] = (1, 2)
         live = self._conn
         if (self.persistent and live is not None and not live.dead and not live.lenient
                 and live.session is not None and not self._closed):
