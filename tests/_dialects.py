@@ -8,6 +8,8 @@ from typing import Any
 
 import jsonschema_rs
 
+from toolregistry.formats import BUILTIN
+
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 GEMINI_KEYS = {
     "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
@@ -34,21 +36,11 @@ def walk(schema: Any) -> Iterator[dict[str, Any]]:
 
 
 def parameters_of(definition: dict[str, Any], api_format: str) -> dict[str, Any] | None:
-    if api_format == "openai-chat":
-        return definition["function"]["parameters"]
-    if api_format == "openai-responses":
-        return definition["parameters"]
-    if api_format == "anthropic":
-        return definition["input_schema"]
-    if api_format == "gemini":
-        return definition.get("parameters")
-    return definition["inputSchema"]
+    return BUILTIN.get(api_format).read_definition(definition).parameters
 
 
 def name_of(definition: dict[str, Any], api_format: str) -> str:
-    if api_format == "openai-chat":
-        return definition["function"]["name"]
-    return definition["name"]
+    return BUILTIN.get(api_format).read_definition(definition).name
 
 
 def check(definition: dict[str, Any], api_format: str, *, strict: bool = False) -> None:

@@ -19,6 +19,7 @@ from toolregistry import ChangeEvent, Tool, ToolRegistry, hookimpl
 from toolregistry import hookspecs as specs
 from toolregistry._plugins import PluginHost, PluginSettings
 from toolregistry.errors import MissingPluginError, ToolRejected
+from toolregistry.plugin import ChoiceMode, Definition, ProviderFormat
 
 # --- third-party distributions, really built and installed -------------------------------------
 
@@ -208,6 +209,29 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+class CohereV2(ProviderFormat):
+    """Cohere's v2 chat API: OpenAI-style tool definitions, an upper-case tool_choice that has
+    no "auto" (leaving it out lets the model decide) and no forced tool."""
+
+    name = "cohere-v2"
+    aliases = ("cohere",)
+
+    def tool_definition(self, tool: Tool, parameters: dict[str, Any], *, strict: bool
+                        ) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": tool.name, "description": tool.description, "parameters": parameters}}
+
+    def read_definition(self, definition: Any) -> Definition:
+        fn = definition["function"]
+        return Definition(fn["name"], fn.get("description"), fn.get("parameters"))
+
+    def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
+        if mode in ("none", "required"):
+            return mode.upper()
+        raise ValueError(f"cohere-v2 has no tool_choice for {mode!r}: leave tool_choice out "
+                         "to let the model decide")
+
+
 class Recorder:
     """A plugin implementing every hook, recording what it sees."""
 
@@ -253,6 +277,10 @@ class Recorder:
     @hookimpl
     def suggest_tools(self, registry: ToolRegistry, name: str, limit: int) -> list[str]:
         return ["add", "not-registered"]
+
+    @hookimpl
+    def provider_formats(self) -> list[ProviderFormat]:
+        return [CohereV2()]
 
 
 @pytest.fixture
@@ -428,6 +456,24 @@ def test_a_plugin_added_later_is_compiled_into_existing_plans() -> None:
         assert reg.invoke("add", {"a": 1, "b": 2}).metadata["plain"] == "add"
     finally:
         reg.close()
+
+
+def test_hook_provider_formats(recorder: tuple[Recorder, ToolRegistry]) -> None:
+    plugin, reg = recorder
+    reg.register(add)
+    assert reg.formats.names("schemas")[-1] == "cohere-v2"
+    (definition,) = reg.get_schemas("Cohere")  # by alias
+    assert definition["function"]["name"] == "add"
+    assert ("schema_transform", ("add", "cohere-v2")) in plugin.seen
+    assert reg.tool_choice("required", "cohere-v2") == "REQUIRED"
+    with pytest.raises(ValueError, match="no tool_choice for 'tool'"):
+        reg.tool_choice("add", "cohere-v2")
+    with pytest.raises(ValueError, match="'cohere-v2' format has no chat messages"):
+        reg.build_tool_call_messages([], [], api_format="cohere-v2")
+    other = ToolRegistry()  # a registry without the plugin does not know the format
+    with pytest.raises(ValueError, match="unknown api_format 'cohere-v2'"):
+        other.get_schemas("cohere-v2")
+    other.close()
 
 
 def test_every_hook_has_a_test() -> None:

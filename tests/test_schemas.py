@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry, ToolTag
-from toolregistry._formats import API_FORMATS
 from toolregistry._schema import _fast_schema, _pydantic_schema, inspect_function
+from toolregistry.formats import API_FORMATS
 
 from ._corpus import CORPUS
 from ._dialects import check, parameters_of

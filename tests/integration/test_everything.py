@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toolregistry import ToolRegistry
-from toolregistry._formats import API_FORMATS
+from toolregistry.formats import API_FORMATS, BUILTIN
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -54,17 +54,14 @@ def full_registry(api_url: str) -> Iterator[ToolRegistry]:
 
 
 def _params(definition: dict[str, Any], fmt: str) -> dict[str, Any]:
-    if fmt == "openai-chat":
-        return definition["function"]["parameters"]
-    return (definition.get("parameters") or definition.get("input_schema")
-            or definition.get("inputSchema") or {})
+    return BUILTIN.get(fmt).read_definition(definition).parameters or {}
 
 
 @pytest.mark.parametrize("fmt", API_FORMATS)
 def test_think_augment_reaches_every_source_and_meta_tool(full_registry: ToolRegistry,
                                                            fmt: str) -> None:
     schemas = full_registry.get_schemas(fmt)
-    names = {d.get("name") or d["function"]["name"] for d in schemas}
+    names = {BUILTIN.get(fmt).read_definition(d).name for d in schemas}
     assert {"get_weather", "notes-read_note", "pets-getPet", "lc-multiply",
             "discover_tools"} <= names
     for definition in schemas:

@@ -1,34 +1,28 @@
-"""Provider-native tool calls (objects or dicts) into :class:`ToolCall`.
+"""Provider-native tool calls (objects or dicts) into :class:`ToolCall`, and their arguments.
 
-Recognised, objects as the SDKs return them or the same data as plain dicts:
-
-============================  ===========================================  ==================
-format                        shape                                        arguments
-============================  ===========================================  ==================
-``openai-responses``          ``type == "function_call"`` (or ``call_id``   ``arguments`` (JSON)
-                              + ``name`` without ``type``)
-``openai-chat``               ``function: {name, arguments}``              ``arguments`` (JSON)
-``anthropic``                 ``type == "tool_use"``                       ``input`` (object)
-``gemini``                    a ``Part`` with ``function_call`` /          ``args`` (object)
-                              ``functionCall``, or a ``FunctionCall``
-                              (``name`` + ``args``)
-``langchain``                 ``type == "tool_call"``                      ``args`` (object)
-``registry``                  ``ToolCall``, or ``{name, arguments, id}``   JSON or object
-============================  ===========================================  ==================
-
-The discriminating ``type`` field is checked first, so a responses item (which also has a
-``name`` and ``arguments``) is never taken for a chat or registry call. Fields are read as
-attributes or keys, never through ``model_dump`` (cheap, and tolerant of SDK versions that add
-fields).
+Which provider a call comes from is the formats' business (``toolregistry.formats``): a call
+whose ``type`` field one format claims (``function_call``, ``tool_use``, ``tool_call``, ...)
+is read by that format alone; any other call is offered to each format in table order, and
+what none recognises is read as the registry's own shape (a :class:`ToolCall`, or
+``{name, arguments, id}``). This module owns that dispatch, the checks every call gets (an
+object at all, a tool name), argument parsing, and the errors that say what was wrong.
+Fields are read as attributes or keys, never through ``model_dump`` (cheap, and tolerant of SDK
+versions that add fields).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .formats import BUILTIN
+from .formats._base import field as _get
+from .formats._base import has_field as _has
 from .types import ToolCall
+
+if TYPE_CHECKING:
+    from .formats import FormatTable, RawCall
 
 __all__ = ["CallParseError", "parse_arguments", "parse_call"]
 
@@ -41,25 +35,6 @@ class CallParseError(ValueError):
         super().__init__(message)
         self.kind = kind
         self.call = call
-
-
-def _get(obj: Any, key: str) -> Any:
-    """``obj[key]`` for mappings, ``obj.key`` for objects; ``None`` when absent or broken."""
-    try:
-        if isinstance(obj, Mapping):
-            return obj.get(key)
-        return getattr(obj, key, None)
-    except Exception:  # a broken __getattr__ / __getitem__ is a malformed call, not a crash
-        return None
-
-
-def _has(obj: Any, key: str) -> bool:
-    try:
-        if isinstance(obj, Mapping):
-            return key in obj
-        return hasattr(obj, key)
-    except Exception:
-        return False
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -80,10 +55,12 @@ def _describe(obj: Any) -> str:
     return f"a {type(obj).__name__}"
 
 
-def parse_call(obj: Any, index: int = 0) -> ToolCall:
+def parse_call(obj: Any, index: int = 0, formats: FormatTable | None = None) -> ToolCall:
     """One provider-native call as a :class:`ToolCall` with parsed ``arguments``.
 
-    Raises :class:`CallParseError` (carrying a best-effort ``ToolCall``) when the call or its
+    ``formats`` is the table of formats to recognise it with (default: the built-in ones; a
+    registry passes its own, which includes the formats its plugins add). Raises
+    :class:`CallParseError` (carrying a best-effort ``ToolCall``) when the call or its
     arguments are malformed. A :class:`ToolCall` is returned as is (its arguments parsed when
     only ``raw_arguments`` was set).
     """
@@ -100,60 +77,34 @@ def parse_call(obj: Any, index: int = 0) -> ToolCall:
             "tool call: pass the call objects or dicts the model returned (OpenAI tool_calls "
             "items, responses function_call items, Anthropic tool_use blocks, Gemini "
             "function_call parts)", "malformed_call", call)
+    table = BUILTIN if formats is None else formats
     kind = _get(obj, "type")
-    fmt: str
-    name: Any
-    call_id: Any
-    raw_args: Any
-    extra: dict[str, Any] | None = None
-    if kind == "function_call" or (kind is None and _has(obj, "call_id") and _has(obj, "name")):
-        fmt = "openai-responses"
-        name = _get(obj, "name")
-        item_id = _get(obj, "id")
-        call_id = _get(obj, "call_id") or item_id
-        raw_args = _get(obj, "arguments")
-        if item_id is not None:
-            extra = {"item_id": item_id}
-    elif kind == "tool_use":
-        fmt, name, call_id, raw_args = ("anthropic", _get(obj, "name"), _get(obj, "id"),
-                                        _get(obj, "input"))
-    elif kind == "tool_call":
-        fmt, name, call_id, raw_args = ("langchain", _get(obj, "name"), _get(obj, "id"),
-                                        _get(obj, "args"))
+    fmt = table.reader_for_type(kind)
+    raw: RawCall | None = None
+    if fmt is not None:
+        raw = fmt.read_call(obj, kind)
     else:
-        fn = _get(obj, "function")
-        inner = None if fn is not None else (
-            _get(obj, "function_call") or _get(obj, "functionCall"))
-        if fn is not None and not isinstance(fn, (str, bytes)):
-            fmt, name, call_id, raw_args = ("openai-chat", _get(fn, "name"), _get(obj, "id"),
-                                            _get(fn, "arguments"))
-        elif inner is not None and not isinstance(inner, (str, bytes)):
-            fmt, name, call_id, raw_args = ("gemini", _get(inner, "name"), _get(inner, "id"),
-                                            _get(inner, "args"))
-            # Gemini 3 rejects a history whose function_call parts lost their signature.
-            signature = _get(obj, "thought_signature") or _get(obj, "thoughtSignature")
-            if signature is not None:
-                extra = {"thought_signature": signature}
-        elif kind is None and _has(obj, "name") and _has(obj, "args"):
-            fmt, name, call_id, raw_args = ("gemini", _get(obj, "name"), _get(obj, "id"),
-                                            _get(obj, "args"))
-        elif kind is None and _has(obj, "name") and (
-            _has(obj, "arguments") or _has(obj, "input") or _only_name_and_id(obj)
-        ):
-            raw_args = _get(obj, "arguments")
-            if raw_args is None:
-                raw_args = _get(obj, "input")
-            fmt, name, call_id = "registry", _get(obj, "name"), _get(obj, "id")
-        else:
-            call = ToolCall(name=_name_of(obj), id=_str_or_none(_get(obj, "id")), raw=obj)
-            what = f"of type {kind!r}" if isinstance(kind, str) else _describe(obj)
-            raise CallParseError(
-                f"tool call #{index} ({what}) is not a tool call this registry understands; "
-                "expected an OpenAI chat tool call, an OpenAI responses function_call item, an "
-                "Anthropic tool_use block, a Gemini function_call part or a LangChain tool call",
-                "malformed_call", call)
+        for fmt in table.readers:
+            raw = fmt.read_call(obj, kind)
+            if raw is not None:
+                break
+    if raw is not None:
+        fmt_name = fmt.name  # type: ignore[union-attr]
+        name, call_id, raw_args, extra = raw
+    elif kind is None and _has(obj, "name") and (
+            _has(obj, "arguments") or _has(obj, "input") or _only_name_and_id(obj)):
+        raw_args = _get(obj, "arguments")
+        if raw_args is None:
+            raw_args = _get(obj, "input")
+        fmt_name, name, call_id, extra = "registry", _get(obj, "name"), _get(obj, "id"), None
+    else:
+        call = ToolCall(name=_name_of(obj), id=_str_or_none(_get(obj, "id")), raw=obj)
+        what = f"of type {kind!r}" if isinstance(kind, str) else _describe(obj)
+        raise CallParseError(
+            f"tool call #{index} ({what}) is not a tool call this registry understands; "
+            f"expected {_expected(table)}", "malformed_call", call)
     call = ToolCall(name=name if isinstance(name, str) else "", id=_str_or_none(call_id),
-                    raw_arguments=raw_args, format=fmt, raw=obj)
+                    raw_arguments=raw_args, format=fmt_name, raw=obj)
     if extra:
         call.extra.update(extra)
     if not call.name:
@@ -162,6 +113,11 @@ def parse_call(obj: Any, index: int = 0) -> ToolCall:
                              "exact name", "malformed_call", call)
     call.arguments = parse_arguments(raw_args, call)
     return call
+
+
+def _expected(table: FormatTable) -> str:
+    kinds = [table.get(n).call_shape or f"a {n} tool call" for n in table.names("calls")]
+    return ", ".join(kinds[:-1]) + " or " + kinds[-1] if len(kinds) > 1 else "".join(kinds)
 
 
 def _only_name_and_id(obj: Any) -> bool:

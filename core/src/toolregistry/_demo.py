@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ._formats import API_FORMATS
+from .formats import FormatTable
 
 
 def _calls_for(config_path: Path | None) -> list[Any]:
@@ -21,11 +21,11 @@ def _calls_for(config_path: Path | None) -> list[Any]:
     return data
 
 
-def _describe(raw: Any, index: int) -> str:
+def _describe(raw: Any, index: int, formats: FormatTable) -> str:
     from ._calls import CallParseError, parse_call
 
     try:
-        call = parse_call(raw, index)
+        call = parse_call(raw, index, formats)
     except CallParseError as exc:
         return f"#{index} {exc.call.name or '?'} ({exc.kind})"
     return f"#{index} {call.name} ({call.format})"
@@ -48,7 +48,7 @@ def run_demo(config: str | None, api_format: str) -> int:
         for tool in registry.get_tools(include_disabled=True):
             print(f"  {tool.name:<32} [{tool.provenance.kind}] {tool.description.splitlines()[0][:60] if tool.description else ''}")
         print("\n== schema sizes per API format (bytes of JSON sent to the model)")
-        for fmt in API_FORMATS:
+        for fmt in registry.formats.names("schemas"):
             size = len(json.dumps(registry.get_schemas(fmt), ensure_ascii=False))
             print(f"  {fmt:<18} {size:>8}")
         print(f"\n== schemas ({api_format})")
@@ -59,7 +59,7 @@ def run_demo(config: str | None, api_format: str) -> int:
             return 0
         print(f"\n== executing a batch of {len(calls)} tool calls")
         results = registry.execute_tool_calls(calls)
-        for call, result in zip((_describe(c, i) for i, c in enumerate(calls)), results):
+        for call, result in zip((_describe(c, i, registry.formats) for i, c in enumerate(calls)), results):
             status = f"ERROR ({result.error_kind})" if result.is_error else "ok"
             text = result.text.replace("\n", " ")
             print(f"  {call:<40} {status:<28} {text[:100]}")

@@ -26,13 +26,14 @@ from ._config import (
 from ._hooks import ENV_TRACE, Hooks
 from ._log import log
 from .errors import ConfigError, MissingPluginError, PluginError
+from .formats import BUILTIN_FORMATS, FormatConflict, FormatTable, ProviderFormat
 
 if TYPE_CHECKING:
     pass
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
 HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
-              "loaders", "suggest_tools", "call_hooks")
+              "loaders", "suggest_tools", "call_hooks", "provider_formats")
 
 # Features the kernel knows by name, and the first-party plugin that provides each.
 FEATURES: dict[str, tuple[str, str]] = {
@@ -122,9 +123,14 @@ class PluginHost:
             self.pm.enable_tracing()
         self.records: dict[str, PluginRecord] = {}
         self.loaders: dict[str, tuple[str, Any]] = {}
+        self._provided_formats: list[tuple[str, list[ProviderFormat]]] = []
+        # Kept so that they outlive the host: get_host() caches hosts by the ids of these
+        # objects, and a broken one is unregistered from the plugin manager.
+        self.extra_plugins = tuple(extra_plugins)
         self._load_entry_points()
-        for obj in extra_plugins:
+        for obj in self.extra_plugins:
             self.add(obj)
+        self.formats = self._format_table()
         self.hooks = Hooks(self)
 
     # -- loading ------------------------------------------------------------------------
@@ -169,6 +175,7 @@ class PluginHost:
         record = PluginRecord(pname, None, None, "loaded", module=getattr(obj, "__name__", None))
         self._register(record, obj)
         if hasattr(self, "hooks"):
+            self.formats = self._format_table()
             self.hooks.refresh()
         return record
 
@@ -207,9 +214,34 @@ class PluginHost:
                     log.warning("plugin.conflict", plugin=record.name, kind=kind, other=other)
                     continue
                 self.loaders[kind] = (record.name, loader)
+        if "provider_formats" in record.hooks:
+            try:
+                where = f"plugin {record.name!r}: provider_formats()"
+                formats = [FormatTable.check(f, where) for f in obj.provider_formats()]
+            except Exception as exc:
+                self.pm.unregister(obj)
+                self._broken(record, f"provider_formats() failed: {type(exc).__name__}: {exc}",
+                             exc=exc)
+                return
+            self._provided_formats.append((record.name, formats))
         self.records[record.name] = record
         log.debug("plugin.loaded", plugin=record.name, distribution=record.distribution,
                   version=record.version, hooks=record.hooks)
+
+    def _format_table(self) -> FormatTable:
+        """The built-in formats, then the plugins' in load order; a name claimed twice keeps
+        its first owner (a ``plugin.conflict`` event names both; strict mode: an error)."""
+        table = FormatTable(BUILTIN_FORMATS)
+        for plugin, formats in self._provided_formats:
+            for fmt in formats:
+                try:
+                    table.add(fmt)
+                except FormatConflict as exc:
+                    if self.settings.strict:
+                        raise PluginError(f"plugin {plugin!r}: {exc}") from None
+                    log.warning("plugin.conflict", plugin=plugin, format=fmt.name,
+                                error=str(exc))
+        return table
 
     def _unknown_hooks(self, obj: Any) -> list[str]:
         unknown = []

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 
 from . import _config
-from ._formats import copy_json, envelope, normalise_format, to_gemini, to_strict
 from ._log import log
 from ._names import normalize_name, qualify
 from ._plugins import FEATURES, PluginHost, PluginSettings, get_host
@@ -23,10 +22,12 @@ from .errors import (
     ToolRegistrationError,
 )
 from .events import ChangeEvent, ChangeKind
+from .formats._emit import Emitter
 from .tool import Tool, ToolMetadata, ToolTag
 
 if TYPE_CHECKING:
     from ._execution import Executor, RetryPolicy
+    from .formats import FormatTable
     from .types import ToolCall, ToolResult
 
 __all__ = ["ToolRegistry"]
@@ -36,18 +37,6 @@ ChangeCallback = Callable[[ChangeEvent], None]
 M = TypeVar("M")
 
 DEFAULT_TIMEOUT = 60.0
-
-
-def _tag_set(tags: Iterable[ToolTag | str] | ToolTag | str | None) -> frozenset[str] | None:
-    if tags is None:
-        return None
-    if isinstance(tags, (str, ToolTag)):
-        tags = [tags]
-    return frozenset(t.value if isinstance(t, ToolTag) else str(t) for t in tags)
-
-
-def _tool_tags(tool: Tool) -> set[str]:
-    return {t.value for t in tool.metadata.tags} | set(tool.metadata.custom_tags)
 
 
 class ToolRegistry:
@@ -95,8 +84,7 @@ class ToolRegistry:
         self._callbacks: list[ChangeCallback] = []
         self._version = 0
         self._settings_version = 0
-        self._schemas_cache: dict[tuple[Any, ...], tuple[int, list[dict[str, Any]]]] = {}
-        self._emit_cache: dict[tuple[str, bool], dict[str, tuple[Tool, int, dict[str, Any]]]] = {}
+        self._emitter = Emitter(self, self._hooks)
         self._closers: list[Callable[[], Any]] = []
         self._plugin_state: dict[str, dict[str, Any]] = {}
         self._executor: Executor | None = None
@@ -745,89 +733,38 @@ class ToolRegistry:
 
         Results are cached until the registry changes; treat them as read-only.
         """
-        fmt = normalise_format(api_format)
-        strict = bool(strict) and fmt in ("openai-chat", "openai-responses")
-        want, drop = _tag_set(tags), _tag_set(exclude_tags)
-        key = (fmt, include_deferred, want, drop, strict, tuple(names) if names else None)
+        fmt = self._host.formats.get(api_format, "schemas")
+        return self._emitter.schemas(fmt, include_deferred=include_deferred, tags=tags,
+                                     exclude_tags=exclude_tags, strict=strict, names=names)
+
+    def _emission_snapshot(self, names: Sequence[str] | None) -> tuple[int, int, list[Tool]]:
+        """(version, settings version, the named tools or else every enabled one), read
+        together under the lock, for the schema emitter."""
         with self._lock:
-            cached = self._schemas_cache.get(key)
-            if cached is not None and cached[0] == self._version:
-                return list(cached[1])
-            version = self._version
-            settings_version = self._settings_version
             if names is not None:
                 tools = [self[n] for n in names]
             else:
                 tools = [t for n, t in self._tools.items() if self.is_enabled(n)]
-        selected = []
-        for tool in tools:
-            if not include_deferred and tool.metadata.defer:
-                continue
-            if want is not None or drop is not None:
-                tagged = _tool_tags(tool)
-                if want is not None and not (tagged & want):
-                    continue
-                if drop is not None and tagged & drop:
-                    continue
-            selected.append(tool)
-        degraded: dict[str, list[str]] = {}
-        out = [self._emit_tool(tool, fmt, strict, settings_version, degraded)
-               for tool in selected]
-        if degraded:  # one event per emission, not one per tool (large specs lose a lot)
-            log.warning("schema.degraded", api_format=fmt, tools=len(degraded),
-                        tool=next(iter(degraded)), lost=degraded)
-        with self._lock:
-            if self._version == version:
-                if len(self._schemas_cache) > 64:
-                    self._schemas_cache.clear()
-                self._schemas_cache[key] = (version, out)
-        return list(out)
+            return self._version, self._settings_version, tools
 
     def get_tool_schema(self, name: str, api_format: str = "openai-chat",
                         strict: bool = False) -> dict[str, Any]:
         """One tool's definition in ``api_format`` (disabled and deferred tools too)."""
-        fmt = normalise_format(api_format)
+        fmt = self._host.formats.get(api_format, "schemas")
         tool = self[name]
-        strict = bool(strict) and fmt in ("openai-chat", "openai-responses")
-        return self._emit_tool(tool, fmt, strict, self._settings_version)
+        return self._emitter.tool(tool, fmt, bool(strict) and fmt.supports_strict,
+                                  self._settings_version)
 
     def get_parameters(self, name: str, api_format: str = "openai-chat") -> dict[str, Any]:
         """The parameters schema the model sees for a tool (after ``schema_transform``)."""
         tool = self[name]
-        params: dict[str, Any] = copy_json(tool.parameters)
-        self._hooks.schema_transform(self, tool, params, normalise_format(api_format))
-        return params
+        return self._emitter.parameters(tool, self._host.formats.get(api_format, "schemas"))
 
-    def _emit_tool(self, tool: Tool, fmt: str, strict: bool, settings_version: int,
-                   degraded: dict[str, list[str]] | None = None) -> dict[str, Any]:
-        cache = self._emit_cache.setdefault((fmt, strict), {})
-        hit = cache.get(tool.name)
-        if hit is not None and hit[0] is tool and hit[1] == settings_version:
-            return hit[2]
-        if not self._hooks.has_schema_transform and not strict and fmt != "gemini":
-            # Nothing will edit it: the stored schema itself goes out (emitted schemas are
-            # read-only), which is most of the cost of a cold emission.
-            params = tool.parameters
-        else:
-            params = copy_json(tool.parameters)
-            self._hooks.schema_transform(self, tool, params, fmt)
-        lost: list[str] = []
-        if strict:
-            params = to_strict(params, lost)
-        elif fmt == "gemini":
-            params = to_gemini(params, lost)
-        if lost:
-            if degraded is not None:
-                degraded[tool.name] = lost
-            else:
-                log.warning("schema.degraded", api_format=fmt, tools=1, tool=tool.name,
-                            lost={tool.name: lost})
-        extras: dict[str, Any] = {}
-        if fmt == "mcp":
-            extras = _mcp_extras(tool)
-        result = envelope(fmt, tool.name, tool.description, params, strict=strict, extras=extras)
-        cache[tool.name] = (tool, settings_version, result)
-        return result
+    @property
+    def formats(self) -> FormatTable:
+        """The provider formats this registry knows: the built-in ones and those its plugins
+        add (``provider_formats`` hook), by name."""
+        return self._host.formats
 
     def get_deferred_summaries(self) -> list[dict[str, Any]]:
         """Enabled deferred tools as ``{name, description (first sentence), namespace}``,
@@ -900,7 +837,8 @@ class ToolRegistry:
         """Provider-native calls (objects or dicts, any supported format) as :class:`ToolCall`."""
         from ._calls import parse_call
 
-        return [parse_call(c, i) for i, c in enumerate(calls)]
+        formats = self._host.formats
+        return [parse_call(c, i, formats) for i, c in enumerate(calls)]
 
     def build_tool_call_messages(self, calls: Iterable[Any], results: Sequence[ToolResult], *,
                                  api_format: str = "openai-chat") -> list[dict[str, Any]]:
@@ -910,7 +848,7 @@ class ToolRegistry:
 
         # Raw calls: the builder parses leniently, so a call with malformed arguments is still
         # echoed and answered by its error result (providers reject unanswered calls).
-        return build_messages(list(calls), list(results), normalise_format(api_format))
+        return build_messages(list(calls), list(results), api_format, self._host.formats)
 
     # ------------------------------------------------------------------ lifecycle
     def add_closer(self, closer: Callable[[], Any]) -> None:
@@ -1015,25 +953,3 @@ def _collision_message(new: Tool, old: Tool) -> str:
         f"comes from {origin(new)}: pass replace=True to replace it, or register under a "
         "namespace"
     )
-
-
-def _mcp_extras(tool: Tool) -> dict[str, Any]:
-    m = tool.metadata
-    extras: dict[str, Any] = {}
-    if m.title:
-        extras["title"] = m.title
-    hints = {
-        "readOnlyHint": m.read_only_hint,
-        "destructiveHint": m.destructive_hint,
-        "idempotentHint": m.idempotent_hint,
-        "openWorldHint": m.open_world_hint,
-    }
-    annotations: dict[str, Any] = {k: v for k, v in hints.items() if v is not None}
-    if m.title:
-        annotations["title"] = m.title
-    if annotations:
-        extras["annotations"] = annotations
-    if tool.output_schema:
-        extras["outputSchema"] = tool.output_schema
-    return extras
-

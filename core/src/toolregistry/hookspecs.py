@@ -11,7 +11,7 @@ documents every hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -19,6 +19,7 @@ import pluggy
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
     from .events import ChangeEvent
+    from .formats import ProviderFormat
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
@@ -55,9 +56,10 @@ def schema_transform(
     ``schema`` is a private copy of the tool's JSON Schema parameters object (before the
     provider dialect is applied), and implementations edit it in place; the return value is
     ignored. Fires once per tool and format until the registry changes (results are cached).
-    ``api_format`` is one of ``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``,
-    ``mcp``; a strict OpenAI emission passes ``openai-chat`` / ``openai-responses`` with
-    ``registry``-level strictness applied afterwards by the kernel.
+    ``api_format`` is the canonical name of a format that emits schemas: ``openai-chat``,
+    ``openai-responses``, ``anthropic``, ``gemini``, ``mcp`` or one a plugin adds
+    (``provider_formats``); a strict OpenAI emission passes ``openai-chat`` /
+    ``openai-responses`` with strictness applied afterwards by the format.
     """
 
 
@@ -131,4 +133,17 @@ def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str] | None:
     The answer must depend only on ``tool`` (its metadata), the registry's settings and the
     plugin's configuration -- what the kernel knows to recompute on. An exception is logged
     (``hook.failed``) and the plugin then concerns the tool with all its hooks.
+    """
+
+
+@hookspec
+def provider_formats() -> Iterable[ProviderFormat]:  # type: ignore[empty-body]
+    """Return the provider formats this plugin adds (instances of
+    :class:`toolregistry.plugin.ProviderFormat`).
+
+    Called once when the plugin manager is built. Each format becomes an ``api_format=`` name
+    for ``get_schemas``, ``build_tool_call_messages`` and ``tool_choice``, and its calls are
+    recognised by ``execute_tool_calls``; the built-in formats come first and a name (or
+    alias, or call ``type``) already taken is refused with a ``plugin.conflict`` event (an
+    error in strict mode). A failure here marks the plugin broken.
     """

@@ -1,6 +1,8 @@
 """What plugin authors import: the hook marker, structured events, the kernel helpers.
 
-``from toolregistry.plugin import hookimpl, log, normalize_name, import_target, lazy_exports``.
+``from toolregistry.plugin import hookimpl, log, normalize_name, import_target, lazy_exports``;
+for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
+``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
 """
@@ -9,13 +11,25 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._log import log
 from ._names import normalize_name
 from .hookspecs import Loader, hookimpl
 
-__all__ = ["Loader", "hookimpl", "import_target", "lazy_exports", "log", "normalize_name"]
+if TYPE_CHECKING:
+    from .formats import (
+        Answer,
+        ChoiceMode,
+        Definition,
+        ProviderFormat,
+        RawCall,
+        field,
+        has_field,
+    )
+
+__all__ = ["Answer", "ChoiceMode", "Definition", "Loader", "ProviderFormat", "RawCall", "field", "has_field", "hookimpl",
+           "import_target", "lazy_exports", "log", "normalize_name"]
 
 
 def import_target(target: str, where: str) -> Any:
@@ -39,3 +53,8 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
         return getattr(importlib.import_module(module, package), name)
 
     return __getattr__
+
+
+_FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
+                 "has_field")
+__getattr__ = lazy_exports(__name__, dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"))

@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 import pytest
 
-from ._formats import API_FORMATS
 from ._plugins import HOOK_NAMES
 from ._registry import ToolRegistry
 from .tool import Tool, ToolMetadata
@@ -127,15 +126,15 @@ class PluginContract:
     def test_schemas_in_every_format(self, contract_registry: ToolRegistry) -> None:
         import jsonschema_rs
 
-        for fmt in API_FORMATS:
+        formats = contract_registry.formats
+        for fmt in formats.names("schemas"):
             schemas = contract_registry.get_schemas(fmt)
             assert len(schemas) == len(contract_registry.list_tools())
             json.dumps(schemas)  # JSON-serialisable
             for schema in schemas:
-                params = (schema.get("function", schema).get("parameters")
-                          or schema.get("input_schema") or schema.get("inputSchema")
-                          or {"type": "object"})
-                jsonschema_rs.meta.validate(params)
+                definition = formats.get(fmt).read_definition(schema)
+                assert definition.name in contract_registry
+                jsonschema_rs.meta.validate(definition.parameters or {"type": "object"})
         again = contract_registry.get_schemas()
         assert again == contract_registry.get_schemas()
 

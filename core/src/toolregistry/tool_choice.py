@@ -1,6 +1,9 @@
 """``tool_choice``: one vocabulary (``auto``, ``none``, ``required``, a tool's name) into the
 value each provider expects.
 
+This module owns the vocabulary and the checks (a known keyword, or a registered, enabled
+tool's name); the value itself comes from the format (``toolregistry.formats``):
+
 =================  ==========  ==========  ==================  ===================================
 api_format         auto        none        required            a tool's name
 =================  ==========  ==========  ==================  ===================================
@@ -19,38 +22,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._formats import normalise_format
 from .errors import ToolNotFoundError
+from .formats import BUILTIN, ChoiceMode
 
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
 
 __all__ = ["TOOL_CHOICE_FORMATS", "tool_choice"]
 
-TOOL_CHOICE_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "langchain")
-_MODES = {"auto": "auto", "none": "none", "required": "required", "any": "required"}
-_GEMINI_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
-_ANTHROPIC_TYPES = {"auto": "auto", "none": "none", "required": "any"}
-_LANGCHAIN = {"auto": "auto", "none": "none", "required": "any"}
+TOOL_CHOICE_FORMATS: tuple[str, ...] = BUILTIN.names("tool_choice")
+"""Names of the built-in formats that have a tool choice (plugins may add more)."""
 
-
-def _format(api_format: str) -> str:
-    fmt = api_format.strip().lower().replace("_", "-")
-    if fmt in ("langchain", "lc"):
-        return "langchain"
-    try:
-        fmt = normalise_format(api_format)
-    except ValueError:
-        raise ValueError(
-            f"tool_choice: unknown api_format {api_format!r}; use one of "
-            f"{', '.join(TOOL_CHOICE_FORMATS)}"
-        ) from None
-    if fmt not in TOOL_CHOICE_FORMATS:
-        raise ValueError(
-            f"tool_choice: the {fmt!r} format has no tool choice; use one of "
-            f"{', '.join(TOOL_CHOICE_FORMATS)}"
-        )
-    return fmt
+_MODES: dict[str, ChoiceMode] = {"auto": "auto", "none": "none", "required": "required",
+                                 "any": "required"}
 
 
 def _check_name(name: str, registry: ToolRegistry) -> None:
@@ -79,7 +63,7 @@ def tool_choice(value: str, api_format: str = "openai-chat", *,
     ``"required"`` (at least one tool call; ``"any"`` is accepted too) or a tool's name (that
     tool must be called). The keywords win over a tool of the same name. With ``registry``, a
     tool name must be registered and enabled: a :class:`~toolregistry.errors.ToolNotFoundError`
-    names the closest matches otherwise.
+    names the closest matches otherwise; and the registry's formats (plugins' too) are known.
 
     For ``gemini`` the result is the whole ``tool_config`` (``GenerateContentConfig(
     tool_config=...)``); for ``langchain`` it is what ``bind_tools(tool_choice=...)`` takes.
@@ -89,32 +73,22 @@ def tool_choice(value: str, api_format: str = "openai-chat", *,
             f"tool_choice: value must be 'auto', 'none', 'required' or a tool name (a str), "
             f"got {type(value).__name__}"
         )
-    fmt = _format(api_format)
+    if registry is not None:
+        table = registry.formats
+    elif api_format in BUILTIN:
+        table = BUILTIN
+    else:  # perhaps a format an installed plugin adds
+        from ._plugins import get_host
+
+        table = get_host().formats
+    fmt = table.get(api_format, "tool_choice", context="tool_choice: ")
     choice = value.strip()
     mode = _MODES.get(choice.lower())
-    if mode is None:
-        if not choice:
-            raise ValueError("tool_choice: empty value; use 'auto', 'none', 'required' or a "
-                             "tool name")
-        if registry is not None:
-            _check_name(choice, registry)
-        return _forced(choice, fmt)
-    if fmt in ("openai-chat", "openai-responses"):
-        return mode
-    if fmt == "anthropic":
-        return {"type": _ANTHROPIC_TYPES[mode]}
-    if fmt == "gemini":
-        return {"function_calling_config": {"mode": _GEMINI_MODES[mode]}}
-    return _LANGCHAIN[mode]
-
-
-def _forced(name: str, fmt: str) -> Any:
-    if fmt == "openai-chat":
-        return {"type": "function", "function": {"name": name}}
-    if fmt == "openai-responses":
-        return {"type": "function", "name": name}
-    if fmt == "anthropic":
-        return {"type": "tool", "name": name}
-    if fmt == "gemini":
-        return {"function_calling_config": {"mode": "ANY", "allowed_function_names": [name]}}
-    return name
+    if mode is not None:
+        return fmt.tool_choice(mode)
+    if not choice:
+        raise ValueError("tool_choice: empty value; use 'auto', 'none', 'required' or a "
+                         "tool name")
+    if registry is not None:
+        _check_name(choice, registry)
+    return fmt.tool_choice("tool", choice)

@@ -11,7 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry
-from toolregistry._formats import API_FORMATS
+from toolregistry.formats import API_FORMATS, BUILTIN
 from toolregistry.testing import PluginContract
 from toolregistry_think import DEFAULT_DESCRIPTION
 from toolregistry_think._plugin import NativeReasonWarning
@@ -25,10 +25,9 @@ class TestThinkContract(PluginContract):
 
 
 def params_of(definition: dict[str, Any], fmt: str) -> dict[str, Any]:
-    if fmt == "openai-chat":
-        return definition["function"]["parameters"]
-    return (definition.get("parameters") or definition.get("input_schema")
-            or definition.get("inputSchema"))
+    params = BUILTIN.get(fmt).read_definition(definition).parameters
+    assert params is not None, definition
+    return params
 
 
 def test_spec_example_verbatim(capsys: pytest.CaptureFixture[str]) -> None:

@@ -235,7 +235,7 @@ class CallPipeline:
 
     def _parse(self, raw: Any, index: int) -> ToolCall | ToolResult:
         try:
-            call = parse_call(raw, index)
+            call = parse_call(raw, index, self._registry.formats)
         except CallParseError as exc:
             return error_result(exc.call.id, exc.call.name, exc.kind, str(exc))
         except Exception as exc:  # defensive: a call object that breaks on inspection

@@ -1,111 +1,28 @@
-"""Schemas in each provider's dialect: OpenAI chat / responses (strict too), Anthropic, Gemini, MCP.
+"""``gemini``: the Google Gemini API (google-genai SDK and REST).
 
-Every transformation works on a private copy and reports what a dialect cannot express
-(``schema.degraded`` events, and the ``lost`` list returned to the caller) instead of
-emitting something broken or silently different.
+Owns: Gemini's OpenAPI-subset dialect (``$ref`` inlined with recursion cut at a bounded depth
+and inlining stopped past 10,000 schema objects, ``nullable`` instead of null types, unions kept as ``anyOf``, string-only enums, unsupported
+keywords dropped and reported); the ``FunctionDeclaration`` envelope; reading ``function_call``
+/ ``functionCall`` parts and bare ``FunctionCall`` objects (the thought signature kept); the
+answer (a model content of ``function_call`` parts, then one user content of
+``function_response`` parts, ``response.error`` for errors, images as ``inline_data`` /
+``file_data`` parts after them; ids echoed only when the model sent them, otherwise Gemini
+matches by order and name); ``tool_choice`` as the whole ``tool_config``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-API_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp")
-_ALIASES = {
-    "openai": "openai-chat",
-    "openai_chat": "openai-chat",
-    "openai-chatcompletion": "openai-chat",
-    "chat": "openai-chat",
-    "openai_responses": "openai-responses",
-    "responses": "openai-responses",
-    "claude": "anthropic",
-    "google": "gemini",
-    "genai": "gemini",
-}
+from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field, has_field
 
+if TYPE_CHECKING:
+    from toolregistry.tool import Tool
+    from toolregistry.types import ToolResult
 
-def normalise_format(api_format: str) -> str:
-    """Canonical name of an API format; a clear error for an unknown one."""
-    fmt = api_format.strip().lower()
-    fmt = _ALIASES.get(fmt, fmt)
-    if fmt not in API_FORMATS:
-        raise ValueError(
-            f"unknown api_format {api_format!r}: use one of {', '.join(API_FORMATS)}"
-        )
-    return fmt
-
-
-def copy_json(node: Any) -> Any:
-    """A fast deep copy of JSON-like data (dicts, lists, scalars)."""
-    if isinstance(node, dict):
-        return {k: copy_json(v) if isinstance(v, (dict, list)) else v for k, v in node.items()}
-    if isinstance(node, list):
-        return [copy_json(v) if isinstance(v, (dict, list)) else v for v in node]
-    return node
-
-
-# --- OpenAI strict ------------------------------------------------------------------------
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in schema or "allOf" in schema or "oneOf" in schema:
-        rest = {k: v for k, v in schema.items() if k == "description"}
-        core = {k: v for k, v in schema.items() if k != "description"}
-        return {"anyOf": [core, {"type": "null"}], **rest}
-    if "anyOf" in schema:
-        if not any(s.get("type") == "null" for s in schema["anyOf"] if isinstance(s, dict)):
-            schema["anyOf"].append({"type": "null"})
-        return schema
-    t = schema.get("type")
-    if isinstance(t, str):
-        if t != "null":
-            schema["type"] = [t, "null"]
-    elif isinstance(t, list):
-        if "null" not in t:
-            schema["type"] = [*t, "null"]
-    elif not schema or set(schema) <= {"description"}:
-        return schema  # any value already admits null
-    else:
-        return {"anyOf": [schema, {"type": "null"}]}
-    if "enum" in schema and None not in schema["enum"]:
-        schema["enum"] = [*schema["enum"], None]
-    return schema
-
-
-def to_strict(schema: dict[str, Any], lost: list[str], path: str = "") -> dict[str, Any]:
-    """OpenAI strict mode: closed objects, every property required, optional ones nullable,
-    no ``default``. Works in place on a private copy and returns it."""
-    schema.pop("default", None)
-    t = schema.get("type")
-    is_object = t == "object" or (isinstance(t, list) and "object" in t) or "properties" in schema
-    if is_object:
-        ap = schema.get("additionalProperties")
-        if isinstance(ap, dict) and ap:
-            lost.append(f"{path or '(root)'}: free-form keys (additionalProperties) are not "
-                        "allowed in strict mode")
-        schema["additionalProperties"] = False
-        props = schema.setdefault("properties", {})
-        required = set(schema.get("required", ()))
-        for name, sub in list(props.items()):
-            if not isinstance(sub, dict):
-                continue
-            sub = to_strict(sub, lost, f"{path}.{name}" if path else name)
-            props[name] = sub if name in required else _nullable(sub)
-        schema["required"] = list(props)
-    for kw in ("items",):
-        if isinstance(schema.get(kw), dict):
-            schema[kw] = to_strict(schema[kw], lost, f"{path}[]")
-    for kw in ("anyOf", "oneOf", "allOf"):
-        if isinstance(schema.get(kw), list):
-            schema[kw] = [to_strict(s, lost, path) if isinstance(s, dict) else s
-                          for s in schema[kw]]
-    defs = schema.get("$defs")
-    if isinstance(defs, dict):
-        for name, sub in defs.items():
-            if isinstance(sub, dict):
-                defs[name] = to_strict(sub, lost, f"$defs.{name}")
-    return schema
-
-
-# --- Gemini -------------------------------------------------------------------------------
+__all__ = ["Gemini", "to_gemini"]
 
 _GEMINI_KEYS = frozenset({
     "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
@@ -116,6 +33,7 @@ _SILENT_DROP = frozenset({"$schema", "$id", "$comment", "additionalProperties", 
                           "readOnly", "writeOnly", "deprecated", "discriminator",
                           "contentEncoding", "contentMediaType"})
 _MAX_INLINE_DEPTH = 8
+_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 # Inlining copies a definition at every use, so a small schema whose definitions each use the
 # next several times grows exponentially (six uses over ten levels: 60 million objects).
 # Past this many schema objects, references are no longer inlined.
@@ -129,6 +47,100 @@ class _Budget:
         self.left = _MAX_INLINED_OBJECTS
         self.cut = 0
 
+
+class Gemini(ProviderFormat):
+    """Google Gemini."""
+
+    name = "gemini"
+    call_shape = "a Gemini function_call part"
+    aliases = ("google", "genai")
+
+    def rewrites_schema(self, strict: bool) -> bool:
+        return True
+
+    def dialect(self, parameters: dict[str, Any], *, strict: bool, lost: list[str]
+                ) -> dict[str, Any]:
+        return to_gemini(parameters, lost)
+
+    def tool_definition(self, tool: Tool, parameters: dict[str, Any], *, strict: bool
+                        ) -> dict[str, Any]:
+        decl: dict[str, Any] = {"name": tool.name, "description": tool.description}
+        if parameters.get("properties"):
+            decl["parameters"] = parameters
+        return decl
+
+    def read_definition(self, definition: Mapping[str, Any]) -> Definition:
+        """``parameters`` is ``None`` for a function that takes none (Gemini wants it left
+        out then)."""
+        return Definition(definition["name"], definition.get("description"),
+                          definition.get("parameters"))
+
+    def read_call(self, obj: Any, kind: Any) -> RawCall | None:
+        inner = field(obj, "function_call") or field(obj, "functionCall")
+        if inner is not None and not isinstance(inner, (str, bytes)):
+            # Gemini 3 rejects a history whose function_call parts lost their signature.
+            signature = field(obj, "thought_signature") or field(obj, "thoughtSignature")
+            return RawCall(field(inner, "name"), field(inner, "id"), field(inner, "args"),
+                           {"thought_signature": signature} if signature is not None else None)
+        if kind is None and has_field(obj, "name") and has_field(obj, "args"):
+            return RawCall(field(obj, "name"), field(obj, "id"), field(obj, "args"))
+        return None
+
+    def answer_messages(self, answers: Sequence[Answer]) -> list[dict[str, Any]]:
+        if not answers:
+            return []
+        model_parts = []
+        for c, _, had_id in answers:
+            fc: dict[str, Any] = {"name": c.name,
+                                  "args": c.arguments if c.arguments is not None else {}}
+            if had_id:
+                fc["id"] = c.id
+            part: dict[str, Any] = {"function_call": fc}
+            signature = c.extra.get("thought_signature")
+            if signature is not None:
+                part["thought_signature"] = signature
+            model_parts.append(part)
+        user_parts: list[dict[str, Any]] = []
+        images_after: list[dict[str, Any]] = []
+        for call, result, had_id in answers:
+            text, images = result.text, result.images
+            payload: dict[str, Any] = (
+                {"error": text} if result.is_error else {"output": _maybe_json(text, result)})
+            fr: dict[str, Any] = {"name": call.name, "response": payload}
+            if had_id:
+                fr["id"] = call.id
+            user_parts.append({"function_response": fr})
+            for img in images:
+                data = img.read_bytes()
+                if data is not None:
+                    images_after.append({"inline_data": {"mime_type": img.media_type,
+                                                         "data": data}})
+                else:
+                    images_after.append({"file_data": {"mime_type": img.media_type,
+                                                       "file_uri": img.url}})
+        return [{"role": "model", "parts": model_parts},
+                {"role": "user", "parts": user_parts + images_after}]
+
+    def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
+        """The whole ``tool_config`` (``GenerateContentConfig(tool_config=...)``)."""
+        if mode == "tool":
+            return {"function_calling_config": {"mode": "ANY",
+                                                "allowed_function_names": [tool]}}
+        return {"function_calling_config": {"mode": _MODES[mode]}}
+
+
+def _maybe_json(text: str, result: ToolResult) -> Any:
+    """Structured output stays structured for Gemini (``response`` is a JSON object)."""
+    if isinstance(result.content, str) and text[:1] in ("{", "[") and not isinstance(
+            result.value, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+# --- the dialect --------------------------------------------------------------------------
 
 def _resolve_ref(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
     if not ref.startswith("#/"):
@@ -255,30 +267,3 @@ def _gem(node: dict[str, Any], root: dict[str, Any], lost: list[str], path: str,
     if "required" in out and "properties" in out:
         out["required"] = [r for r in out["required"] if r in out["properties"]]
     return out
-
-
-# --- the tool envelope of each format -------------------------------------------------------
-
-def envelope(api_format: str, name: str, description: str, parameters: dict[str, Any],
-             *, strict: bool, extras: dict[str, Any]) -> dict[str, Any]:
-    """Wrap a finished parameters schema in the tool definition ``api_format`` expects."""
-    if api_format == "openai-chat":
-        fn: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
-        if strict:
-            fn["strict"] = True
-        return {"type": "function", "function": fn}
-    if api_format == "openai-responses":
-        return {"type": "function", "name": name, "description": description,
-                "parameters": parameters, "strict": strict}
-    if api_format == "anthropic":
-        return {"name": name, "description": description, "input_schema": parameters}
-    if api_format == "gemini":
-        decl: dict[str, Any] = {"name": name, "description": description}
-        if parameters.get("properties"):
-            decl["parameters"] = parameters
-        return decl
-    # mcp
-    tool: dict[str, Any] = {"name": name, "description": description, "inputSchema": parameters}
-    tool.update(extras)
-    return tool
-

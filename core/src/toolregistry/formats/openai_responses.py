@@ -1,0 +1,87 @@
+"""``openai-responses``: the OpenAI Responses API.
+
+Owns: the flat ``{"type": "function", name, description, parameters, strict}`` envelope with
+strict mode; reading ``function_call`` items (``call_id`` is the id the output answers, the
+item ``id`` is kept as ``extra["item_id"]``); the answer (``function_call`` items echoed, then
+``function_call_output`` items, images as ``input_image`` parts of the output); ``tool_choice``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._base import (
+    Answer,
+    ChoiceMode,
+    Definition,
+    ProviderFormat,
+    RawCall,
+    args_json,
+    field,
+    has_field,
+)
+from ._openai import to_strict
+
+if TYPE_CHECKING:
+    from toolregistry.tool import Tool
+
+__all__ = ["OpenAIResponses"]
+
+
+class OpenAIResponses(ProviderFormat):
+    """OpenAI Responses."""
+
+    name = "openai-responses"
+    call_shape = "an OpenAI responses function_call item"
+    aliases = ("responses",)
+    supports_strict = True
+    call_types = ("function_call",)
+
+    def rewrites_schema(self, strict: bool) -> bool:
+        return strict
+
+    def dialect(self, parameters: dict[str, Any], *, strict: bool, lost: list[str]
+                ) -> dict[str, Any]:
+        return to_strict(parameters, lost) if strict else parameters
+
+    def tool_definition(self, tool: Tool, parameters: dict[str, Any], *, strict: bool
+                        ) -> dict[str, Any]:
+        return {"type": "function", "name": tool.name, "description": tool.description,
+                "parameters": parameters, "strict": strict}
+
+    def read_definition(self, definition: Mapping[str, Any]) -> Definition:
+        return Definition(definition["name"], definition.get("description"),
+                          definition.get("parameters"))
+
+    def read_call(self, obj: Any, kind: Any) -> RawCall | None:
+        # Typed items, or the same data without ``type`` (``call_id`` + ``name``): either way
+        # never taken for a registry call, although it has a name and arguments too.
+        if kind != "function_call" and not (
+                kind is None and has_field(obj, "call_id") and has_field(obj, "name")):
+            return None
+        item_id = field(obj, "id")
+        return RawCall(field(obj, "name"), field(obj, "call_id") or item_id,
+                       field(obj, "arguments"),
+                       {"item_id": item_id} if item_id is not None else None)
+
+    def answer_messages(self, answers: Sequence[Answer]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = [
+            {"type": "function_call", "call_id": c.id, "name": c.name,
+             "arguments": args_json(c)}
+            for c, _, _ in answers
+        ]
+        for call, result, _ in answers:
+            text, images = result.text, result.images
+            output: Any = text
+            if images:
+                output = ([{"type": "input_text", "text": text}] if text else []) + [
+                    {"type": "input_image", "image_url": img.as_url(),
+                     "detail": img.detail or "auto"} for img in images]
+            items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+        return items
+
+    def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
+        if mode == "tool":
+            return {"type": "function", "name": tool}
+        return mode
