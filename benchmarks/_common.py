@@ -279,15 +279,18 @@ _PARAMS: list[tuple[str, str, str | None, str]] = [
 ]
 
 
-def tools_source(n: int, seed: int = 0) -> str:
+def tools_source(n: int, seed: int = 0, *, pep563: bool = False) -> str:
     """Python source of ``n`` varied tool functions ``tool_00000_verb_noun`` ... (deterministic).
 
     Signatures mix str, int, float, bool, Optional, PEP 604 unions, Literal, list[str] and
     defaults; every docstring has a summary, often a body, an ``Args:`` section and
-    ``Returns:``.
+    ``Returns:``. ``pep563``: the module starts with ``from __future__ import annotations``
+    (every annotation is a string to resolve), as most modern code does.
     """
     rng = random.Random(seed)
     lines = ["from typing import Literal, Optional", "", ""]
+    if pep563:
+        lines.insert(0, "from __future__ import annotations")
     for i in range(n):
         name = f"tool_{i:05d}_{rng.choice(_VERBS)}_{rng.choice(_NOUNS)}"
         chosen = rng.sample(_PARAMS, rng.randint(1, 5))
@@ -308,9 +311,9 @@ def tools_source(n: int, seed: int = 0) -> str:
     return "\n".join(lines)
 
 
-def write_tools_module(n: int, seed: int = 0) -> Path:
+def write_tools_module(n: int, seed: int = 0, *, pep563: bool = False) -> Path:
     """Write the generated module under ``.bench-venvs/_generated`` (reused when identical)."""
-    source = tools_source(n, seed)
+    source = tools_source(n, seed, pep563=pep563)
     digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     folder = VENVS / "_generated"
     folder.mkdir(parents=True, exist_ok=True)

@@ -14,12 +14,12 @@ import inspect
 import json
 import threading
 import types
-import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from attrs import frozen
 
+from ._annotations import resolve_hints
 from .errors import ToolRegistrationError
 from .types import ToolContext
 
@@ -142,7 +142,7 @@ def _injected_marker(annotation: Any) -> tuple[bool, str | None]:
 
 def _resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return resolve_hints(fn)
     except Exception as exc:  # a forward reference that cannot be resolved
         raise ToolRegistrationError(
             f"tool {tool_name!r}: cannot resolve the type hints of {fn!r}: {exc}"
@@ -229,19 +229,19 @@ def inspect_function(
             )
         annotation = hints.get(p.name, p.annotation)
         positional_only = p.kind is inspect.Parameter.POSITIONAL_ONLY
-        is_injected, key = _injected_marker(annotation)
-        if is_injected:
+        kind = _kind_of(annotation)
+        if kind.injected:
             injected.append(
-                InjectedParam(p.name, key or (None if _is_context(annotation) else p.name),
+                InjectedParam(p.name, kind.key or (None if kind.context else p.name),
                               positional_only, p.default is not inspect.Parameter.empty)
             )
             continue
         param = Param(p.name, annotation, p.default, positional_only, param_docs.get(p.name))
         params.append(param)
-        schema = _fast_schema(annotation)
-        if schema is None:
+        if kind.schema is None:
             slow.append(param)
             continue
+        schema = _copy(kind.schema)
         if param.description:
             schema["description"] = param.description
         if p.default is inspect.Parameter.empty:
@@ -260,6 +260,48 @@ def inspect_function(
         if required:
             parameters["required"] = required
     return Signature(tuple(params), tuple(injected), parameters)
+
+
+@frozen
+class _Kind:
+    """What an annotation means for a tool: injected (with its context key, or the whole
+    context), or visible with the schema of the fast path (``None``: pydantic's)."""
+
+    injected: bool
+    key: str | None
+    context: bool
+    schema: dict[str, Any] | None
+
+
+# Annotation objects seen, by identity (the object is kept, so the identity stays its): a
+# module repeats the same few, and in PEP 563 modules they come out of one cache.
+_KINDS: dict[int, tuple[Any, _Kind]] = {}
+_MAX_KINDS = 4096
+
+
+def _kind_of(annotation: Any) -> _Kind:
+    hit = _KINDS.get(id(annotation))
+    if hit is not None and hit[0] is annotation:
+        return hit[1]
+    is_injected, key = _injected_marker(annotation)
+    kind = _Kind(is_injected, key, is_injected and _is_context(annotation),
+                 None if is_injected else _fast_schema(annotation))
+    if len(_KINDS) >= _MAX_KINDS:
+        _KINDS.clear()
+    _KINDS[id(annotation)] = (annotation, kind)
+    return kind
+
+
+def _copy(schema: dict[str, Any]) -> dict[str, Any]:
+    """A fresh copy of a (small) fast-path schema: callers add description and default, and
+    no two tools share a part."""
+    out = dict(schema)
+    for key, value in out.items():
+        if type(value) is dict:
+            out[key] = _copy(value)
+        elif type(value) is list:
+            out[key] = [_copy(v) if type(v) is dict else v for v in value]
+    return out
 
 
 def _is_context(annotation: Any) -> bool:
