@@ -17,9 +17,9 @@ import pytest
 
 from toolregistry import Tool, ToolRegistry
 from toolregistry._annotations import resolve_hints
-from toolregistry.formats import API_FORMATS
 from toolregistry._schema import _pydantic_schema, inspect_function
 from toolregistry.errors import ToolRegistrationError
+from toolregistry.formats import API_FORMATS
 
 SOURCE = '''
 import collections.abc as cabc
