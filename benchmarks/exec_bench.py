@@ -10,7 +10,7 @@ fresh process (ours, then 0.19, or the other way round, alternating):
 * ``invoke``: ``registry.invoke("add", {"a": 1, "b": 2})`` on both; the overhead is the median
   time per call minus a direct ``add(1, 2)`` in the same process. 0.19 validates too (its
   ``Tool.run`` validates the parameters) and runs a sync invoke on its thread backend.
-* ``ours no deadline``: ours with ``ToolRegistry(default_timeout=0)`` (information: without a
+* ``ours no deadline``: ours with ``ToolRegistry(default_timeout="none")`` (information: without a
   deadline the kernel may run a sync tool on the caller's thread).
 * ``ours kernel only``: ours with ``ToolRegistry(load_plugins=[])``, no plugin loaded, in the
   same environment: what the installed plugins cost a call of a tool none of them concerns
@@ -125,8 +125,8 @@ def main(argv: list[str]) -> int:
     side_params: dict[str, dict[str, Any]] = {
         "ours": params,
         "ours kernel only": {**params, "registry_kwargs": {"load_plugins": []}},
-        # default_timeout=0: no deadline, which lets the kernel run a sync tool inline
-        "ours no deadline": {**params, "registry_kwargs": {"default_timeout": 0}},
+        # default_timeout="none": no deadline, which lets the kernel run a sync tool inline
+        "ours no deadline": {**params, "registry_kwargs": {"default_timeout": "none"}},
         "0.19": params,  # the default execution mode (process pool for batches)
         "0.19 thread": {**params, "invoke": False, "exec_mode": "thread"},
     }
@@ -159,7 +159,7 @@ def main(argv: list[str]) -> int:
         c.Row("(ours no deadline vs 0.19: invoke overhead)",
               {"ours": col("invoke_overhead")["ours no deadline"],
                "0.19": col("invoke_overhead")["0.19"]},
-              note="ours with ToolRegistry(default_timeout=0), for information: the "
+              note='ours with ToolRegistry(default_timeout="none"), for information: the '
                    "default 60 s deadline makes a sync call hop to a worker thread"),
     ]
     loaded = sorted({p for x in samples["ours"] for p in x.get("plugins", [])})

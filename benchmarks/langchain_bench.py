@@ -37,7 +37,7 @@ def per_call_us(fn: Callable[[], Any], n: int, rounds: int) -> float:
 
 
 def main(n: int = 2000, rounds: int = 5) -> None:
-    registry = ToolRegistry(default_timeout=0)
+    registry = ToolRegistry(default_timeout="none")
     registry.register_from_langchain(multiply)
 
     @registry.register

@@ -170,7 +170,7 @@ def _registry() -> object:
 
     folder = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
     (folder / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
-    return ToolRegistry(config=folder / "pyproject.toml", default_timeout=0)
+    return ToolRegistry(config=folder / "pyproject.toml", default_timeout="none")
 
 
 def registry_register(tools: int) -> float:

@@ -86,7 +86,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float]:
 
 
 def make_registry(folder: Path) -> ToolRegistry:
-    registry = ToolRegistry(config=_config(folder), default_timeout=0)
+    registry = ToolRegistry(config=_config(folder), default_timeout="none")
     return registry
 
 

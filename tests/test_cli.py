@@ -92,3 +92,164 @@ def test_demo_runs_with_whatever_is_installed() -> None:
     assert "calc-add (anthropic)" in out and "3.5" in out
     assert "Did you mean: get_weather?" in out
     assert "errors are returned to the model, never raised" in out
+
+
+# --- commands from plugins, through the cli_commands hook, with the real console script -------
+
+GREETER = '''
+from toolregistry.plugin import Command, hookimpl
+
+def _arguments(parser):
+    parser.add_argument("--name", default="world")
+
+def _run(context):
+    registry = context.registry()
+    print(f"hello {context.args.name}: {sorted(registry.list_tools())}")
+    return 3 if context.args.name == "three" else 0
+
+@hookimpl
+def cli_commands():
+    return [Command(name="greet", help="say hello", run=_run, arguments=_arguments)]
+'''
+RAISES = '''
+from toolregistry.plugin import hookimpl
+
+@hookimpl
+def cli_commands():
+    raise RuntimeError("no commands today")
+'''
+BAD_ARGUMENTS = '''
+from toolregistry.plugin import Command, hookimpl
+
+def _arguments(parser):
+    parser.add_argument("--name")
+    parser.add_argument("--name")  # argparse refuses a second --name
+
+@hookimpl
+def cli_commands():
+    return [Command(name="twice", help="broken options", run=lambda c: 0, arguments=_arguments)]
+'''
+CRASHES = '''
+from toolregistry.plugin import Command, hookimpl
+
+def _run(context):
+    raise KeyError("lost\\nits way")
+
+@hookimpl
+def cli_commands():
+    return [Command(name="crash", help="always fails", run=_run)]
+'''
+TAKES_SCHEMAS = '''
+from toolregistry.plugin import Command, hookimpl
+
+@hookimpl
+def cli_commands():
+    return [Command(name="schemas", help="not allowed", run=lambda c: 0)]
+'''
+WRONG_TYPE = '''
+from toolregistry.plugin import hookimpl
+
+@hookimpl
+def cli_commands():
+    return {"greet": "not a Command"}
+'''
+BROKEN_IMPORT = '''
+raise ImportError("this plugin cannot be imported")
+'''
+
+
+@pytest.fixture(scope="module")
+def command_plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ._dists import install_dist
+
+    return install_dist(tmp_path_factory.mktemp("cmds"), "toolregistry-cmds", {
+        "greeter": ("tr_greeter", GREETER),
+        "raises": ("tr_raises", RAISES),
+        "badargs": ("tr_badargs", BAD_ARGUMENTS),
+        "crasher": ("tr_crasher", CRASHES),
+        "taker": ("tr_taker", TAKES_SCHEMAS),
+        "wrongtype": ("tr_wrongtype", WRONG_TYPE),
+        "unimportable": ("tr_unimportable", BROKEN_IMPORT),
+    })
+
+
+def _console(*args: str, site: Path | None = None, cwd: Path | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    exe = Path(sys.executable).parent / "toolregistry"
+    full = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")}
+    if site is not None:
+        full["PYTHONPATH"] = str(site)
+    full.update(env or {})
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120,
+                          env=full, cwd=cwd)
+
+
+def test_help_lists_plugin_commands_and_survives_broken_plugins(command_plugins: Path,
+                                                                tmp_path: Path) -> None:
+    proc = _console("--help", site=command_plugins, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "greet" in proc.stdout and "say hello [plugin: greeter]" in proc.stdout
+    assert "crash" in proc.stdout
+    for left_out in ("twice", "not allowed"):
+        assert left_out not in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_plugin_command_runs_with_the_configured_registry(command_plugins: Path,
+                                                            config: Path) -> None:
+    proc = _console("--config", str(config), "greet", "--name", "you", site=command_plugins)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "hello you: ['add', 'fail']"
+    proc = _console("--config", str(config), "greet", "--name", "three", site=command_plugins)
+    assert proc.returncode == 3
+
+
+def test_broken_plugin_commands_are_reported_never_raised(command_plugins: Path,
+                                                          tmp_path: Path) -> None:
+    proc = _console("crash", site=command_plugins, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "crash (plugin 'crasher') failed: KeyError" in proc.stderr
+    report = {r["name"]: r for r in json.loads(
+        _console("plugins", site=command_plugins, cwd=tmp_path).stdout)}
+    assert report["greeter"]["error"] is None
+    assert "RuntimeError: no commands today" in report["raises"]["error"]
+    assert report["raises"]["status"] == "loaded"  # its other hooks still work
+    assert "the command name(s) schemas are taken" in report["taker"]["error"]
+    assert "must return a list of toolregistry.plugin.Command" in report["wrongtype"]["error"]
+    assert report["unimportable"]["status"] == "broken"
+    # The kernel's own command is untouched by the plugin that tried to take its name.
+    proc = _console("schemas", site=command_plugins, cwd=tmp_path)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+
+
+def test_strict_mode_makes_a_broken_command_an_error(command_plugins: Path,
+                                                     tmp_path: Path) -> None:
+    proc = _console("greet", site=command_plugins, cwd=tmp_path,
+                    env={"TOOLREGISTRY_STRICT_PLUGINS": "1"})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "plugin" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_without_the_mcp_plugin_names_the_distribution(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("toolregistry_mcp"):
+        pytest.skip("toolregistry-mcp is installed")
+    proc = _console("serve", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == ("toolregistry: toolregistry serve needs the 'mcp' plugin: install "
+                           "toolregistry-mcp\n")
+    proc = _console("--help", cwd=tmp_path)
+    assert proc.returncode == 0 and "serve" not in proc.stdout
+
+
+def test_call_refuses_bad_timeouts(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("nan", "inf", "0", "-1", "1e10", "soon"):
+        with pytest.raises(SystemExit) as info:
+            main(["--config", str(config), "call", "add", "--timeout", bad])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert "--timeout" in err and err.count("\n") == 1

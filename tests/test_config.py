@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from toolregistry import ToolRegistry
+from toolregistry import Tool, ToolRegistry, hookimpl
 from toolregistry._config import ConfigWarning, load_config, plugin_settings
 from toolregistry.errors import ConfigError, MissingPluginError
+from toolregistry.plugin import SourceKind
 
 
 def write(tmp_path: Path, body: str, name: str = "pyproject.toml") -> Path:
@@ -36,7 +38,7 @@ def test_precedence_argument_env_pyproject_default(tmp_path: Path,
     monkeypatch.setenv("TOOLREGISTRY_DEFAULT_TIMEOUT", "9")
     assert ToolRegistry(config=cfg).default_timeout == 9
     assert ToolRegistry(config=cfg, default_timeout=3).default_timeout == 3
-    assert ToolRegistry(config=cfg, default_timeout=0).default_timeout is None
+    assert ToolRegistry(config=cfg, default_timeout="none").default_timeout is None
     monkeypatch.delenv("TOOLREGISTRY_DEFAULT_TIMEOUT")
     assert ToolRegistry(config=write(tmp_path, "", "empty.toml")).default_timeout == 60
 
@@ -49,7 +51,7 @@ def test_malformed_toml_names_the_file(tmp_path: Path) -> None:
 
 def test_wrong_types_name_the_option(tmp_path: Path) -> None:
     cfg = write(tmp_path, '[tool.toolregistry]\ndefault-timeout = "soon"\n')
-    with pytest.raises(ConfigError, match="default-timeout must be a number"):
+    with pytest.raises(ConfigError, match="default-timeout must be a finite number"):
         ToolRegistry(config=cfg)
     cfg = write(tmp_path, '[tool.toolregistry]\nthink-augment = "yes"\n', "b.toml")
     with pytest.raises(ConfigError, match="think-augment must be true or false"):
@@ -95,7 +97,8 @@ def test_plugin_tables_are_validated_by_the_plugin_model(tmp_path: Path) -> None
         [tool.toolregistry.plugins.spool]
         keeep = true
     """, "unknown.toml"))
-    with pytest.warns(ConfigWarning, match=r"plugins.spool\]: unknown option 'keeep' "
+    with pytest.warns(ConfigWarning, match=r"plugins.spool\] \(.*unknown.toml\): unknown option "
+                                           r"'keeep' "
                                            r"\(did you mean 'keep'\?\)"):
         assert plugin_settings("spool", SpoolLike, unknown).keep is False
     with pytest.raises(ConfigError, match="unknown option 'keeep'"):
@@ -156,7 +159,7 @@ def test_python_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
      "no plugin provides the source kind 'carrier-pigeon'"),
     ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "${UNSET_VAR_XYZ}"\n',
      "environment variable UNSET_VAR_XYZ is not set"),
-    ("sources = 3\n", "'sources' must be an array of tables"),
+    ("sources = 3\n", "sources must be an array of tables"),
 ])
 def test_bad_sources_are_named(tmp_path: Path, body: str, message: str) -> None:
     cfg = write(tmp_path, "[tool.toolregistry]\n" + body)
@@ -179,3 +182,246 @@ def test_plugin_sources_without_the_plugin_can_be_skipped(tmp_path: Path) -> Non
         ToolRegistry.from_config(cfg)
     reg = ToolRegistry.from_config(cfg, skip_unavailable=True)
     assert reg.skipped_sources and reg.skipped_sources[0][0] == "mcp"
+
+
+# --- python sources: import failures and sys.path (issues 16.12, 16.15) ------------------------
+
+@pytest.mark.parametrize(("code", "message"), [
+    ("def broken(:\n    pass\n", r"cannot import 'bad_tools_mod': SyntaxError: .*line 1"),
+    ("raise RuntimeError('no database')\n",
+     "importing 'bad_tools_mod' raised RuntimeError: no database"),
+])
+def test_a_python_source_that_fails_to_import_names_the_source(
+        tmp_path: Path, code: str, message: str) -> None:
+    (tmp_path / "bad_tools_mod.py").write_text(code, encoding="utf-8")
+    cfg = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "bad_tools_mod:anything"
+    """)
+    with pytest.raises(ConfigError, match=r"sources\[0\]: python source 'bad_tools_mod:anything'"
+                                          f": {message}"):
+        ToolRegistry.from_config(cfg)
+
+
+def test_the_cli_reports_a_python_source_that_fails_to_import(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "bad_tools_mod.py").write_text("def broken(:\n", encoding="utf-8")
+    cfg = write(tmp_path, '[[tool.toolregistry.sources]]\nkind = "python"\n'
+                          'target = "bad_tools_mod"\n')
+    proc = subprocess.run([sys.executable, "-m", "toolregistry.cli", "--config", str(cfg),
+                           "schemas"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "sources[0]: python source 'bad_tools_mod': cannot import" in proc.stderr
+
+
+def test_python_sources_leave_sys_path_alone(tmp_path: Path) -> None:
+    import sys
+
+    (tmp_path / "path_tools_mod.py").write_text(textwrap.dedent('''
+        import path_helper_mod  # a sibling, imported while the source loads
+
+        def twice(x: int) -> int:
+            """Twice."""
+            return path_helper_mod.double(x)
+    '''), encoding="utf-8")
+    (tmp_path / "path_helper_mod.py").write_text("def double(x):\n    return 2 * x\n")
+    (tmp_path / "path_broken_mod.py").write_text("raise ValueError('broken')\n")
+    before = list(sys.path)
+    ok = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "path_tools_mod:twice"
+    """)
+    with ToolRegistry.from_config(ok) as reg:
+        assert reg.invoke("twice", {"x": 4}).text == "8"
+    assert sys.path == before
+    broken = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "path_broken_mod"
+    """, "broken.toml")
+    with pytest.raises(ConfigError, match="raised ValueError: broken"):
+        ToolRegistry.from_config(broken)
+    assert sys.path == before
+    assert str(tmp_path) not in sys.path_importer_cache
+
+
+def test_a_package_source_keeps_its_lazy_relative_imports(tmp_path: Path) -> None:
+    """The folder leaves sys.path after loading; a package's own imports still work later."""
+    import sys
+
+    pkg = tmp_path / "lazy_pkg_tools"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent('''
+        def shout(text: str) -> str:
+            """Shout, with a helper imported on first use."""
+            from .helpers import upper
+
+            return upper(text)
+    '''), encoding="utf-8")
+    (pkg / "helpers.py").write_text("def upper(text):\n    return text.upper()\n")
+    cfg = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "lazy_pkg_tools:shout"
+    """)
+    with ToolRegistry.from_config(cfg) as reg:
+        assert str(tmp_path) not in sys.path
+        assert reg.invoke("shout", {"text": "hi"}).text == "HI"
+
+
+# --- a third party's source kind gets the kernel's config support ------------------------------
+
+class Notes:
+    """An in-process plugin with a source kind whose target is a file path."""
+
+    __name__ = "notes"
+
+    def __init__(self) -> None:
+        self.loaded: list[tuple[str, dict[str, Any]]] = []
+
+    def _load(self, registry: ToolRegistry, source: Any, **options: Any) -> list[Tool]:
+        self.loaded.append((source, options))
+        text = Path(source).read_text(encoding="utf-8")
+        tools = [Tool(name=line.split()[0], description=line, callable=lambda line=line: line)
+                 for line in text.splitlines() if line.strip()]
+        return registry.register_tools(tools, namespace=options.get("namespace"))
+
+    async def _aload(self, registry: ToolRegistry, source: Any, **options: Any) -> list[Tool]:
+        return self._load(registry, source, **options, via="async")
+
+    @staticmethod
+    def _export(registry: ToolRegistry, names: Any, **options: Any) -> list[str]:
+        return [f"note:{n}" for n in (names or registry.list_tools())]
+
+    @hookimpl
+    def loaders(self) -> list[SourceKind]:
+        return [SourceKind(name="notes", load=self._load, aload=self._aload, target="file",
+                           paths=("file", "index"), export=self._export)]
+
+
+def test_a_third_party_source_kind_in_the_configuration(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("buy milk\ncall mom\n", encoding="utf-8")
+    cfg = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "notes"
+        file = "notes/todo.txt"          # relative to this file
+        index = "notes/index.db"
+        url = "notes/not-a-path"         # not declared as a path: left alone
+        namespace = "n"
+    """)
+    plugin = Notes()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with ToolRegistry.from_config(cfg, plugins=[plugin]) as reg:
+        assert reg.list_tools() == ["n-buy", "n-call"]
+        source, options = plugin.loaded[0]
+        assert source == str(tmp_path / "notes" / "todo.txt")
+        assert options == {"index": str(tmp_path / "notes" / "index.db"),
+                           "url": "notes/not-a-path", "namespace": "n"}
+        assert reg.export("notes") == ["note:n-buy", "note:n-call"]
+        assert reg.plugins.provider("notes") == "notes"
+        import asyncio
+
+        asyncio.run(reg.aregister_from_notes(str(tmp_path / "notes" / "todo.txt"),
+                                             namespace="m"))
+        assert plugin.loaded[-1][1] == {"namespace": "m", "via": "async"}
+
+
+def test_a_source_kind_without_its_target_is_named(tmp_path: Path) -> None:
+    cfg = write(tmp_path, '[[tool.toolregistry.sources]]\nkind = "notes"\nnamespace = "x"\n')
+    with pytest.raises(ConfigError, match=r"sources\[0\]: a notes source needs file = "):
+        ToolRegistry.from_config(cfg, plugins=[Notes()])
+
+
+def test_source_kinds_must_be_typed() -> None:
+    class Untyped:
+        __name__ = "untyped"
+
+        @hookimpl
+        def loaders(self) -> dict[str, Any]:
+            return {"untyped": lambda registry, source: []}
+
+    class Clashing:
+        __name__ = "clashing"
+
+        @hookimpl
+        def loaders(self) -> list[SourceKind]:
+            return [SourceKind(name="python", load=lambda registry, source: [])]
+
+    with ToolRegistry(plugins=[Untyped(), Clashing()]) as reg:
+        record = reg.plugins.records["untyped"]
+        assert record.status == "broken"
+        assert "loaders() must return a list of toolregistry.plugin.SourceKind" in (
+            record.error or "")
+        assert reg.plugins.provider("python") == "toolregistry"  # the kernel's own kind stays
+    with pytest.raises(ValueError, match="lowercase identifier"):
+        SourceKind(name="Bad Name", load=lambda registry, source: [])
+
+
+# --- plugin tables are validated when the configuration is loaded (issue 16.14) ---------------
+
+class Sized:
+    __name__ = "sized"
+
+    @hookimpl
+    def settings_model(self) -> type[BaseModel]:
+        class SizedOptions(BaseModel):
+            model_config = ConfigDict(extra="forbid")
+            size: int = 1
+
+        return SizedOptions
+
+
+class Plain:
+    __name__ = "plain"
+
+    @hookimpl
+    def on_change(self, registry: ToolRegistry, event: Any) -> None:
+        return None
+
+
+def test_a_bad_plugin_table_is_refused_when_the_registry_is_built(tmp_path: Path) -> None:
+    cfg = write(tmp_path, """
+        [tool.toolregistry.plugins.sized]
+        size = "big"
+    """)
+    with pytest.raises(ConfigError, match=r"\[tool.toolregistry.plugins.sized\] \(.*pyproject"
+                                          r".toml\): invalid option: size: Input should be a "
+                                          r"valid integer"):
+        ToolRegistry(config=cfg, plugins=[Sized()])
+    good = write(tmp_path, "[tool.toolregistry.plugins.sized]\nsize = 3\n", "good.toml")
+    with ToolRegistry(config=good, plugins=[Sized()]) as reg:
+        model = reg.plugins.settings_model("sized")
+        assert reg.plugin_settings("sized", model).size == 3
+
+
+def test_tables_of_plugins_without_options_or_not_installed(tmp_path: Path) -> None:
+    cfg = write(tmp_path, """
+        [tool.toolregistry.plugins.plain]
+        colour = "blue"
+        [tool.toolregistry.plugins.not-installed-anywhere]
+        anything = 1
+    """)
+    with pytest.warns(ConfigWarning, match=r"plugins.plain\].*takes no options.*'colour'"):
+        ToolRegistry(config=cfg, plugins=[Plain()]).close()
+    with pytest.raises(ConfigError, match="takes no options"):
+        ToolRegistry(config=cfg, plugins=[Plain()], strict_plugins=True)
+
+
+def test_the_cli_exits_2_for_a_malformed_plugins_table(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cfg = write(tmp_path, "[tool.toolregistry]\nplugins = [1, 2]\n")
+    proc = subprocess.run([sys.executable, "-m", "toolregistry.cli", "--config", str(cfg),
+                           "schemas"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "plugins must be a table of plugin tables" in proc.stderr
+    assert proc.stderr.count("\n") == 1

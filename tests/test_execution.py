@@ -596,7 +596,7 @@ def test_async_tools_that_ignore_cancellation_still_return_on_time(
 
 
 def test_no_deadline_runs_inline(registry_factory: Callable[..., ToolRegistry]) -> None:
-    registry = registry_factory(default_timeout=0)
+    registry = registry_factory(default_timeout="none")
     seen: list[int] = []
 
     @registry.register

@@ -3,11 +3,11 @@ strict mode, the hook facade, and the errors for plugins that are not installed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,13 +18,16 @@ import toolregistry
 from toolregistry import ChangeEvent, Tool, ToolRegistry, hookimpl
 from toolregistry import hookspecs as specs
 from toolregistry._plugins import PluginHost, PluginSettings
-from toolregistry.errors import MissingPluginError, ToolRejected
-from toolregistry.plugin import ChoiceMode, Definition, ProviderFormat
+from toolregistry.errors import ConfigError, MissingPluginError, ToolRejected
+from toolregistry.plugin import ChoiceMode, Definition, ProviderFormat, SourceKind
+
+from ._dists import install_dist
 
 # --- third-party distributions, really built and installed -------------------------------------
 
 GOOD = '''
 from toolregistry import hookimpl, Tool
+from toolregistry.plugin import SourceKind
 
 def _load(registry, source, **options):
     tools = [Tool(name=f"hello_{n}", description="Say hello.", callable=lambda n=n: f"hello {n}")
@@ -33,7 +36,7 @@ def _load(registry, source, **options):
 
 @hookimpl
 def loaders():
-    return {"hello": _load}
+    return [SourceKind(name="hello", load=_load)]
 
 @hookimpl
 def register(registry, tool):
@@ -58,28 +61,6 @@ def on_change(registry, event):
 '''
 
 
-def _write_dist(root: Path, dist: str, module: str, ep_name: str, code: str) -> Path:
-    pkg = root / dist
-    (pkg / "src" / module).mkdir(parents=True)
-    (pkg / "src" / module / "__init__.py").write_text(textwrap.dedent(code))
-    (pkg / "pyproject.toml").write_text(textwrap.dedent(f'''
-        [build-system]
-        requires = ["hatchling"]
-        build-backend = "hatchling.build"
-
-        [project]
-        name = "{dist}"
-        version = "0.1.0"
-
-        [project.entry-points."toolregistry.plugins"]
-        {ep_name} = "{module}"
-
-        [tool.hatch.build.targets.wheel]
-        packages = ["src/{module}"]
-    '''))
-    return pkg
-
-
 @pytest.fixture(scope="module")
 def third_party(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Build wheels of four small plugin distributions and install each into its own folder."""
@@ -90,18 +71,8 @@ def third_party(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "misspelt": ("toolregistry-misspelt", "tr_misspelt", "misspelt", MISSPELT),
         "rival": ("toolregistry-rival", "tr_rival", "hello", CLAIMS_HELLO),
     }
-    sites: dict[str, Path] = {}
-    wheels = root / "wheels"
-    for key, (dist, module, ep, code) in specs_.items():
-        pkg = _write_dist(root / "src", dist, module, ep, code)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                        "--no-build-isolation", "-w", str(wheels), str(pkg)], check=True)
-        wheel = next(wheels.glob(f"{dist.replace('-', '_')}-*.whl"))
-        site = root / f"site-{key}"
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                        "--target", str(site), str(wheel)], check=True)
-        sites[key] = site
-    return sites
+    return {key: install_dist(root, dist, {ep: (module, code)})
+            for key, (dist, module, ep, code) in specs_.items()}
 
 
 def _run(code: str, *sites: Path, env: dict[str, str] | None = None,
@@ -270,9 +241,10 @@ class Recorder:
         self.seen.append(("on_change", event.kind))
 
     @hookimpl
-    def loaders(self) -> dict[str, Any]:
-        return {"numbers": lambda registry, source, **kw: registry.register_tools(
-            [Tool(name=f"n{i}", callable=lambda i=i: i) for i in range(source)], **kw)}
+    def loaders(self) -> list[SourceKind]:
+        return [SourceKind(name="numbers", load=lambda registry, source, **kw:
+                           registry.register_tools([Tool(name=f"n{i}", callable=lambda i=i: i)
+                                                    for i in range(source)], **kw))]
 
     @hookimpl
     def suggest_tools(self, registry: ToolRegistry, name: str, limit: int) -> list[str]:
@@ -456,6 +428,57 @@ def test_a_plugin_added_later_is_compiled_into_existing_plans() -> None:
         assert reg.invoke("add", {"a": 1, "b": 2}).metadata["plain"] == "add"
     finally:
         reg.close()
+
+def test_hook_settings_model(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+
+    class Options(BaseModel):
+        colour: str = "red"
+
+    class Painter:
+        __name__ = "painter"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        @hookimpl
+        def settings_model(self) -> type[BaseModel]:
+            self.calls += 1
+            return Options
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry.plugins.painter]\ncolour = "blue"\n')
+    plugin = Painter()
+    with ToolRegistry(config=config, plugins=[plugin]) as reg:
+        assert reg.plugin_settings("painter", Options).colour == "blue"
+        assert reg.plugins.settings_model("painter") is Options
+    assert plugin.calls == 1  # asked once, when the table was checked
+    config.write_text("[tool.toolregistry.plugins.painter]\ncolour = 5\n")
+    with pytest.raises(ConfigError, match=r"plugins.painter\].*colour: Input should be a "
+                                          r"valid string"):
+        ToolRegistry(config=config, plugins=[Painter()])
+
+
+def test_hook_cli_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    from toolregistry.plugin import Command, CommandContext
+
+    ran: list[CommandContext] = []
+
+    class Commander:
+        __name__ = "commander"
+
+        @hookimpl
+        def cli_commands(self) -> list[Command]:
+            return [Command(name="hello", help="greet", run=lambda ctx: ran.append(ctx) or 0)]
+
+    host = PluginHost(PluginSettings())
+    host.add(Commander())
+    (plugin, command), = host.commands(taken=("plugins",))
+    assert plugin == "commander" and command.name == "hello"
+    command.run(CommandContext(argparse.Namespace(), None))
+    assert len(ran) == 1
+    assert host.commands(taken=("hello",)) == []
+    assert "the command name(s) hello are taken" in (host.records["commander"].error or "")
 
 
 def test_hook_provider_formats(recorder: tuple[Recorder, ToolRegistry]) -> None:

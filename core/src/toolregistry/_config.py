@@ -13,24 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from attrs import frozen
+from attrs import field, frozen
 
 from .errors import ConfigError
 
 __all__ = ["ConfigWarning", "RegistryConfig", "load_config", "plugin_settings"]
-
-ENV_CONFIG = "TOOLREGISTRY_CONFIG"
-ENV_DISABLE = "TOOLREGISTRY_DISABLE_PLUGINS"
-ENV_LOAD = "TOOLREGISTRY_LOAD_PLUGINS"
-ENV_STRICT = "TOOLREGISTRY_STRICT_PLUGINS"
-ENV_TIMEOUT = "TOOLREGISTRY_DEFAULT_TIMEOUT"
-ENV_THINK = "TOOLREGISTRY_THINK_AUGMENT"
-
-# option (normalised) -> (type description, checker)
-_TOP_LEVEL = {
-    "think_augment", "tool_discovery", "default_timeout", "max_workers", "strict_plugins",
-    "disable_plugins", "load_plugins", "sources", "plugins", "strict_schemas",
-}
 
 T = TypeVar("T")
 
@@ -50,29 +37,34 @@ def normalise_keys(table: Mapping[str, Any]) -> dict[str, Any]:
 
 @frozen
 class RegistryConfig:
-    """The ``[tool.toolregistry]`` table of one file, keys normalised (``-`` -> ``_``)."""
+    """The ``[tool.toolregistry]`` table of one file: keys normalised (``-`` -> ``_``), the
+    kernel's options parsed (``values``), unknown keys listed. Validated plugin tables are
+    kept here too, so that each is validated once per file."""
 
     path: Path | None
     table: Mapping[str, Any]
+    values: Mapping[str, Any] = field(factory=dict)
+    unknown: tuple[str, ...] = ()
+    validated: dict[tuple[str, Any, bool], Any] = field(factory=dict, eq=False, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self.table.get(key, default)
+        """A kernel option as given in the file (parsed), or ``default``."""
+        return self.values.get(key, default)
 
     @property
     def sources(self) -> list[dict[str, Any]]:
-        raw = self.table.get("sources", [])
-        if not isinstance(raw, list) or not all(isinstance(s, dict) for s in raw):
-            raise ConfigError(f"{self.where}: 'sources' must be an array of tables")
-        return [normalise_keys(s) for s in raw]
+        """The ``[[tool.toolregistry.sources]]`` entries, keys normalised."""
+        return [dict(s) for s in self.values.get("sources", ())]
+
+    @property
+    def plugin_tables(self) -> Mapping[str, Mapping[str, Any]]:
+        """``[tool.toolregistry.plugins.<name>]`` by plugin name (as written)."""
+        tables: Mapping[str, Mapping[str, Any]] = self.values.get("plugins", {})
+        return tables
 
     def plugin_table(self, name: str) -> dict[str, Any]:
-        plugins = self.table.get("plugins", {})
-        if not isinstance(plugins, dict):
-            raise ConfigError(f"{self.where}: 'plugins' must be a table of plugin tables")
-        table = plugins.get(name, {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{self.where}: [tool.toolregistry.plugins.{name}] must be a table")
-        return normalise_keys(table)
+        """One plugin's table, keys normalised (empty when absent)."""
+        return normalise_keys(self.plugin_tables.get(name, {}))
 
     @property
     def where(self) -> str:
@@ -93,9 +85,16 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
-def load_config(path: str | Path | None = None, *, strict: bool = False) -> RegistryConfig:
+def load_config(path: str | Path | None = None, *, strict: bool | None = None) -> RegistryConfig:
     """Read ``[tool.toolregistry]`` from ``path``, ``$TOOLREGISTRY_CONFIG`` or the nearest
-    pyproject.toml (cached per file and modification time). A missing table is empty."""
+    pyproject.toml (cached per file and modification time). A missing table is empty.
+
+    The kernel's options are validated here (errors name the file and the option). Unknown
+    keys warn, or raise when strict: ``strict`` when given, else ``TOOLREGISTRY_STRICT_PLUGINS``,
+    else the file's own ``strict-plugins``.
+    """
+    from ._settings import ENV_CONFIG
+
     if path is None:
         env = os.environ.get(ENV_CONFIG)
         file = Path(env) if env else find_pyproject()
@@ -110,24 +109,54 @@ def load_config(path: str | Path | None = None, *, strict: bool = False) -> Regi
     except OSError as exc:
         raise ConfigError(f"configuration file {file} cannot be read: {exc.strerror}") from exc
     key = (str(file.resolve()), stat.st_mtime)
-    cached = _cache.get(key)
-    if cached is not None:
-        return cached
+    config = _cache.get(key)
+    if config is None:
+        config = _read(file)
+        _cache[key] = config
+    if config.unknown:
+        report_unknown(config.where, list(config.unknown), _known(),
+                       strict=_strictness(strict, config))
+    return config
+
+
+def _read(file: Path) -> RegistryConfig:
+    from ._settings import parse_file_options
+
     try:
         with file.open("rb") as fh:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"configuration file {file} cannot be read: {exc.strerror}") from exc
     tool = data.get("tool", {})
     table = tool.get("toolregistry", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{file}: [tool.toolregistry] must be a table")
-    config = RegistryConfig(file, normalise_keys(table))
-    unknown = sorted(set(config.table) - _TOP_LEVEL)
-    if unknown:
-        report_unknown(config.where, unknown, sorted(_TOP_LEVEL), strict=strict)
-    _cache[key] = config
-    return config
+    table = normalise_keys(table)
+    where = f"[tool.toolregistry] in {file}"
+    values = parse_file_options(table, where)
+    unknown = tuple(sorted(set(table) - set(values)))
+    return RegistryConfig(file, table, values, unknown)
+
+
+def _known() -> list[str]:
+    from ._settings import Settings
+
+    return sorted(Settings.options())
+
+
+def _strictness(strict: bool | None, config: RegistryConfig) -> bool:
+    if strict is not None:
+        return strict
+    from ._settings import Settings, env_text, parse_value
+
+    info = Settings.options()["strict_plugins"]
+    raw = env_text(info)
+    if raw is not None:
+        return bool(parse_value("strict_plugins", info, raw, f"environment variable {info.env}",
+                                text=True))
+    return bool(config.values.get("strict_plugins", False))
 
 
 def report_unknown(where: str, unknown: list[str], known: list[str], *, strict: bool) -> None:
@@ -164,47 +193,26 @@ def expand_env(value: Any, where: str) -> Any:
     return value
 
 
-def env_list(name: str) -> list[str] | None:
-    """A comma-separated environment variable as a list (``None`` when unset)."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return None
-    return [part.strip() for part in raw.split(",") if part.strip()]
-
-
-def env_bool(name: str) -> bool | None:
-    """A boolean environment variable (``1/true/yes/on`` or ``0/false/no/off``)."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"environment variable {name}={raw!r} is not a boolean (use 1/0, true/false)")
-
-
-def env_float(name: str) -> float | None:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"environment variable {name}={raw!r} is not a number") from None
-
-
 def plugin_settings(
     name: str, model: type[T], config: RegistryConfig | None = None, *, strict: bool = False
 ) -> T:
     """Validate ``[tool.toolregistry.plugins.<name>]`` with the plugin's pydantic ``model``.
 
-    Errors name the plugin and the option; unknown options warn (raise when ``strict``).
+    Errors name the plugin, the option and the file; unknown options warn (raise when
+    ``strict``). Each table is validated once per file and model.
     """
+    cfg = config if config is not None else load_config()
+    key = (name, model, strict)
+    if key in cfg.validated:
+        return cfg.validated[key]  # type: ignore[no-any-return]
+    settings = _validate_table(name, model, cfg, strict)
+    cfg.validated[key] = settings
+    return settings
+
+
+def _validate_table(name: str, model: type[T], cfg: RegistryConfig, strict: bool) -> T:
     from pydantic import BaseModel, ValidationError
 
-    cfg = config if config is not None else load_config()
     table = cfg.plugin_table(name)
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise TypeError(f"plugin_settings needs a pydantic model class, got {model!r}")
@@ -215,7 +223,8 @@ def plugin_settings(
             known.add(_norm(finfo.alias))
     unknown = sorted(set(table) - known)
     if unknown:
-        report_unknown(f"[tool.toolregistry.plugins.{name}]", unknown, sorted(known), strict=strict)
+        report_unknown(f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'})", unknown,
+                       sorted(known), strict=strict)
         table = {k: v for k, v in table.items() if k in known}
     try:
         return model.model_validate(table)
@@ -226,5 +235,6 @@ def plugin_settings(
             for err in exc.errors()
         )
         raise ConfigError(
-            f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'}): invalid option: {problems}"
+            f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'}): invalid option: "
+            f"{problems}"
         ) from None

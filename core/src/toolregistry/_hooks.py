@@ -10,7 +10,6 @@ semantics (order, wrappers, first result) through a subset hook caller.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +25,7 @@ if TYPE_CHECKING:
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
-__all__ = ["ENV_TRACE", "Hooks", "ToolHooks"]
-
-ENV_TRACE = "TOOLREGISTRY_TRACE_HOOKS"
+__all__ = ["Hooks", "ToolHooks"]
 
 HookCall = Callable[..., Any]
 """A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
@@ -75,7 +72,7 @@ class Hooks:
     def refresh(self) -> None:
         """Re-read which hooks have implementations; called when a plugin is added."""
         h = self._hook
-        self._trace = bool(os.environ.get(ENV_TRACE))
+        self._trace = self._host.settings.trace  # tracing keeps pluggy's full path
         self.has_register = bool(h.register.get_hookimpls())
         self.has_schema_transform = bool(h.schema_transform.get_hookimpls())
         self.has_on_change = bool(h.on_change.get_hookimpls())

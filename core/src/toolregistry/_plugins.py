@@ -5,54 +5,55 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata as md
-import os
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 from attrs import define, field, frozen
 
 from . import hookspecs
-from ._config import (
-    ENV_DISABLE,
-    ENV_LOAD,
-    ENV_STRICT,
-    RegistryConfig,
-    env_bool,
-    env_list,
-    load_config,
-)
-from ._hooks import ENV_TRACE, Hooks
+from ._config import RegistryConfig, load_config, plugin_settings
+from ._extensions import Command, SourceKind
+from ._hooks import Hooks
 from ._log import log
+from ._settings import Settings
 from .errors import ConfigError, MissingPluginError, PluginError
 from .formats import BUILTIN_FORMATS, FormatConflict, FormatTable, ProviderFormat
 
-if TYPE_CHECKING:
-    pass
-
 ENTRY_POINT_GROUP = "toolregistry.plugins"
 HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
-              "loaders", "suggest_tools", "call_hooks", "provider_formats")
+              "loaders", "suggest_tools", "call_hooks", "provider_formats", "settings_model",
+              "cli_commands")
+KERNEL = "toolregistry"
+"""The provider named for what the kernel itself offers (the ``python`` source kind)."""
 
-# Features the kernel knows by name, and the first-party plugin that provides each.
-FEATURES: dict[str, tuple[str, str]] = {
-    "think_augment": ("think", "toolregistry-think"),
-    "tool_discovery": ("discovery", "toolregistry-discovery"),
-    "mcp": ("mcp", "toolregistry-mcp"),
-    "openapi": ("openapi", "toolregistry-openapi"),
-    "langchain": ("langchain", "toolregistry-langchain"),
-    "spool": ("spool", "toolregistry-spool"),
-}
+# Install hints: an absent plugin cannot describe itself, so for the first-party source kinds
+# and commands the kernel keeps the name of the plugin to install (its distribution is
+# ``toolregistry-<plugin>``). Everything else about a plugin comes from the plugin.
+KIND_HINTS: Mapping[str, str] = {"mcp": "mcp", "openapi": "openapi", "langchain": "langchain"}
+COMMAND_HINTS: Mapping[str, str] = {"serve": "mcp"}
+
+
+def distribution_of(plugin: str) -> str:
+    """The distribution that provides a first-party ``plugin`` (the project's naming rule)."""
+    return f"toolregistry-{plugin}"
 
 
 @frozen
 class PluginSettings:
-    """Which plugins to load: block list, allow list (``None``: all), strictness."""
+    """Which plugins to load: block list, allow list (``None``: all), strictness, tracing."""
 
     disable: frozenset[str] = frozenset()
     load: frozenset[str] | None = None
     strict: bool = False
+    trace: bool = False
+
+    @classmethod
+    def of(cls, settings: Settings) -> PluginSettings:
+        """The plugin part of resolved kernel settings."""
+        return cls(settings.disable_plugins, settings.load_plugins, settings.strict_plugins,
+                   settings.trace_hooks)
 
     @classmethod
     def resolve(
@@ -64,28 +65,10 @@ class PluginSettings:
         config: RegistryConfig | None = None,
     ) -> PluginSettings:
         """Layer explicit arguments over environment variables over pyproject over defaults."""
-        env_strict = env_bool(ENV_STRICT)
-        strict_value = strict if strict is not None else env_strict
         if config is None:
-            config = load_config(strict=bool(strict_value))
-        if strict_value is None:
-            strict_value = bool(config.get("strict_plugins", False))
-        d = disable if disable is not None else env_list(ENV_DISABLE)
-        if d is None:
-            d = _list_option(config, "disable_plugins") or []
-        ld = load if load is not None else env_list(ENV_LOAD)
-        if ld is None:
-            ld = _list_option(config, "load_plugins")
-        return cls(frozenset(d), frozenset(ld) if ld is not None else None, bool(strict_value))
-
-
-def _list_option(config: RegistryConfig, key: str) -> list[str] | None:
-    value = config.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{config.where}: {key.replace('_', '-')} must be a list of plugin names")
-    return value
+            config = load_config(strict=strict)
+        return cls.of(Settings.resolve(config, disable_plugins=disable, load_plugins=load,
+                                       strict_plugins=strict))
 
 
 @define
@@ -118,11 +101,13 @@ class PluginHost:
         self.settings = settings
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
-        if os.environ.get(ENV_TRACE):
+        if settings.trace:
             self.pm.trace.root.setwriter(lambda msg: log.debug("hook.trace", message=msg))
             self.pm.enable_tracing()
         self.records: dict[str, PluginRecord] = {}
-        self.loaders: dict[str, tuple[str, Any]] = {}
+        self.kinds: dict[str, tuple[str, SourceKind]] = {"python": (KERNEL, _python_kind())}
+        self._objects: dict[str, Any] = {}
+        self._models: dict[str, Any] = {}
         self._provided_formats: list[tuple[str, list[ProviderFormat]]] = []
         # Kept so that they outlive the host: get_host() caches hosts by the ids of these
         # objects, and a broken one is unregistered from the plugin manager.
@@ -199,21 +184,22 @@ class PluginHost:
         )
         if "loaders" in record.hooks:
             try:
-                provided = self._collect_loaders(obj, record)
+                provided = self._collect_kinds(obj, record)
             except Exception as exc:
                 self.pm.unregister(obj)
                 self._broken(record, f"loaders() failed: {type(exc).__name__}: {exc}", exc=exc)
                 return
-            for kind, loader in provided.items():
-                if kind in self.loaders:
-                    other = self.loaders[kind][0]
+            for kind in provided:
+                if kind.name in self.kinds:
+                    other = self.kinds[kind.name][0]
                     msg = (f"plugins {other!r} and {record.name!r} both provide the source kind "
-                           f"{kind!r}; {other!r} is used")
+                           f"{kind.name!r}; {other!r} is used")
                     if self.settings.strict:
                         raise PluginError(msg)
-                    log.warning("plugin.conflict", plugin=record.name, kind=kind, other=other)
+                    log.warning("plugin.conflict", plugin=record.name, kind=kind.name,
+                                other=other)
                     continue
-                self.loaders[kind] = (record.name, loader)
+                self.kinds[kind.name] = (record.name, kind)
         if "provider_formats" in record.hooks:
             try:
                 where = f"plugin {record.name!r}: provider_formats()"
@@ -225,6 +211,7 @@ class PluginHost:
                 return
             self._provided_formats.append((record.name, formats))
         self.records[record.name] = record
+        self._objects[record.name] = obj
         log.debug("plugin.loaded", plugin=record.name, distribution=record.distribution,
                   version=record.version, hooks=record.hooks)
 
@@ -250,12 +237,21 @@ class PluginHost:
                 unknown.append(hc.name)
         return sorted(unknown)
 
-    @staticmethod
-    def _collect_loaders(obj: Any, record: PluginRecord) -> Mapping[str, Any]:
-        result = obj.loaders()
-        if not isinstance(result, Mapping) or not all(isinstance(k, str) for k in result):
-            raise PluginError(f"plugin {record.name!r}: loaders() must return {{kind: loader}}")
-        return result
+    def _own(self, obj: Any, hook: str) -> Any:
+        """``obj``'s own implementation of ``hook`` (``None`` when it has none): the hooks
+        the host asks one plugin at a time, outside the per-call façade."""
+        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            if impl.plugin is obj:
+                return impl.function
+        return None
+
+    def _collect_kinds(self, obj: Any, record: PluginRecord) -> list[SourceKind]:
+        result = self._own(obj, "loaders")()
+        kinds = list(result) if isinstance(result, (list, tuple)) else None
+        if kinds is None or not all(isinstance(k, SourceKind) for k in kinds):
+            raise PluginError(f"plugin {record.name!r}: loaders() must return a list of "
+                              f"toolregistry.plugin.SourceKind objects, got {result!r}")
+        return kinds
 
     def _broken(self, record: PluginRecord, error: str, *, exc: BaseException | None = None,
                 key: str | None = None) -> None:
@@ -272,30 +268,121 @@ class PluginHost:
         rec = self.records.get(name)
         return rec is not None and rec.status == "loaded"
 
-    def require(self, feature: str) -> None:
-        """Raise :class:`MissingPluginError` unless the plugin providing ``feature`` is loaded."""
-        plugin, dist = FEATURES[feature]
+    def require(self, plugin: str, feature: str) -> None:
+        """Raise :class:`MissingPluginError` for ``feature`` unless ``plugin`` is loaded."""
         if self.is_loaded(plugin):
             return
         rec = self.records.get(plugin)
+        dist = (rec.distribution if rec is not None else None) or distribution_of(plugin)
         if rec is not None and rec.status == "broken":
             raise MissingPluginError(feature, plugin, dist) from PluginError(rec.error or "")
         raise MissingPluginError(feature, plugin, dist, blocked=rec is not None)
 
-    def loader(self, kind: str) -> Any:
-        """The loader for a source kind, or a :class:`MissingPluginError` naming what to install."""
-        entry = self.loaders.get(kind)
+    def knows_kind(self, kind: str) -> bool:
+        """True for an available kind, or a first-party one whose plugin is missing."""
+        return kind in self.kinds or kind in KIND_HINTS
+
+    def source_kind(self, kind: str) -> SourceKind:
+        """The :class:`SourceKind` called ``kind``, or an error naming what to install."""
+        entry = self.kinds.get(kind)
         if entry is not None:
             return entry[1]
-        base = kind.split(":", 1)[0]  # "mcp:serve", "langchain:export": services of a plugin
-        if base in FEATURES:
-            self.require(base)
-        known = ", ".join(sorted(self.loaders)) or "none"
-        raise ConfigError(f"no plugin provides the source kind {kind!r} (installed kinds: {known})")
+        plugin = KIND_HINTS.get(kind)
+        if plugin is not None:
+            self.require(plugin, kind)
+        known = ", ".join(sorted(self.kinds))
+        raise ConfigError(f"no plugin provides the source kind {kind!r} (installed kinds: "
+                          f"{known})")
+
+    def provider(self, kind: str) -> str:
+        """The plugin that provides ``kind`` (``toolregistry`` for the kernel's own)."""
+        return self.kinds[kind][0]
+
+    # -- plugin tables ------------------------------------------------------------------
+    def settings_model(self, name: str) -> Any:
+        """The pydantic model a loaded plugin declares for its table (``None``: none)."""
+        if name not in self._models:
+            fn = self._own(self._objects[name], "settings_model")
+            model = fn() if fn is not None else None
+            from pydantic import BaseModel
+
+            if model is not None and not (isinstance(model, type)
+                                          and issubclass(model, BaseModel)):
+                raise PluginError(f"plugin {name!r}: settings_model() must return a pydantic "
+                                  f"model class or None, got {model!r}")
+            self._models[name] = model
+        return self._models[name]
+
+    def check_tables(self, config: RegistryConfig) -> None:
+        """Validate every ``[tool.toolregistry.plugins.<name>]`` table of a loaded plugin with
+        the model it declares (a :class:`ConfigError` naming plugin, option and file). Tables
+        of plugins that are not installed or are blocked are left alone: they may be meant
+        for another environment."""
+        for name, table in config.plugin_tables.items():
+            if not self.is_loaded(name) or name not in self._objects:
+                log.debug("config.table_ignored", plugin=name, status=(
+                    self.records[name].status if name in self.records else "not installed"))
+                continue
+            model = self.settings_model(name)
+            if model is None:
+                if table:
+                    from ._config import report_unknown
+
+                    report_unknown(f"[tool.toolregistry.plugins.{name}] "
+                                   f"({config.path or 'no file'}): the {name!r} plugin takes "
+                                   "no options;", sorted(table), [], strict=self.settings.strict)
+                continue
+            plugin_settings(name, model, config, strict=self.settings.strict)
+
+    # -- CLI commands -------------------------------------------------------------------
+    def commands(self, taken: Iterable[str] = ()) -> list[tuple[str, Command]]:
+        """``(plugin, command)`` for every command of every loaded plugin, by plugin name.
+
+        A plugin whose ``cli_commands()`` fails, returns something else, or names a command
+        already ``taken`` (a kernel command, or an earlier plugin's) is reported
+        (``plugin.command_failed`` and its record's ``error``) and its commands left out.
+        """
+        found: list[tuple[str, Command]] = []
+        names = set(taken)
+        for name, obj in sorted(self._objects.items()):
+            fn = self._own(obj, "cli_commands")
+            if fn is None or not self.is_loaded(name):
+                continue
+            try:
+                result = fn()
+                commands = list(result) if isinstance(result, (list, tuple)) else None
+                if commands is None or not all(isinstance(c, Command) for c in commands):
+                    raise PluginError("cli_commands() must return a list of "
+                                      f"toolregistry.plugin.Command objects, got {result!r}")
+                clash = sorted({c.name for c in commands} & names)
+                if clash:
+                    raise PluginError(f"the command name(s) {', '.join(clash)} are taken")
+            except Exception as exc:
+                self.command_failed(name, f"{type(exc).__name__}: {exc}", exc)
+                continue
+            names.update(c.name for c in commands)
+            found.extend((name, c) for c in commands)
+        return found
+
+    def command_failed(self, plugin: str, error: str, exc: BaseException | None = None) -> None:
+        """Report that ``plugin``'s CLI commands are left out (strict mode: raise)."""
+        record = self.records[plugin]
+        record.error = f"CLI commands left out: {error}"
+        if self.settings.strict:
+            raise PluginError(f"plugin {plugin!r} ({record.distribution}): {record.error}"
+                              ) from exc
+        log.error("plugin.command_failed", plugin=plugin, distribution=record.distribution,
+                  error=error)
 
     def report(self) -> list[dict[str, Any]]:
         """JSON-ready records, sorted by name (what ``toolregistry plugins`` prints)."""
         return [r.to_dict() for _, r in sorted(self.records.items())]
+
+
+def _python_kind() -> SourceKind:
+    from ._sources import load_python
+
+    return SourceKind(name="python", load=load_python, target="target")
 
 
 _hosts: dict[tuple[PluginSettings, tuple[int, ...]], PluginHost] = {}

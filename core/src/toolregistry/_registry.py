@@ -6,14 +6,15 @@ import inspect
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
 
 from . import _config
 from ._log import log
 from ._names import normalize_name, qualify
-from ._plugins import FEATURES, PluginHost, PluginSettings, get_host
+from ._plugins import PluginHost, PluginSettings, get_host
+from ._settings import Settings
 from .errors import (
     ConfigError,
     MissingPluginError,
@@ -36,17 +37,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 ChangeCallback = Callable[[ChangeEvent], None]
 M = TypeVar("M")
 
-DEFAULT_TIMEOUT = 60.0
+
+
+def _relative_to(folder: Path, value: Any) -> Any:
+    """A relative file path in the configuration, against the configuration's folder (URLs
+    and absolute paths unchanged)."""
+    if not isinstance(value, str) or "://" in value or Path(value).is_absolute():
+        return value
+    return str(folder / value)
 
 
 class ToolRegistry:
     """A registry of tools for function-calling LLMs.
 
     ``think_augment`` and ``tool_discovery`` need the think and discovery plugins.
-    ``default_timeout`` (seconds, default 60; ``0`` disables) bounds every call unless the tool
-    sets its own. Plugin selection (``disable_plugins``, ``load_plugins``, ``strict_plugins``)
-    and options left ``None`` come from environment variables, then ``[tool.toolregistry]`` in
-    the nearest pyproject.toml (or ``config=``), then defaults.
+    ``default_timeout`` (seconds, default 60; ``"none"`` for no timeout) bounds every call
+    unless the tool or the call sets its own. Every option left ``None`` comes from its
+    ``TOOLREGISTRY_*`` environment variable, then ``[tool.toolregistry]`` in the nearest
+    pyproject.toml (or ``config=``), then its default (see :class:`~toolregistry.Settings`
+    and docs/configuration.md); invalid values are a ``ConfigError`` naming the option and
+    where it came from.
     """
 
     def __init__(
@@ -55,27 +65,32 @@ class ToolRegistry:
         *,
         think_augment: bool | None = None,
         tool_discovery: bool | Mapping[str, Any] | None = None,
-        default_timeout: float | None = None,
+        default_timeout: float | Literal["none"] | None = None,
         max_workers: int | None = None,
         retry: RetryPolicy | None = None,
         config: str | Path | _config.RegistryConfig | None = None,
         disable_plugins: Iterable[str] | None = None,
         load_plugins: Iterable[str] | None = None,
         strict_plugins: bool | None = None,
+        trace_hooks: bool | None = None,
+        inline_calls: bool | None = None,
         plugins: Iterable[Any] = (),
     ) -> None:
         self.name = name
         if isinstance(config, _config.RegistryConfig):
             cfg = config
-        elif config is not None:
-            cfg = _config.load_config(config, strict=bool(strict_plugins))
         else:
-            cfg = _config.load_config(strict=bool(strict_plugins))
+            cfg = _config.load_config(config, strict=strict_plugins)
         self.config = cfg
-        settings = PluginSettings.resolve(
-            disable=disable_plugins, load=load_plugins, strict=strict_plugins, config=cfg
+        settings = Settings.resolve(
+            cfg, think_augment=think_augment, tool_discovery=tool_discovery,
+            default_timeout=default_timeout, max_workers=max_workers,
+            disable_plugins=disable_plugins, load_plugins=load_plugins,
+            strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
         )
-        self._host: PluginHost = get_host(settings, plugins)
+        self._config_settings = settings
+        self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
+        self._host.check_tables(cfg)
         self._hooks = self._host.hooks
         self._lock = threading.RLock()
         self._tools: dict[str, Tool] = {}
@@ -90,51 +105,30 @@ class ToolRegistry:
         self._executor: Executor | None = None
         self._closed = False
         self.skipped_sources: list[tuple[Any, str]] = []
-
-        timeout = default_timeout
-        if timeout is None:
-            timeout = _config.env_float(_config.ENV_TIMEOUT)
-        if timeout is None:
-            timeout = self._config_number("default_timeout", DEFAULT_TIMEOUT)
-        if timeout < 0:
-            raise ConfigError(f"default_timeout must be >= 0 seconds (0 disables), got {timeout}")
-        self.default_timeout: float | None = timeout or None
-        workers = max_workers if max_workers is not None else self._config_number("max_workers", 0)
-        self.max_workers = int(workers) or None
         self.retry = retry
         self._settings: dict[str, Any] = {"think_augment": False, "tool_discovery": False}
 
-        think = think_augment
-        if think is None:
-            think = _config.env_bool(_config.ENV_THINK)
-        if think is None:
-            think = self._config_bool("think_augment")
-        if think:
+        if settings.think_augment:
             self.enable_think_augment()
-        discovery = tool_discovery
-        if discovery is None:
-            discovery = cfg.get("tool_discovery")
+        discovery = settings.tool_discovery
         if discovery:
-            weights = None
-            if isinstance(discovery, Mapping):
-                weights = _config.normalise_keys(discovery).get("field_weights")
+            weights = discovery.get("field_weights") if isinstance(discovery, Mapping) else None
             self.enable_tool_discovery(field_weights=weights)
 
-    def _config_number(self, key: str, default: float) -> float:
-        value = self.config.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{self.config.where}: {key.replace('_', '-')} must be a number, "
-                              f"got {value!r}")
-        return float(value)
+    @property
+    def settings(self) -> Settings:
+        """The resolved kernel options, each with where it came from (``origin(name)``)."""
+        return self._config_settings
 
-    def _config_bool(self, key: str) -> bool:
-        value = self.config.get(key, False)
-        if not isinstance(value, bool):
-            raise ConfigError(f"{self.config.where}: {key.replace('_', '-')} must be true or "
-                              f"false, got {value!r}")
-        return value
+    @property
+    def default_timeout(self) -> float | None:
+        """Seconds per call unless the tool or the call sets its own (``None``: no timeout)."""
+        return self._config_settings.default_timeout
+
+    @property
+    def max_workers(self) -> int:
+        """Threads for sync tools."""
+        return self._config_settings.max_workers
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod
@@ -150,16 +144,16 @@ class ToolRegistry:
         ``skip_unavailable`` skips sources whose plugin is not installed (logged) instead of
         failing.
         """
-        cfg = _config.load_config(path, strict=bool(overrides.get("strict_plugins")))
+        cfg = _config.load_config(path, strict=overrides.get("strict_plugins"))
         skipped: list[tuple[Any, str]] = []
         if skip_unavailable:
-            host = get_host(PluginSettings.resolve(
-                disable=overrides.get("disable_plugins"), load=overrides.get("load_plugins"),
-                strict=overrides.get("strict_plugins"), config=cfg), overrides.get("plugins", ()))
-            for feature in ("think_augment", "tool_discovery"):
-                if overrides.get(feature) is None and cfg.get(feature):
+            explicit = {k: v for k, v in overrides.items() if k != "plugins"}
+            host = get_host(PluginSettings.of(Settings.resolve(cfg, **explicit)),
+                            overrides.get("plugins", ()))
+            for feature, info in Settings.options().items():
+                if info.needs_plugin and overrides.get(feature) is None and cfg.get(feature):
                     try:
-                        host.require(feature)
+                        host.require(info.needs_plugin, feature)
                     except MissingPluginError as exc:
                         overrides[feature] = False
                         skipped.append((feature, str(exc)))
@@ -182,29 +176,35 @@ class ToolRegistry:
     def _load_source(self, index: int, source: dict[str, Any]) -> None:
         where = f"{self.config.where}, sources[{index}]"
         options = {k: _config.expand_env(v, f"{where}.{k}") for k, v in source.items()}
-        kind = options.pop("kind", None)
-        if not isinstance(kind, str):
+        kind_name = options.pop("kind", None)
+        if not isinstance(kind_name, str):
             raise ConfigError(f"{where}: every source needs a 'kind' (python, mcp, openapi, ...)")
-        if kind == "python":
-            from ._sources import load_python_source
-
-            load_python_source(self, options, where,
-                               self.config.path.parent if self.config.path else None)
-            return
-        target_key = {"mcp": "server", "openapi": "spec", "langchain": "target"}.get(kind, "source")
-        target = options.pop(target_key, options.pop("source", None))
-        if target is None:
-            raise ConfigError(f"{where}: a {kind!r} source needs {target_key!r}")
-        if kind == "openapi" and isinstance(target, str) and self.config.path and not (
-            target.startswith(("http://", "https://")) or Path(target).is_absolute()
-        ):
-            target = str(self.config.path.parent / target)
         try:
-            self.load(kind, target, **options)
-        except (ConfigError, MissingPluginError):
+            kind = self._host.source_kind(kind_name)
+        except MissingPluginError:
             raise
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        target = options.pop(kind.target, None)
+        if target is None:
+            target = options.pop("source", None)
+        if target is None:
+            raise ConfigError(f"{where}: a {kind_name} source needs {kind.target} = ...")
+        folder = self.config.path.parent if self.config.path else None
+        if folder is not None:
+            for option in kind.paths:
+                if option == kind.target:
+                    target = _relative_to(folder, target)
+                elif option in options:
+                    options[option] = _relative_to(folder, options[option])
+        try:
+            kind.load(self, target, **options)
+        except MissingPluginError:
+            raise
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
         except Exception as exc:
-            raise ConfigError(f"{where}: loading the {kind} source {target!r} failed: "
+            raise ConfigError(f"{where}: loading the {kind_name} source {target!r} failed: "
                               f"{type(exc).__name__}: {exc}") from exc
 
     # ------------------------------------------------------------------ plugins and settings
@@ -259,9 +259,14 @@ class ToolRegistry:
         """Whether tools expose ``toolcall_reason`` unless their metadata says otherwise."""
         return bool(self._settings.get("think_augment"))
 
+    def _require_for(self, option: str) -> None:
+        plugin = Settings.options()[option].needs_plugin
+        assert plugin is not None
+        self._host.require(plugin, option)
+
     def enable_think_augment(self) -> None:
         """Inject ``toolcall_reason`` into every tool schema (needs toolregistry-think)."""
-        self._host.require("think_augment")
+        self._require_for("think_augment")
         self.set_setting("think_augment", True)
 
     def disable_think_augment(self) -> None:
@@ -270,7 +275,7 @@ class ToolRegistry:
 
     def enable_tool_discovery(self, field_weights: Mapping[str, float] | None = None) -> None:
         """Register the ``discover_tools`` tool (needs toolregistry-discovery)."""
-        self._host.require("tool_discovery")
+        self._require_for("tool_discovery")
         self.set_setting("tool_discovery", True,
                          field_weights=dict(field_weights) if field_weights else None)
 
@@ -404,19 +409,27 @@ class ToolRegistry:
 
     def load(self, kind: str, source: Any, **options: Any) -> list[Tool]:
         """Register the tools of ``source`` through the plugin that provides ``kind``."""
-        loader = self._host.loader(kind)
-        result = loader(self, source, **options)
+        result = self._host.source_kind(kind).load(self, source, **options)
         return list(result or [])
 
     async def aload(self, kind: str, source: Any, **options: Any) -> list[Tool]:
-        """Async twin of :meth:`load` (a plugin's ``"<kind>:async"`` loader when it has one)."""
-        entry = self._host.loaders.get(f"{kind}:async")
-        if entry is not None:
-            result = await entry[1](self, source, **options)
+        """Async twin of :meth:`load` (the kind's async loader when it has one)."""
+        source_kind = self._host.source_kind(kind)
+        if source_kind.aload is not None:
+            result = await source_kind.aload(self, source, **options)
             return list(result or [])
         import asyncio
 
         return await asyncio.to_thread(self.load, kind, source, **options)
+
+    def export(self, kind: str, names: Iterable[str] | None = None, **options: Any) -> Any:
+        """Registry tools (all enabled ones, or ``names``) as ``kind``'s own objects, through
+        the plugin that provides ``kind`` (``export("langchain")``: LangChain tools)."""
+        source_kind = self._host.source_kind(kind)
+        if source_kind.export is None:
+            raise ConfigError(f"the source kind {kind!r} (plugin "
+                              f"{self._host.provider(kind)!r}) cannot export tools")
+        return source_kind.export(self, names, **options)
 
     def register_from_mcp(self, server: Any, **options: Any) -> list[Tool]:
         """Register an MCP server's tools (needs toolregistry-mcp)."""
@@ -440,15 +453,15 @@ class ToolRegistry:
 
     def to_langchain(self, names: Iterable[str] | None = None, **options: Any) -> Any:
         """Registry tools as LangChain tools (needs toolregistry-langchain)."""
-        return self._host.loader("langchain:export")(self, names, **options)
+        return self.export("langchain", names, **options)
 
     def __getattr__(self, attr: str) -> Any:
-        # register_from_<kind> for third-party loaders; a clear error for missing plugins.
+        # register_from_<kind> for third-party kinds; a clear error for missing plugins.
         if attr.startswith(("register_from_", "aregister_from_")):
             is_async = attr.startswith("a")
             kind = attr.split("register_from_", 1)[1]
             host = self.__dict__.get("_host")
-            if host is not None and (kind in host.loaders or kind in FEATURES):
+            if host is not None and host.knows_kind(kind):
                 if is_async:
                     async def aload(source: Any, **options: Any) -> list[Tool]:
                         return await self.aload(kind, source, **options)

@@ -1,10 +1,13 @@
-"""Kernel sources: classes (``register_from_class``) and ``kind = "python"`` config entries."""
+"""Kernel sources: classes (``register_from_class``) and the ``python`` source kind."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,12 +66,20 @@ def _own_members(owner: type) -> list[tuple[str, Any]]:
 
 
 def import_target(target: str, where: str) -> Any:
-    """Resolve ``pkg.mod:attr.sub`` (or a plain module path)."""
+    """Resolve ``pkg.mod:attr.sub`` (or a plain module path). A module that cannot be found,
+    has a syntax error or raises while it is imported is a :class:`ConfigError` naming
+    ``where``."""
     module_name, _, attr_path = target.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"{where}: cannot import {module_name!r}: {exc}") from exc
+    except SyntaxError as exc:
+        raise ConfigError(f"{where}: cannot import {module_name!r}: SyntaxError: {exc.msg} "
+                          f"({exc.filename}, line {exc.lineno})") from exc
+    except Exception as exc:
+        raise ConfigError(f"{where}: importing {module_name!r} raised {type(exc).__name__}: "
+                          f"{exc}") from exc
     for part in filter(None, attr_path.split(".")):
         try:
             obj = getattr(obj, part)
@@ -78,22 +89,49 @@ def import_target(target: str, where: str) -> Any:
     return obj
 
 
-def load_python_source(registry: ToolRegistry, options: dict[str, Any], where: str,
-                       base: Path | None = None) -> list[Tool]:
-    """A ``kind = "python"`` source: a callable, a class or a module by import path
-    (modules next to the configuration file are importable)."""
-    options = dict(options)
-    target = options.pop("target", None)
+_path_lock = threading.RLock()
+
+
+@contextmanager
+def importable_from(folder: Path | None) -> Iterator[None]:
+    """Modules in ``folder`` are importable while the block runs: the folder is appended to
+    ``sys.path`` (after everything installed) and removed again afterwards, also when the
+    import fails, so that loading a source does not change what the rest of the process
+    imports. Siblings a module imports while it is imported are found; a package's
+    relative imports keep working later (they follow the package's ``__path__``)."""
+    entry = str(folder) if folder is not None else None
+    with _path_lock:
+        if entry is None or entry in sys.path:
+            yield
+            return
+        sys.path.append(entry)
+        try:
+            yield
+        finally:
+            for i in range(len(sys.path) - 1, -1, -1):
+                if sys.path[i] == entry:
+                    del sys.path[i]
+                    break
+            sys.path_importer_cache.pop(entry, None)
+
+
+def load_python(registry: ToolRegistry, target: Any, **options: Any) -> list[Tool]:
+    """The kernel's ``python`` source kind: a callable, a class or a module by import path
+    (``pkg.module:attr``); modules next to the registry's configuration file are importable.
+
+    Options: ``namespace``, ``replace``.
+    """
     if not isinstance(target, str):
-        raise ConfigError(f"{where}: a python source needs target = \"pkg.module:attr\"")
+        raise ConfigError(f"a python source needs target = \"pkg.module:attr\", got {target!r}")
+    where = f"python source {target!r}"
     namespace = options.pop("namespace", None)
     replace = bool(options.pop("replace", False))
     if options:
         raise ConfigError(f"{where}: unknown option(s) for a python source: "
                           f"{', '.join(sorted(options))} (known: target, namespace, replace)")
-    if base is not None and str(base) not in sys.path:
-        sys.path.append(str(base))
-    obj = import_target(target, where)
+    path = registry.config.path
+    with importable_from(path.parent if path is not None else None):
+        obj = import_target(target, where)
     if isinstance(obj, type):
         return registry.register_from_class(obj, namespace=namespace, replace=replace)
     if inspect.ismodule(obj):

@@ -9,8 +9,9 @@ reads, lock waits, ``select``) and its handler raises :class:`ToolCancelled` in 
 is what a worker thread gets too.
 
 Used only where that is safe: on Linux-like systems with real-time signals, on the main
-thread, when the application has not claimed the signal, and unless
-``TOOLREGISTRY_INLINE_CALLS=0``. Everywhere else calls hop to a worker as before.
+thread, when the application has not claimed the signal, and when the registry's
+``inline-calls`` setting is on (``TOOLREGISTRY_INLINE_CALLS=0`` turns it off; the executor
+asks). Everywhere else calls hop to a worker as before.
 """
 
 from __future__ import annotations
@@ -129,8 +130,6 @@ def inline_available(cancelled: type[BaseException]) -> bool:
 
 def _install(cancelled: type[BaseException]) -> bool:
     global _dog
-    if os.environ.get("TOOLREGISTRY_INLINE_CALLS", "1").strip().lower() in ("0", "false", "no"):
-        return False
     if not hasattr(signal, "pthread_kill") or not hasattr(signal, "SIGRTMIN"):
         return False
     signum = signal.SIGRTMIN + 7

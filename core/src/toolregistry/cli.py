@@ -1,7 +1,10 @@
-"""The ``toolregistry`` command: plugins, schemas, call, serve, demo.
+"""The ``toolregistry`` command: the kernel's commands (plugins, schemas, call, demo) and the
+commands plugins contribute through the ``cli_commands`` hook (``serve`` comes from the mcp
+plugin).
 
-Exit codes: 0 ok, 1 the tool reported an error, 2 usage or configuration error. Errors go to
-stderr in one line.
+Exit codes: 0 ok, 1 the tool (or a plugin's command) reported an error, 2 usage or
+configuration error. Errors go to stderr in one line. A plugin whose commands cannot be added
+is reported and left out; the command line keeps working without them.
 """
 
 from __future__ import annotations
@@ -10,11 +13,16 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, MissingPluginError, PluginError, ToolRegistryError
 
+if TYPE_CHECKING:
+    from ._extensions import Command
+    from ._plugins import PluginHost
+
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
+KERNEL_COMMANDS = ("plugins", "schemas", "call", "demo")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,10 +30,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"toolregistry: {message} (see --help)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _timeout(text: str) -> float:
+    from ._settings import check_timeout
+
+    try:
+        value = check_timeout(float(text), "--timeout")
+    except (ValueError, ConfigError) as exc:
+        raise argparse.ArgumentTypeError(str(exc) if isinstance(exc, ConfigError)
+                                         else f"--timeout must be a number, got {text!r}"
+                                         ) from None
+    assert value is not None
+    return value
+
+
+def _parser(plugin_commands: Sequence[tuple[str, Command]] = (),
+            host: PluginHost | None = None) -> argparse.ArgumentParser:
     p = _Parser(prog="toolregistry", description="A registry of tools for function-calling LLMs.")
     p.add_argument("--config", help="pyproject.toml with [tool.toolregistry] (default: nearest)")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                           metavar="COMMAND")
     sub.add_parser("plugins", help="installed plugins as JSON (name, version, hooks, status)")
     s = sub.add_parser("schemas", help="the configured registry's tool schemas as JSON")
     s.add_argument("--format", default="openai-chat",
@@ -35,18 +58,23 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("call", help="call one tool of the configured registry")
     c.add_argument("name")
     c.add_argument("--args", default="{}", help="arguments as a JSON object")
-    c.add_argument("--timeout", type=float, default=None)
-    v = sub.add_parser("serve", help="serve the configured registry as an MCP server")
-    v.add_argument("--transport", default="stdio", choices=["stdio", "streamable-http"])
-    v.add_argument("--host", default="127.0.0.1")
-    v.add_argument("--port", type=int, default=8765)
-    v.add_argument("--path", default="/mcp", help="URL path of the streamable HTTP endpoint")
-    v.add_argument("--name", default=None, help="server name (default: the registry's)")
-    v.add_argument("--include-deferred", action="store_true", help="list deferred tools too")
-    v.add_argument("--json-response", action="store_true", help="JSON instead of SSE replies")
-    v.add_argument("--stateless", action="store_true", help="no session state (HTTP)")
+    c.add_argument("--timeout", type=_timeout, default=None,
+                   help="seconds (finite, > 0); default: the tool's or the registry's")
     d = sub.add_parser("demo", help="the end-to-end demo on the example configuration")
     d.add_argument("--format", default="openai-chat")
+    for plugin, command in plugin_commands:
+        if command.arguments is not None:
+            try:  # on a scratch parser first: a failing plugin leaves no half-added command
+                command.arguments(_Parser(prog=f"toolregistry {command.name}"))
+            except Exception as exc:
+                if host is not None:
+                    host.command_failed(plugin, f"{command.name}: {type(exc).__name__}: {exc}",
+                                        exc)
+                continue
+        sp = sub.add_parser(command.name, help=f"{command.help} [plugin: {plugin}]")
+        if command.arguments is not None:
+            command.arguments(sp)
+        sp.set_defaults(_plugin=plugin, _command=command)
     return p
 
 
@@ -55,10 +83,43 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
+def _host(config: str | None) -> tuple[PluginHost | None, str | None]:
+    """The plugin host the command line's commands come from, or why there is none (the
+    configuration, or a plugin in strict mode, cannot be loaded): ``--help`` and the kernel's
+    commands still work, and report that error themselves when they need the configuration."""
+    from ._config import load_config
+    from ._plugins import PluginSettings, get_host
+
+    try:
+        return get_host(PluginSettings.resolve(config=load_config(config, strict=False))), None
+    except (ConfigError, PluginError) as exc:
+        return None, str(exc).replace("\n", " ")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolregistry`` console script."""
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre = _Parser(prog="toolregistry", add_help=False)
+    pre.add_argument("--config")
+    pre.add_argument("command", nargs="?")
+    known, _ = pre.parse_known_args(argv)
+    host, host_error = _host(known.config)
+    if host_error is not None and known.command not in (None, *KERNEL_COMMANDS):
+        return _fail(host_error)  # a plugin's command, which cannot be found without it
+    commands: list[tuple[str, Command]] = []
     try:
+        if host is not None:
+            commands = host.commands(taken=KERNEL_COMMANDS)
+        parser = _parser(commands, host)
+    except PluginError as exc:  # strict mode: a plugin's command is broken
+        return _fail(str(exc).replace("\n", " "))
+    missing = _missing_command(known.command, host, commands)
+    if missing is not None:
+        return _fail(missing)
+    args = parser.parse_args(argv)
+    try:
+        if getattr(args, "_command", None) is not None:
+            return _run_plugin_command(args)
         return _run(args)
     except (ConfigError, MissingPluginError, PluginError, ValueError) as exc:
         return _fail(str(exc).replace("\n", " "))
@@ -66,6 +127,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc).replace("\n", " "))
     except KeyboardInterrupt:
         return 130
+
+
+def _missing_command(name: str | None, host: PluginHost | None,
+                     commands: Sequence[tuple[str, Command]]) -> str | None:
+    """The error for a first-party plugin's command whose plugin is missing or blocked."""
+    from ._plugins import COMMAND_HINTS
+
+    plugin = COMMAND_HINTS.get(name or "")
+    if plugin is None or host is None or any(c.name == name for _, c in commands):
+        return None
+    try:
+        host.require(plugin, f"toolregistry {name}")
+    except MissingPluginError as exc:
+        return str(exc)
+    return None
+
+
+def _run_plugin_command(args: argparse.Namespace) -> int:
+    from ._extensions import CommandContext
+
+    command: Command = args._command
+    context = CommandContext(args, args.config)
+    try:
+        code = command.run(context)
+    except ToolRegistryError:
+        raise
+    except Exception as exc:  # a plugin's bug: one line naming it, never a traceback
+        print(f"toolregistry: {command.name} (plugin {args._plugin!r}) failed: "
+              f"{type(exc).__name__}: {exc}".replace("\n", " "), file=sys.stderr)
+        return EXIT_TOOL_ERROR
+    finally:
+        context.close()
+    return EXIT_OK if code is None else int(code)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -99,12 +193,6 @@ def _run(args: argparse.Namespace) -> int:
             result = registry.invoke(args.name, arguments, timeout=args.timeout)
             print(result.text)
             return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
-        if args.command == "serve":
-            serve = registry.plugins.loader("mcp:serve")
-            serve(registry, transport=args.transport, host=args.host, port=args.port,
-                  path=args.path, name=args.name, include_deferred=args.include_deferred,
-                  json_response=args.json_response, stateless=args.stateless)
-            return EXIT_OK
     finally:
         registry.close()
     return EXIT_USAGE

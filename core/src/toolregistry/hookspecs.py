@@ -11,12 +11,15 @@ documents every hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ._extensions import Command, SourceKind
     from ._registry import ToolRegistry
     from .events import ChangeEvent
     from .formats import ProviderFormat
@@ -27,9 +30,6 @@ PROJECT_NAME = "toolregistry"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
-
-Loader = Callable[..., Any]
-"""A source loader: ``loader(registry, source, **options)`` registers tools and returns them."""
 
 PER_TOOL_HOOKS = ("pre_invoke", "post_invoke")
 """The hooks worked out per tool into its call plan; :func:`call_hooks` narrows them."""
@@ -98,13 +98,38 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
 
 
 @hookspec
-def loaders() -> Mapping[str, Loader]:  # type: ignore[empty-body]
-    """Return ``{kind: loader}`` for the tool sources this plugin provides.
+def loaders() -> Sequence[SourceKind]:  # type: ignore[empty-body]
+    """Return the kinds of tool source this plugin provides, as
+    :class:`~toolregistry.plugin.SourceKind` objects.
 
-    Called once when the plugin manager is built. ``registry.register_from_<kind>(...)`` and
-    ``[[tool.toolregistry.sources]]`` entries with ``kind = "<kind>"`` dispatch to
-    ``loader(registry, source, **options)``; an async twin may be offered as
-    ``"<kind>:async"``. Two plugins claiming one kind is a configuration error.
+    Called once when the plugin host is built. ``registry.register_from_<name>(...)``,
+    ``registry.load(name, ...)`` and ``[[tool.toolregistry.sources]]`` entries with
+    ``kind = "<name>"`` dispatch to the kind's loader; the kind says which config option is
+    its target and which options are paths relative to the configuration file. Two plugins
+    claiming one kind: the first keeps it (strict mode: an error).
+    """
+
+
+@hookspec
+def settings_model() -> type[BaseModel] | None:
+    """Return the pydantic model of this plugin's ``[tool.toolregistry.plugins.<name>]``
+    table (``None``: the plugin takes no options).
+
+    Called when a configuration with that table is loaded, so that a bad table is a
+    :class:`~toolregistry.errors.ConfigError` naming the plugin, the option and the file
+    before anything runs; and by ``registry.plugin_settings(name, model)``. Import the model
+    inside the implementation: loading the plugin must stay cheap.
+    """
+
+
+@hookspec
+def cli_commands() -> Sequence[Command]:  # type: ignore[empty-body]
+    """Return the ``toolregistry`` subcommands this plugin contributes, as
+    :class:`~toolregistry.plugin.Command` objects.
+
+    Called when the ``toolregistry`` command builds its parser (``--help`` lists them). A
+    plugin whose hook fails, or whose command cannot be added, is reported and left out;
+    the other commands keep working. A kernel command's name cannot be taken.
     """
 
 

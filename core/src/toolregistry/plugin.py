@@ -1,6 +1,7 @@
-"""What plugin authors import: the hook marker, structured events, the kernel helpers.
+"""What plugin authors import: the hook marker, the typed objects hooks return, structured
+events, the kernel helpers.
 
-``from toolregistry.plugin import hookimpl, log, normalize_name, import_target, lazy_exports``;
+``from toolregistry.plugin import hookimpl, SourceKind, Command, log, import_target, ...``;
 for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
@@ -13,9 +14,10 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
 from ._log import log
 from ._names import normalize_name
-from .hookspecs import Loader, hookimpl
+from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from .formats import (
@@ -28,8 +30,26 @@ if TYPE_CHECKING:
         has_field,
     )
 
-__all__ = ["Answer", "ChoiceMode", "Definition", "Loader", "ProviderFormat", "RawCall", "field", "has_field", "hookimpl",
-           "import_target", "lazy_exports", "log", "normalize_name"]
+__all__ = [
+    "Answer",
+    "AsyncLoader",
+    "ChoiceMode",
+    "Command",
+    "CommandContext",
+    "Definition",
+    "Exporter",
+    "Loader",
+    "ProviderFormat",
+    "RawCall",
+    "SourceKind",
+    "field",
+    "has_field",
+    "hookimpl",
+    "import_target",
+    "lazy_exports",
+    "log",
+    "normalize_name",
+]
 
 
 def import_target(target: str, where: str) -> Any:

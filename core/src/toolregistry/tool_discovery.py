@@ -16,7 +16,7 @@ def __getattr__(name: str) -> Any:
 
     host = get_host()
     if not host.is_loaded("discovery"):
-        host.require("tool_discovery")
+        host.require("discovery", "tool_discovery")
     try:
         from toolregistry_discovery import ToolDiscoveryTool
     except ImportError as exc:

@@ -146,12 +146,10 @@ def test_session_loop_setting_is_checked(tmp_path: Path, spec: Any) -> None:
     config = tmp_path / "pyproject.toml"
     config.write_text('[tool.toolregistry.plugins.mcp]\nsession-loop = "elsewhere"\n',
                       encoding="utf-8")
-    registry = ToolRegistry(config=config)
-    with pytest.raises(ConfigError, match="session-loop"):
-        registry.register_from_mcp(spec())
+    with pytest.raises(ConfigError, match="session-loop"):  # when the configuration loads
+        ToolRegistry(config=config)
     with pytest.raises(ValueError, match="session_loop must be one of"):
         toolregistry_mcp.MCPClient(spec(), session_loop="elsewhere")
-    registry.close()
 
 
 def test_flood_of_notifications_is_read_with_flow_control(registry: ToolRegistry,

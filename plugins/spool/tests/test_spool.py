@@ -710,3 +710,24 @@ def test_spooling_runs_after_other_post_invoke_hooks(make_registry: MakeRegistry
     assert "spool" in result.metadata
     assert result.text.startswith("LINE 0000000 ")
     assert Path(result.metadata["spool"]["path"]).read_text().startswith("LINE 0000000 ")
+
+
+def test_a_bad_spool_table_is_refused_when_the_configuration_loads(tmp_path: Path) -> None:
+    """It used to surface only at the first register(); now before anything runs."""
+    import subprocess
+    import sys
+
+    from toolregistry.errors import ConfigError
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry.plugins.spool]\nthreshold-tokens = "lots"\n',
+                      encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[tool.toolregistry.plugins.spool\] \(.*pyproject"
+                                          r"\.toml\): invalid option: threshold-tokens"):
+        ToolRegistry(config=config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")}
+    proc = subprocess.run([str(Path(sys.executable).parent / "toolregistry"), "--config",
+                           str(config), "schemas"], capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "threshold-tokens" in proc.stderr

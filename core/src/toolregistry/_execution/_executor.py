@@ -40,6 +40,7 @@ class Executor:
         self._loop: LoopThread | None = None
         self.locks = ExclusiveLocks()
         self.pipeline = CallPipeline(registry, registry.plugins.hooks)
+        self.inline_calls = registry.settings.inline_calls
         self.sync = SyncScheduler(self)
         self.aio = AsyncScheduler(self)
         _executors.add(self)
@@ -52,8 +53,7 @@ class Executor:
         if pool is None:
             with self._lock:
                 if self._pool is None:
-                    workers = self._registry.max_workers or max(32, (os.cpu_count() or 1) + 4)
-                    self._pool = WorkerPool(workers)
+                    self._pool = WorkerPool(self._registry.settings.max_workers)
                 pool = self._pool
         return pool
 

@@ -193,6 +193,7 @@ class SyncScheduler:
     def __init__(self, executor: Executor) -> None:
         self.executor = executor
         self.pipeline = executor.pipeline
+        self.inline = executor.inline_calls
 
     def execute(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
                 timeout: float | None) -> list[ToolResult]:
@@ -218,7 +219,7 @@ class SyncScheduler:
     def run(self, prep: Prepared) -> ToolResult:
         """One call, start to result."""
         if not prep.is_async and (prep.timeout is None or (
-                _watchdog.inline_available(ToolCancelled) and not in_pool())):
+                self.inline and _watchdog.inline_available(ToolCancelled) and not in_pool())):
             return self.run_inline(prep)
         return self.start(prep, 0).collect(self)
 

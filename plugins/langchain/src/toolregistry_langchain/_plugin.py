@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from toolregistry.plugin import Loader, hookimpl
+from toolregistry.plugin import SourceKind, hookimpl
 
 
 def _load(registry: Any, source: Any, **options: Any) -> Any:
@@ -28,6 +28,8 @@ def _export(registry: Any, names: Iterable[str] | None = None, **options: Any) -
 
 
 @hookimpl
-def loaders() -> Mapping[str, Loader]:
-    """``register_from_langchain`` (sync and async) and ``registry.to_langchain``."""
-    return {"langchain": _load, "langchain:async": _aload, "langchain:export": _export}
+def loaders() -> list[SourceKind]:
+    """``register_from_langchain`` (sync and async), ``kind = "langchain"`` config sources
+    (``target = "pkg.module:attr"``) and ``registry.to_langchain()`` (the export)."""
+    return [SourceKind(name="langchain", load=_load, aload=_aload, target="target",
+                       export=_export)]

@@ -13,14 +13,16 @@ from toolregistry.plugin import lazy_exports
 
 if TYPE_CHECKING:
     from ._client import MCPClient, MCPConnectError
-    from ._loader import MCPSettings, MCPSource, aload, arefresh, load, refresh, sources
+    from ._loader import MCPSource, aload, arefresh, load, refresh, sources
     from ._serve import ServeOptions, aserve, build_server, serve
+    from ._settings import MCPSettings
 
 # Loaded on first use, so that loading the plugin stays cheap.
 _LAZY = {
     **dict.fromkeys(("MCPClient", "MCPConnectError"), "._client"),
-    **dict.fromkeys(("MCPSettings", "MCPSource", "aload", "arefresh", "load", "refresh",
-                     "sources"), "._loader"),
+    **dict.fromkeys(("MCPSource", "aload", "arefresh", "load", "refresh", "sources"),
+                    "._loader"),
+    "MCPSettings": "._settings",
     **dict.fromkeys(("ServeOptions", "aserve", "build_server", "serve"), "._serve"),
 }
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolregistry.plugin import Loader, hookimpl
+from toolregistry.plugin import Command, SourceKind, hookimpl
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from toolregistry import Tool, ToolRegistry
 
 
@@ -25,14 +26,24 @@ async def _aload(registry: ToolRegistry, server: Any, **options: Any) -> list[To
     return await aload(registry, server, **options)
 
 
-def _serve(registry: ToolRegistry, **options: Any) -> Any:
-    from ._serve import serve
-
-    return serve(registry, **options)
+@hookimpl
+def loaders() -> list[SourceKind]:
+    """``register_from_mcp`` / ``aregister_from_mcp`` and ``kind = "mcp"`` config sources
+    (``server = ...``)."""
+    return [SourceKind(name="mcp", load=_load, aload=_aload, target="server")]
 
 
 @hookimpl
-def loaders() -> Mapping[str, Loader]:
-    """``register_from_mcp`` / ``aregister_from_mcp`` and ``kind = "mcp"`` config sources;
-    ``mcp:serve`` is what ``toolregistry serve`` calls."""
-    return {"mcp": _load, "mcp:async": _aload, "mcp:serve": _serve}
+def settings_model() -> type[BaseModel]:
+    """``[tool.toolregistry.plugins.mcp]``."""
+    from ._settings import MCPSettings
+
+    return MCPSettings
+
+
+@hookimpl
+def cli_commands() -> list[Command]:
+    """``toolregistry serve``."""
+    from . import _cli
+
+    return [Command(name="serve", help=_cli.HELP, run=_cli.run, arguments=_cli.arguments)]

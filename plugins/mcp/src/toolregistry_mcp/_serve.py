@@ -172,27 +172,26 @@ def serve(registry: ToolRegistry, transport: ServeTransport = "stdio", *,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m toolregistry_mcp serve``: serve the registry of ``[tool.toolregistry]``."""
+    """``python -m toolregistry_mcp serve``: serve the registry of ``[tool.toolregistry]``
+    (the same options as ``toolregistry serve``)."""
     import argparse
 
-    from toolregistry import ToolRegistry
+    from toolregistry.plugin import CommandContext
+
+    from . import _cli
 
     parser = argparse.ArgumentParser(prog="python -m toolregistry_mcp",
                                      description="Serve a toolregistry over MCP.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("serve", help="serve the tools of [tool.toolregistry] over MCP")
+    p = sub.add_parser("serve", help=_cli.HELP)
     p.add_argument("--config", help="pyproject.toml with [tool.toolregistry] (default: nearest)")
-    p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--path", default="/mcp")
-    p.add_argument("--name", default=None)
-    p.add_argument("--include-deferred", action="store_true")
+    _cli.arguments(p)
     args = parser.parse_args(argv)
-    with ToolRegistry.from_config(args.config) as registry:
-        serve(registry, args.transport, host=args.host, port=args.port, path=args.path,
-              name=args.name, include_deferred=args.include_deferred)
-    return 0
+    context = CommandContext(args, args.config)
+    try:
+        return _cli.run(context)
+    finally:
+        context.close()
 
 
 def _version() -> str:

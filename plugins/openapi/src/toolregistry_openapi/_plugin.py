@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolregistry.plugin import Loader, hookimpl
+from toolregistry.plugin import SourceKind, hookimpl
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry
@@ -26,6 +25,7 @@ async def _aload(registry: ToolRegistry, spec: Any, **options: Any) -> list[Tool
 
 
 @hookimpl
-def loaders() -> Mapping[str, Loader]:
-    """``openapi`` (and its async twin) for ``register_from_openapi`` and config sources."""
-    return {"openapi": _load, "openapi:async": _aload}
+def loaders() -> list[SourceKind]:
+    """``register_from_openapi`` (and its async twin) and ``kind = "openapi"`` config sources:
+    ``spec = "..."``, a file path relative to the configuration file, or a URL."""
+    return [SourceKind(name="openapi", load=_load, aload=_aload, target="spec", paths=("spec",))]

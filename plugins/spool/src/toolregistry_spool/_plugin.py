@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from toolregistry.plugin import hookimpl, log
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
     from toolregistry.events import ChangeEvent
 
@@ -33,6 +35,14 @@ def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
 
         return ("post_invoke",) if get_spooler(registry).settings.all_tools else ()
     return ("post_invoke",) if flag else ()
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """``[tool.toolregistry.plugins.spool]``, validated when the configuration is loaded."""
+    from ._settings import SpoolSettings
+
+    return SpoolSettings
 
 
 @hookimpl(wrapper=True)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from toolregistry.plugin import hookimpl, log
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from toolregistry import Tool, ToolCall, ToolRegistry
 
 REASON_FIELD = "toolcall_reason"
@@ -28,6 +30,14 @@ def _settings(registry: ToolRegistry) -> Any:
 
         settings = state[_STATE_KEY] = registry.plugin_settings("think", ThinkSettings)
     return settings
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """``[tool.toolregistry.plugins.think]``, validated when the configuration is loaded."""
+    from ._settings import ThinkSettings
+
+    return ThinkSettings
 
 
 def reason_property(description: str = DEFAULT_DESCRIPTION) -> dict[str, Any]:

@@ -1,0 +1,115 @@
+"""The typed objects plugins hand to the kernel: source kinds and CLI commands.
+
+A plugin returns :class:`SourceKind` objects from its ``loaders()`` hook and :class:`Command`
+objects from its ``cli_commands()`` hook; the kernel gives each the same support (config
+sources, ``register_from_<kind>``, paths relative to the config file, ``toolregistry --help``)
+whoever wrote the plugin. Plugins import them from :mod:`toolregistry.plugin`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from attrs import frozen
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ._registry import ToolRegistry
+
+__all__ = ["AsyncLoader", "Command", "CommandContext", "Exporter", "Loader", "SourceKind"]
+
+Loader = Callable[..., Any]
+"""``loader(registry, source, **options) -> list[Tool]``: builds the tools of ``source`` and
+registers them (usually with ``registry.register_tools(tools, namespace=..., replace=...)``)."""
+
+AsyncLoader = Callable[..., Awaitable[Any]]
+"""The async twin of a :data:`Loader`, with the same arguments."""
+
+Exporter = Callable[..., Any]
+"""``exporter(registry, names, **options)``: registry tools as this kind's own objects."""
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_COMMAND = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+def _identifier(_inst: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise ValueError(f"SourceKind.{attribute.name} must be a lowercase identifier "
+                         f"(it names register_from_<kind>), got {value!r}")
+
+
+def _to_tuple(value: Iterable[str] | str) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@frozen(kw_only=True)
+class SourceKind:
+    """A kind of tool source: what ``registry.register_from_<name>(...)``,
+    ``registry.load(name, ...)`` and ``kind = "<name>"`` entries of
+    ``[[tool.toolregistry.sources]]`` use.
+
+    ``target`` names the config option holding what to load (``server``, ``spec``, ...;
+    ``source`` is always accepted too); ``paths`` names the options that are file paths,
+    resolved against the configuration file's folder when relative (URLs are left alone).
+    ``aload`` is the async twin used by ``aload`` / ``aregister_from_<name>`` (without it, the
+    sync loader runs in a worker thread). ``export`` turns registry tools into this kind's own
+    objects (``registry.export(name, ...)``).
+    """
+
+    name: str = attrs.field(validator=_identifier)
+    load: Loader
+    aload: AsyncLoader | None = None
+    target: str = "source"
+    paths: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
+    export: Exporter | None = None
+
+
+class CommandContext:
+    """What a plugin command's ``run`` receives: its parsed arguments and the configuration.
+
+    ``registry()`` builds the configured registry (``ToolRegistry.from_config``) once; the CLI
+    closes it after the command returns.
+    """
+
+    def __init__(self, args: argparse.Namespace, config: str | None) -> None:
+        self.args = args
+        self.config = config
+        self._registry: ToolRegistry | None = None
+
+    def registry(self, **overrides: Any) -> ToolRegistry:
+        """The registry of ``[tool.toolregistry]`` (``--config`` or the nearest file)."""
+        if self._registry is None:
+            from ._registry import ToolRegistry
+
+            self._registry = ToolRegistry.from_config(self.config, **overrides)
+        return self._registry
+
+    def close(self) -> None:
+        if self._registry is not None:
+            self._registry.close()
+            self._registry = None
+
+
+def _command_name(_inst: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not isinstance(value, str) or not _COMMAND.match(value):
+        raise ValueError(f"Command.name must be a lowercase word (dashes allowed), got {value!r}")
+
+
+@frozen(kw_only=True)
+class Command:
+    """A ``toolregistry <name>`` subcommand a plugin contributes.
+
+    ``arguments(parser)`` adds the command's options to its ``argparse`` parser;
+    ``run(context)`` does the work and returns the exit code (``None``: 0). Raise
+    :class:`~toolregistry.errors.ToolRegistryError` subclasses for usage or configuration
+    errors (exit 2, one line on stderr).
+    """
+
+    name: str = attrs.field(validator=_command_name)
+    help: str
+    run: Callable[[CommandContext], int | None]
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None

@@ -1,0 +1,47 @@
+"""``[tool.toolregistry.plugins.mcp]``: the plugin's options, validated by pydantic (the
+kernel validates the table when the configuration is loaded, through ``settings_model``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["MCPSettings"]
+
+
+class MCPSettings(BaseModel):
+    """``[tool.toolregistry.plugins.mcp]``: defaults for every MCP source of a registry."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+    timeout: float = Field(60.0, gt=0, description="seconds per tool call")
+    connect_timeout: float = Field(30.0, gt=0, alias="connect-timeout",
+                                   description="seconds to start a server and finish the handshake")
+    max_result_chars: int = Field(100_000, ge=0, alias="max-result-chars",
+                                  description="longer text results are truncated (0: never); "
+                                              "ignored when the spool plugin is loaded")
+    max_message_bytes: int = Field(64 * 1024 * 1024, gt=0, alias="max-message-bytes",
+                                   description="largest streamed HTTP message accepted")
+    shutdown_grace: float = Field(2.0, ge=0, alias="shutdown-grace",
+                                  description="seconds a stdio server may take to exit after "
+                                              "its stdin closes, before SIGTERM / SIGKILL")
+    inherit_env: list[str] = Field(default_factory=list, alias="inherit-env",
+                                   description="extra environment variable names passed to "
+                                               "stdio servers")
+    session_loop: Literal["background", "running"] = Field(
+        "background", alias="session-loop",
+        description="where sessions live: the plugin's background loop thread, or the event "
+                    "loop that opens them (async applications: no thread hand-over per call)")
+    command_prefix: list[str] = Field(
+        default_factory=list, alias="command-prefix",
+        description="arguments put before every stdio server's command: a sandbox or another "
+                    "user (e.g. ['setpriv', '--reuid=mcp', '--regid=mcp', '--init-groups'])")
+    protect_parent: bool = Field(
+        False, alias="protect-parent",
+        description="make this process non-dumpable (Linux prctl) before starting stdio "
+                    "servers, so that same-user servers cannot read its environment")
+    screening: Literal["off", "warn", "strip", "disable", "refuse"] = Field(
+        "warn", description="what a tool-poisoning finding in an imported definition does: "
+                            "flag it (warn), also strip invisible characters, disable the tool, "
+                            "or refuse the whole source")
