@@ -58,8 +58,8 @@ class Hooks:
 
     A hook nobody implements costs one attribute check. ``version`` changes whenever the set of
     implementations changes (a plugin added in process), which makes compiled per-tool hooks
-    stale. ``TOOLREGISTRY_TRACE_HOOKS=1`` routes every call through pluggy so its tracing sees
-    it.
+    stale. The ``trace-hooks`` setting (``TOOLREGISTRY_TRACE_HOOKS=1``) routes every call
+    through pluggy so its tracing sees it.
     """
 
     def __init__(self, host: PluginHost) -> None:
