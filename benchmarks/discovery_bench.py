@@ -21,9 +21,15 @@ relevant tools. Recall@k = share of a question's relevant tools in the top k (av
 questions); MRR = mean reciprocal rank of the first relevant tool (top 5 searched). The
 ``live_*`` categories are held out and never read.
 
-Speed: the pool is repeated (names suffixed) up to 10,000 tools; median and 95th percentile
-query time over the BFCL queries, median index build time over repeated builds (without
-tracing), and index memory as the bytes still allocated after building (``tracemalloc``).
+Speed and scale (issue 18): two corpora at 1,000 / 10,000 / 100,000 tools -- ``bfcl``, the
+pool repeated (names suffixed), and ``gen``, the generated PEP 563 functions of
+``_common.tools_source`` (distinct names and summaries, shared parameters) -- each side in a
+fresh process per round, rounds interleaved (ours, 0.19, then 0.19, ours, ...): median index
+build time (wall and CPU of the process) over repeated builds, median and 95th percentile
+query time over the same BFCL queries, index memory as the bytes still allocated after
+building (``tracemalloc``). 0.19 runs up to 10,000 tools (``--old-at-100k`` adds 100,000).
+Targets: build <= 0.20x of 0.19 and query <= 0.05x; at 100,000 tools build <= 3 s and
+query <= 1 ms.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -231,76 +238,170 @@ def run_bm25s(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]],
     return [[tools[int(i)]["name"] for i in row] for row in docs]
 
 
-def speed_ours(tools: list[dict[str, Any]], queries: list[str], repeat: int) -> dict[str, Any]:
-    from toolregistry import ToolRegistry
-    from toolregistry_discovery import ToolDiscoveryTool
-
-    speed = c.discovery_speed(ToolDiscoveryTool, _ours_registry(tools), queries, repeat)
-    # The registry path: discovery on, N tools registered one at a time (index follows).
-    from toolregistry import Tool
+def one_by_one(tools: list[dict[str, Any]]) -> tuple[float, float]:
+    """Seconds to register ``tools`` one at a time with discovery on (the index follows each
+    change) and without."""
+    from toolregistry import Tool, ToolRegistry
 
     objs = [Tool(name=t["name"], description=t["description"], parameters=t["parameters"],
                  callable=lambda **kw: None) for t in tools]
-    live = ToolRegistry(config=str(CACHE / "empty.toml"), tool_discovery=True)
-    t0 = time.perf_counter()
-    for tool in objs:
-        live.register(tool)
-    incremental = time.perf_counter() - t0
-    plain = ToolRegistry(config=str(CACHE / "empty.toml"))
-    t0 = time.perf_counter()
-    for tool in objs:
-        plain.register(tool)
-    baseline = time.perf_counter() - t0
-    return {**speed, "register_one_by_one": incremental,
-            "register_one_by_one_without": baseline}
+    times = []
+    for discovery in (True, False):
+        reg = ToolRegistry(config=str(CACHE / "empty.toml"), tool_discovery=discovery)
+        t0 = time.perf_counter()
+        for tool in objs:
+            reg.register(tool)
+        times.append(time.perf_counter() - t0)
+    return times[0], times[1]
 
 
 _OLD_WORKER = r'''
 import json, sys
 
 job = json.load(open(sys.argv[1], encoding="utf-8"))
-sys.path.insert(0, job["benchmarks"])
-from _common import discovery_speed
 from toolregistry import Tool, ToolRegistry
 from toolregistry.llm.discovery import ToolDiscoveryTool
 
-def registry(tools):
-    reg = ToolRegistry()
-    for t in tools:
-        reg.register(Tool(name=t["name"], description=t["description"] or " ",
-                          parameters=t["parameters"], callable=lambda **kw: None))
-    return reg
-
+reg = ToolRegistry()
+for t in job["tools"]:
+    reg.register(Tool(name=t["name"], description=t["description"] or " ",
+                      parameters=t["parameters"], callable=lambda **kw: None))
 out = {}
-reg = registry(job["tools"])
 for label, ratio in (("default", None), ("ratio0", 0.0)):
     kw = {} if ratio is None else {"min_score_ratio": ratio}
     d = ToolDiscoveryTool(reg, **kw)
     out[label] = [[r["name"] for r in d.discover(q, top_k=job["top_k"])] for q in job["queries"]]
     d.close()
-if job.get("speed_tools"):
-    out["speed"] = discovery_speed(ToolDiscoveryTool, registry(job["speed_tools"]),
-                                   job["speed_queries"], job["repeat"])
 json.dump(out, sys.stdout)
 '''
 
 
-def run_old(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]], top_k: int,
-            speed_tools: list[dict[str, Any]] | None, speed_queries: list[str],
-            repeat: int) -> dict[str, Any]:
+def run_old(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]], top_k: int
+            ) -> dict[str, Any]:
     job = CACHE / "old-job.json"
     worker = CACHE / "old_worker.py"
     worker.write_text(_OLD_WORKER, encoding="utf-8")
-    job.write_text(json.dumps({
-        "tools": tools, "queries": [q for q, _ in queries], "top_k": top_k,
-        "speed_tools": speed_tools, "speed_queries": speed_queries, "repeat": repeat,
-        "benchmarks": str(Path(__file__).resolve().parent),
-    }), encoding="utf-8")
+    job.write_text(json.dumps({"tools": tools, "queries": [q for q, _ in queries],
+                               "top_k": top_k}), encoding="utf-8")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     proc = subprocess.run([str(_python(OLD_VENV)), str(worker), str(job)], check=True,
                           capture_output=True, text=True, env=env, cwd=str(CACHE))
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+# ----------------------------------------------------------------------------- scale
+
+# One worker for both sides, each in a fresh process of its own environment: it builds the
+# registry (not timed), then times the index with the shared _common.discovery_speed.
+_SPEED_WORKER = r'''
+import json, sys
+
+job = json.load(open(sys.argv[1], encoding="utf-8"))
+sys.path.insert(0, job["benchmarks"])
+import _common as c
+from toolregistry import Tool, ToolRegistry
+
+ours = job["side"] == "ours"
+if ours:
+    from toolregistry.tool import Provenance
+    from toolregistry_discovery import ToolDiscoveryTool
+    reg = ToolRegistry(config=job["empty_config"])
+else:
+    from toolregistry.llm.discovery import ToolDiscoveryTool
+    reg = ToolRegistry()
+if job["corpus"] == "gen":
+    for fn in c.load_tools(job["module"]):
+        reg.register(fn)
+else:
+    base = job["tools"]
+    for i in range(job["n"]):
+        t = base[i % len(base)]
+        extra = {"provenance": Provenance("manual", None, t["original_name"])} if ours else {}
+        reg.register(Tool(name=f"{t['name'][:54]}_r{i // len(base)}",
+                          description=t["description"] or " ", parameters=t["parameters"],
+                          callable=lambda **kw: None, **extra))
+out = c.discovery_speed(ToolDiscoveryTool, reg, job["queries"], job["repeat"])
+print(c.RESULT_MARK + json.dumps(out))
+'''
+
+
+def speed_job(side: str, corpus: str, n: int, tools: list[dict[str, Any]],
+              queries: list[str], repeat: int) -> dict[str, Any]:
+    """Index build and query times of one side on ``n`` tools of ``corpus``, in a fresh
+    process of that side's environment."""
+    worker = CACHE / "speed_worker.py"
+    worker.write_text(_SPEED_WORKER, encoding="utf-8")
+    job = CACHE / f"speed-{side}.json"
+    job.write_text(json.dumps({
+        "side": side, "corpus": corpus, "n": n, "tools": tools if corpus == "bfcl" else [],
+        "module": str(c.write_tools_module(n)) if corpus == "gen" else "",
+        "queries": queries, "repeat": repeat, "benchmarks": str(Path(__file__).parent),
+        "empty_config": str(CACHE / "empty.toml"),
+    }), encoding="utf-8")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(_python(MAIN_VENV if side == "ours" else OLD_VENV)),
+                           str(worker), str(job)], capture_output=True, text=True, env=env,
+                          cwd=str(CACHE))
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(c.RESULT_MARK):
+            return dict(json.loads(line[len(c.RESULT_MARK):]))
+    raise RuntimeError(f"{side} speed worker ({corpus}, {n}) failed:\n{proc.stderr[-3000:]}")
+
+
+def measure(args: argparse.Namespace, corpus: str, n: int, tools: list[dict[str, Any]],
+            queries: list[str]) -> dict[str, dict[str, list[float]]]:
+    """Samples per side (0.19 only up to 10,000 tools unless asked) and metric."""
+    sides = ["ours", "0.19"] if n <= 10_000 or args.old_at_100k else ["ours"]
+    samples: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
+
+    def run(side: str, round_: int) -> None:
+        c.log(f"{corpus} {n:,} tools: {side}, round {round_ + 1}")
+        res = speed_job("ours" if side == "ours" else "old", corpus, n, tools, queries,
+                        args.repeat)
+        for key, value in res.items():
+            samples[side].setdefault(key, []).append(value)
+
+    c.interleave(sides, args.rounds, run)
+    return samples
+
+
+def _ratio_at_most(limit: float) -> Callable[[dict[str, float]], bool]:
+    return lambda m: m["ours"] / m["0.19"] <= limit
+
+
+def _ours_at_most(limit: float) -> Callable[[dict[str, float]], bool]:
+    return lambda m: m["ours"] <= limit
+
+
+def scale_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
+               queries: list[str]) -> list[c.Row]:
+    rows: list[c.Row] = []
+    for n in args.sizes:
+        for corpus in args.corpora:
+            samples = measure(args, corpus, n, tools, queries)
+
+            def col(key: str, samples: dict[str, dict[str, list[float]]] = samples
+                    ) -> dict[str, list[float]]:
+                return {side: got[key] for side, got in samples.items() if key in got}
+
+            big = n >= 100_000
+            build = (_ours_at_most(3.0), "<= 3 s") if big else (_ratio_at_most(0.20), "<= 0.20x")
+            query = (_ours_at_most(1e-3), "<= 1 ms") if big else (_ratio_at_most(0.05), "<= 0.05x")
+            label = f"{corpus} {n:,}"
+            rows += [
+                c.Row(f"{label}: index build", col("build"), target=build[1], check=build[0]),
+                c.Row(f"{label}: index build, CPU", col("build_cpu"), target=build[1],
+                      check=build[0]),
+                c.Row(f"{label}: first build of the process, CPU", col("build_first_cpu"),
+                      target=build[1], check=build[0]),
+                c.Row(f"{label}: query median", col("query_median"), target=query[1],
+                      check=query[0]),
+                c.Row(f"{label}: query p95", col("query_p95")),
+                c.Row(f"{label}: index memory", col("memory"), unit="bytes"),
+            ]
+    return rows
 
 
 # ----------------------------------------------------------------------------- report
@@ -309,16 +410,12 @@ def worker(args: argparse.Namespace) -> None:
     (CACHE / "empty.toml").write_text("")  # our registries ignore any pyproject config
     tools, queries = load_bfcl()
     top_k = 5
-    n_speed_q = 200 if args.quick else len(queries)
-    speed_queries = [q for q, _ in queries[:n_speed_q]]
-    big = scale_tools(tools, args.tools)
+    speed_queries = [q for q, _ in queries[: args.queries]]
 
     t0 = time.perf_counter()
     ours = run_ours(tools, queries, top_k)
     plain = run_bm25s(tools, queries, top_k)
-    old = run_old(tools, queries, top_k, big, speed_queries, args.repeat)
-    ours_speed = speed_ours(big, speed_queries, args.repeat)
-    elapsed = time.perf_counter() - t0
+    old = run_old(tools, queries, top_k)
 
     rows = [
         ("toolregistry-discovery (this repo)", metrics(ours, queries)),
@@ -336,32 +433,37 @@ def worker(args: argparse.Namespace) -> None:
     best_other = max(m["recall@5"] for _, m in rows[1:])
     print(f"  recall@5 margin over the best other system: {100 * (ours_r5 - best_other):+.1f} points")
 
-    os_ = old["speed"]
-    print()
-    print(f"Speed: {len(big)} tools, {len(speed_queries)} queries, builds: median of {args.repeat}")
-    print(f"  {'system':<36}{'query median':>14}{'query p95':>12}{'build':>10}{'build CPU':>11}"
-          f"{'index memory':>15}")
-    for label, s in (("toolregistry-discovery (this repo)", ours_speed),
-                     ("toolregistry 0.19.0", os_)):
-        print(f"  {label:<36}{s['query_median'] * 1e3:>11.3f} ms{s['query_p95'] * 1e3:>9.3f} ms"
-              f"{s['build']:>8.3f} s{s['build_cpu']:>9.3f} s{s['memory'] / 2**20:>11.1f} MiB")
-    print(f"  ratios (0.19 / ours): query {os_['query_median'] / ours_speed['query_median']:.1f}x, "
-          f"build {os_['build'] / ours_speed['build']:.1f}x, "
-          f"memory {os_['memory'] / max(ours_speed['memory'], 1):.1f}x")
-    print(f"  registering {len(big)} tools one by one: "
-          f"{ours_speed['register_one_by_one']:.2f} s with discovery on, "
-          f"{ours_speed['register_one_by_one_without']:.2f} s without")
+    table = scale_rows(args, tools, speed_queries)
+    c.print_table(
+        f"Speed: index build (median of {args.repeat} builds per process) and query "
+        f"({len(speed_queries)} BFCL queries), {args.rounds} interleaved fresh-process "
+        "round(s) per side", table, ["ours", "0.19"])
+    live, without = one_by_one(scale_tools(tools, 10_000))
+    print(f"  registering 10,000 tools one by one: {live:.2f} s with discovery on, "
+          f"{without:.2f} s without")
+    elapsed = time.perf_counter() - t0
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n(measured in {elapsed:.0f} s; python {sys.version.split()[0]}; {os.cpu_count()} CPUs,"
-          f" load average {load:.1f}: wall times grow with other work on the machine)")
+    print(f"\n(measured in {elapsed:.0f} s; {c.machine_line()}, load average {load:.1f}: wall "
+          f"times grow with other work on the machine, CPU times much less; {c.source_state()})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tools", type=int, default=10_000, help="tools in the speed run")
-    parser.add_argument("--repeat", type=int, default=3, help="index builds per system")
-    parser.add_argument("--quick", action="store_true", help="time 200 queries, not all")
+    parser.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")],
+                        default=[1_000, 10_000, 100_000], help="tool counts, comma-separated")
+    parser.add_argument("--corpora", type=lambda v: v.split(","), default=["bfcl", "gen"],
+                        help="bfcl (the pool repeated) and/or gen (generated PEP 563 tools)")
+    parser.add_argument("--repeat", type=int, default=3, help="index builds per process")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per side")
+    parser.add_argument("--queries", type=int, default=200, help="BFCL queries timed")
+    parser.add_argument("--old-at-100k", action="store_true",
+                        help="time 0.19 at 100,000 tools too (slow: minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help="1,000 and 10,000 tools, one round, 100 queries")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes = [n for n in args.sizes if n <= 10_000]
+        args.rounds, args.queries = 1, min(args.queries, 100)
     if os.environ.get(WORKER_ENV) != "1":
         ensure_environments()
         env = dict(os.environ, **{WORKER_ENV: "1"})

@@ -309,18 +309,19 @@ def test_incremental_registration_is_linear() -> None:
     d = get_discoverer(reg)
     assert d is not None
     calls = {"add": 0, "rebuild": 0}
-    index_add = d.index.add
+    index_add_texts = d.index.add_texts
     rebuild = d.rebuild_index
 
-    def counting_add(key: str, fields: Any) -> None:
-        calls["add"] += 1
-        index_add(key, fields)
+    def counting_add(docs: Any) -> None:
+        docs = list(docs)
+        calls["add"] += len(docs)
+        index_add_texts(docs)
 
     def counting_rebuild() -> None:
         calls["rebuild"] += 1
         rebuild()
 
-    d.index.add = counting_add  # type: ignore[method-assign]
+    d.index.add_texts = counting_add  # type: ignore[method-assign]
     d.rebuild_index = counting_rebuild  # type: ignore[method-assign]
     n = 3000
     start = time.perf_counter()

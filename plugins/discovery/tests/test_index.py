@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -78,33 +80,88 @@ text_st = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
 doc_st = st.fixed_dictionaries({"name": text_st, "description": text_st, "params": text_st})
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    ops=st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.integers(0, 9), doc_st),
-                 max_size=60),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
-)
-def test_incremental_index_matches_reference(ops: list[tuple[str, int, dict[str, str]]],
-                                            query: str) -> None:
-    weights = {"name": 3.0, "description": 2.0, "params": 1.0}
-    index = BM25FIndex(weights)
-    docs: dict[str, dict[str, str]] = {}
-    for op, i, fields in ops:
-        key = f"doc{i}"
-        if op == "add":
-            index.add(key, fields)
-            docs.pop(key, None)
-            docs[key] = fields
-        else:
-            assert index.remove(key) == (key in docs)
-            docs.pop(key, None)
+def _check_against_reference(index: BM25FIndex, docs: dict[str, dict[str, str]],
+                             weights: dict[str, float], query: str) -> None:
     assert len(index) == len(docs)
+    assert index.keys() == list(docs)
     expected = _bm25_reference(docs, weights, query)
     hits = index.search(query, top_k=100)
     got = {h.key: h.score for h in hits}
     assert set(got) == set(expected)
     for key, score in expected.items():
         assert got[key] == pytest.approx(score, rel=1e-4, abs=1e-6)
+
+
+op_st = st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 9), doc_st),
+    st.tuples(st.just("remove"), st.integers(0, 9), st.none()),
+    st.tuples(st.just("batch"), st.integers(0, 9),
+              st.lists(st.tuples(st.integers(0, 9), doc_st), max_size=8)),
+    st.tuples(st.just("search"), st.integers(0, 9), st.none()),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ops=st.lists(op_st, max_size=60),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+    small=st.booleans(),
+)
+def test_incremental_index_matches_reference(ops: list[tuple[str, int, Any]], query: str,
+                                            small: bool) -> None:
+    """Any mix of single adds, batches, removals and queries scores like the formula.
+
+    With ``small`` thresholds, batches are cut into several segments mid-way, queries
+    meet several segments, and dead documents are swept out often."""
+    weights = {"name": 3.0, "description": 2.0, "params": 1.0}
+    index = BM25FIndex(weights)
+    if small:
+        index._pending_max = 7
+        index._batch_flush = 2
+        index._compact_min_dead = 1
+    docs: dict[str, dict[str, str]] = {}
+
+    def put(key: str, fields: dict[str, str]) -> None:
+        docs.pop(key, None)
+        docs[key] = fields
+
+    for op, i, arg in ops:
+        key = f"doc{i}"
+        if op == "add":
+            index.add(key, arg)
+            put(key, arg)
+        elif op == "batch":
+            index.add_many((f"doc{j}", fields) for j, fields in arg)
+            for j, fields in arg:
+                put(f"doc{j}", fields)
+        elif op == "remove":
+            assert index.remove(key) == (key in docs)
+            docs.pop(key, None)
+        else:
+            _check_against_reference(index, docs, weights, query)
+    _check_against_reference(index, docs, weights, query)
+
+
+def test_a_batch_larger_than_one_segment_is_all_indexed() -> None:
+    """A batch collected in several parts keeps every document (and ends in one segment)."""
+    index = BM25FIndex({"name": 1.0})
+    index._pending_max = 50
+    index.add_many((f"k{i}", {"name": f"alpha beta{i % 7} gamma{i}"}) for i in range(2000))
+    assert len(index._postings.segments) == 1
+    assert {h.key for h in index.search("beta3", top_k=5000)} == {
+        f"k{i}" for i in range(2000) if i % 7 == 3}
+    assert [h.key for h in index.search("gamma1999", top_k=5)] == ["k1999"]
+
+
+def test_segments_stay_few_when_adding_one_by_one() -> None:
+    index = BM25FIndex({"name": 1.0})
+    for i in range(3000):
+        index.add(f"k{i}", {"name": f"alpha{i % 11} beta"})
+        if i % 3 == 0:
+            index.search("beta", top_k=1)  # each query turns the pending documents into a segment
+    index.search("beta", top_k=1)
+    assert len(index._postings.segments) <= 2 * 3000 .bit_length()
+    assert len(index.search("alpha4", top_k=5000)) == len(range(4, 3000, 11))
 
 
 def test_compaction_keeps_results() -> None:
@@ -128,8 +185,42 @@ def test_ties_in_insertion_order() -> None:
     assert [h.key for h in index.search("shared", top_k=3)] == ["c", "a", "b"]
 
 
+def test_ties_across_the_cut_keep_insertion_order() -> None:
+    """When equal scores straddle top_k, the first-added documents are the ones returned:
+    every top_k is a prefix of the full ranking (an argpartition alone picks any of them)."""
+    rng = random.Random(0)
+    texts = ["shared words", "shared shared words", "shared other words here", "shared x y z w"]
+    index = BM25FIndex({"name": 1.0})
+    index.add_many((f"k{i:03d}", {"name": rng.choice(texts)}) for i in range(120))
+    full = [h.key for h in index.search("shared", top_k=1000)]
+    assert len(full) == 120
+    for top_k in (1, 2, 3, 5, 10, 17, 40, 119):
+        assert [h.key for h in index.search("shared", top_k=top_k)] == full[:top_k]
+
+
 def test_parameters_checked() -> None:
     with pytest.raises(ValueError, match="BM25 parameters"):
         BM25FIndex(b=2.0)
     with pytest.raises(ValueError, match="unknown index field"):
         BM25FIndex({"name": 1.0}).add("x", {"nope": "text"})
+
+
+def test_a_document_that_fails_analysis_leaves_the_index_consistent() -> None:
+    def picky(text: str) -> list[str]:
+        if "boom" in text:
+            raise ValueError("cannot analyse boom")
+        return analyze(text)
+
+    index = BM25FIndex({"name": 1.0, "description": 1.0}, analyzer=picky)
+    index.add("a", {"name": "alpha", "description": "first"})
+    with pytest.raises(ValueError, match="boom"):
+        index.add_many([("b", {"name": "beta", "description": "second"}),
+                        ("a", {"name": "alpha", "description": "boom"}),
+                        ("c", {"name": "gamma", "description": "third"})])
+    # "b" made it, the failed re-add of "a" kept the old "a", "c" never came.
+    assert index.keys() == ["a", "b"]
+    assert [h.key for h in index.search("alpha first", top_k=5)] == ["a"]
+    assert [h.key for h in index.search("second", top_k=5)] == ["b"]
+    index.add("c", {"name": "gamma", "description": "third"})
+    assert [h.key for h in index.search("gamma", top_k=5)] == ["c"]
+    assert set(index.explain("a", "alpha first")["terms"]) == {"alpha", "first"}

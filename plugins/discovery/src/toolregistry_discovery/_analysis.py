@@ -14,10 +14,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
+from itertools import chain
+from typing import TypeVar
 
 from ._stem import stem
 
-__all__ = ["FILLER_WORDS", "STOP_WORDS", "analyze", "analyze_query"]
+__all__ = ["FILLER_WORDS", "STOP_WORDS", "Memo", "Vocabulary", "analyze", "analyze_query",
+           "term_ids"]
+
+T = TypeVar("T")
 
 _CJK_CLASS = (
     "\u1100-\u11ff"  # Hangul Jamo
@@ -70,15 +76,13 @@ FILLER_WORDS = _words(
 """Words that add to a score but never make a tool match on their own."""
 
 _MAX_CACHE = 200_000
-_cache: dict[str, tuple[str, ...]] = {}
 
 
-def _word_terms(raw: str) -> tuple[str, ...]:
+def _split_word(raw: str) -> tuple[str, ...]:
     """Terms for one alphanumeric token: camelCase parts, plus the whole word when split."""
-    hit = _cache.get(raw)
-    if hit is not None:
-        return hit
-    parts = _CAMEL_RE.split(raw) if not (raw.islower() or raw.isupper()) else [raw]
+    # Only mixed case can split ("getHTTP"); digits alone are common in names ("v2", "00017").
+    cased = raw.islower() or raw.isupper() or raw.isdigit()
+    parts = [raw] if cased else _CAMEL_RE.split(raw)
     out: list[str] = []
     for part in parts:
         low = part.casefold()
@@ -90,25 +94,35 @@ def _word_terms(raw: str) -> tuple[str, ...]:
         whole = raw.casefold()
         if whole not in STOP_WORDS:
             out.append(stem(whole))
-    result = tuple(out)
-    if len(_cache) >= _MAX_CACHE:
-        _cache.clear()
-    _cache[raw] = result
-    return result
+    return tuple(out)
 
 
-def _cjk_terms(run: str) -> tuple[str, ...]:
-    hit = _cache.get(run)
-    if hit is not None:
-        return hit
+class Memo(dict[str, T]):
+    """A dict that computes a missing value with ``compute`` (lookups of known keys stay in
+    C), holding at most ``limit`` entries: it starts over when full."""
+
+    def __init__(self, compute: Callable[[str], T], limit: int = _MAX_CACHE) -> None:
+        super().__init__()
+        self._compute = compute
+        self._limit = limit
+
+    def __missing__(self, key: str) -> T:
+        value = self._compute(key)
+        if len(self) >= self._limit:
+            self.clear()
+        self[key] = value
+        return value
+
+
+def _split_cjk(run: str) -> tuple[str, ...]:
     if len(run) == 1:
-        result: tuple[str, ...] = (run,)
-    else:
-        result = tuple(run[i : i + 2] for i in range(len(run) - 1)) + tuple(run)
-    if len(_cache) >= _MAX_CACHE:
-        _cache.clear()
-    _cache[run] = result
-    return result
+        return (run,)
+    return tuple(run[i : i + 2] for i in range(len(run) - 1)) + tuple(run)
+
+
+# Shared by every index of the process: words recur across registries.
+_word_terms = Memo(_split_word).__getitem__
+_cjk_terms = Memo(_split_cjk).__getitem__
 
 
 def _normalize(text: str) -> str:
@@ -121,22 +135,30 @@ def analyze(text: str) -> list[str]:
     """Index terms of a document field (order kept, repeats kept for term frequency)."""
     if not text:
         return []
-    get = _cache.get
-    terms: list[str] = []
-    extend = terms.extend
     if text.isascii():
         # Fast path (most tool text): no normalisation and no CJK runs to look for.
-        for word in _WORD_RE.findall(text):
-            hit = get(word)
-            extend(hit if hit is not None else _word_terms(word))
-        return terms
+        return list(chain.from_iterable(map(_word_terms, _WORD_RE.findall(text))))
+    terms: list[str] = []
+    extend = terms.extend
     for cjk, word in _TOKEN_RE.findall(_normalize(text)):
-        if cjk:
-            extend(_cjk_terms(cjk))
-        else:
-            hit = get(word)
-            extend(hit if hit is not None else _word_terms(word))
+        extend(_cjk_terms(cjk) if cjk else _word_terms(word))
     return terms
+
+
+def _query_word(word: str) -> tuple[tuple[str, bool], ...]:
+    """(term, may anchor) for one alphanumeric query token."""
+    cased = word.islower() or word.isupper() or word.isdigit()
+    parts = [word] if cased else _CAMEL_RE.split(word)
+    out: list[tuple[str, bool]] = []
+    for part in parts + ([word] if len(parts) > 1 else []):
+        low = part.casefold()
+        if not low or low in STOP_WORDS:
+            continue
+        out.append((stem(low), low not in FILLER_WORDS))
+    return tuple(out)
+
+
+_query_terms = Memo(_query_word).__getitem__
 
 
 def analyze_query(text: str) -> dict[str, bool]:
@@ -158,14 +180,32 @@ def analyze_query(text: str) -> dict[str, bool]:
                 # Unigrams help ranking but would match half a corpus on their own.
                 out.setdefault(ch, False)
             continue
-        parts = _CAMEL_RE.split(word) if not (word.islower() or word.isupper()) else [word]
-        for part in parts + ([word] if len(parts) > 1 else []):
-            low = part.casefold()
-            if not low or low in STOP_WORDS:
-                continue
-            term = stem(low)
-            anchor = low not in FILLER_WORDS
+        for term, anchor in _query_terms(word):
             out[term] = out.get(term, False) or anchor
     if any(anchor and not t.isdigit() for t, anchor in out.items()):
         out = {t: a for t, a in out.items() if not t.isdigit()}
     return out
+
+
+class Vocabulary(dict[str, int]):
+    """Term -> id; looking up an unknown term numbers it (ids are dense, never reused)."""
+
+    def __missing__(self, term: str) -> int:
+        i = self[term] = len(self)
+        return i
+
+
+def term_ids(vocab: Vocabulary, analyzer: Callable[[str], list[str]], limit: int
+             ) -> Memo[tuple[int, ...]]:
+    """Text -> the term ids of its analysis under ``vocab``, each distinct text analysed once
+    (at most ``limit`` held). With the default analyser ASCII text goes straight from words to
+    ids through the process-wide word cache."""
+    to_id = vocab.__getitem__
+    findall = _WORD_RE.findall
+
+    def compute(text: str) -> tuple[int, ...]:
+        if analyzer is analyze and text.isascii():
+            return tuple(map(to_id, chain.from_iterable(map(_word_terms, findall(text)))))
+        return tuple(map(to_id, analyzer(text)))
+
+    return Memo(compute, limit)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import log
 
-from ._fields import fold_name, tool_fields
-from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex
+from ._fields import FIELDS, fold_name, tool_texts
+from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Texts
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry
@@ -62,6 +62,7 @@ class ToolDiscoveryTool:
         self._registry = registry
         self._folded: tuple[int, dict[str, str]] | None = None
         self.field_weights = merge_field_weights(field_weights)
+        assert tuple(self.field_weights) == FIELDS  # tool_texts() fills fields in this order
         self._index = BM25FIndex(self.field_weights, k1=k1, b=b, delta=delta)
         self.rebuild_index()
 
@@ -80,9 +81,10 @@ class ToolDiscoveryTool:
     def rebuild_index(self) -> None:
         """Re-index every enabled tool of the registry from scratch."""
         self._index.clear()
-        for tool in self._registry.get_tools():
-            if tool.name not in INFRASTRUCTURE_TOOLS:
-                self._index.add(tool.name, tool_fields(tool))
+        terms = self._index.term_ids
+        self._index.add_texts((tool.name, tool_texts(tool, terms))
+                              for tool in self._registry.get_tools()
+                              if tool.name not in INFRASTRUCTURE_TOOLS)
         log.debug("discovery.indexed", registry=self._registry.name, tools=len(self._index))
 
     def refresh(self, names: Iterable[str]) -> None:
@@ -90,6 +92,7 @@ class ToolDiscoveryTool:
 
         Costs O(size of those tools), whatever the size of the registry.
         """
+        fresh: list[tuple[str, Texts]] = []
         for name in names:
             if name in INFRASTRUCTURE_TOOLS:
                 continue
@@ -97,7 +100,8 @@ class ToolDiscoveryTool:
             if tool is None or not self._registry.is_enabled(name):
                 self._index.remove(name)
             else:
-                self._index.add(name, tool_fields(tool))
+                fresh.append((name, tool_texts(tool, self._index.term_ids)))
+        self._index.add_texts(fresh)
 
     def forget(self, names: Iterable[str]) -> None:
         """Drop ``names`` from the index."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from toolregistry import Tool
 
 from ._analysis import analyze
 
-__all__ = ["tool_fields"]
+__all__ = ["FIELDS", "tool_fields", "tool_texts"]
 
 _MAX_DEPTH = 4
 _NAME_FOLD = re.compile(r"[\s./\-]+")
@@ -20,12 +21,16 @@ def fold_name(name: str) -> str:
     return _NAME_FOLD.sub("_", name.strip()).casefold()
 
 
+_NESTED = frozenset(("properties", "items", "anyOf", "oneOf", "allOf"))
+
+
 def _walk_params(schema: dict[str, Any], names: list[str], texts: list[str],
                  depth: int) -> None:
     """Parameter names and descriptions, nested objects and array items included."""
     if depth > _MAX_DEPTH:
         return
-    # JSON Schemas are plain dicts; exact type checks keep this cheap for 10,000 tools.
+    # JSON Schemas are plain dicts; exact type checks keep this cheap for 10,000 tools, and
+    # only schemas with something nested inside are descended into.
     props = schema.get("properties")
     if type(props) is dict:
         for pname, pschema in props.items():
@@ -43,41 +48,50 @@ def _walk_params(schema: dict[str, Any], names: list[str], texts: list[str],
                 if "properties" in pschema or "items" in pschema or "anyOf" in pschema:
                     _walk_params(pschema, names, texts, depth + 1)
     items = schema.get("items")
-    if type(items) is dict:
+    if type(items) is dict and not _NESTED.isdisjoint(items):
         _walk_params(items, names, texts, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
         subs = schema.get(key)
         if type(subs) is list:
             for sub in subs:
-                if type(sub) is dict:
+                if type(sub) is dict and not _NESTED.isdisjoint(sub):
                     _walk_params(sub, names, texts, depth + 1)
 
 
-def tool_fields(tool: Tool) -> dict[str, str]:
-    """The six index fields of ``tool``.
+FIELDS = ("name", "description", "search_hint", "tags", "params", "param_descriptions")
+"""The index fields, in the order of :data:`~._index.DEFAULT_FIELD_WEIGHTS`."""
+
+
+def tool_texts(tool: Tool, terms: Callable[[str], Iterable[Hashable]] = analyze
+               ) -> tuple[str | tuple[str, ...], ...]:
+    """The texts of ``tool``'s index fields, in :data:`FIELDS` order (several texts: a tuple).
 
     ``name`` also carries the original name at the tool's source and the metadata title;
-    ``tags`` carries both well-known tags and ``custom_tags``.
+    ``tags`` carries both well-known tags and ``custom_tags``. Parameter names and texts stay
+    separate strings: the index analyses each distinct one once, however many tools share it.
+    ``terms`` analyses a name (an index passes its cached analysis, to share the work).
     """
     meta = tool.metadata
-    names = [tool.name]
+    name = tool.name
+    names: str | tuple[str, ...] = name
     original = tool.provenance.original_name
-    if original and original != tool.name and not set(analyze(original)) <= set(analyze(tool.name)):
+    if original and original != name and not set(terms(original)).issubset(terms(name)):
         # Only when it adds words: "files.read" says nothing "files_read" does not, and
         # repeating it would double the weight of the name.
-        names.append(original)
+        names = (name, original)
     if meta.title:
-        names.append(meta.title)
+        names = (*((names,) if isinstance(names, str) else names), meta.title)
     param_names: list[str] = []
     param_texts: list[str] = []
-    if isinstance(tool.parameters, dict):
+    if type(tool.parameters) is dict:
         _walk_params(tool.parameters, param_names, param_texts, 0)
-    tags = sorted(t.value for t in meta.tags) + sorted(meta.custom_tags)
-    return {
-        "name": " ".join(names),
-        "description": tool.description or "",
-        "search_hint": meta.search_hint or "",
-        "tags": " ".join(tags),
-        "params": " ".join(param_names),
-        "param_descriptions": " ".join(param_texts),
-    }
+    tags: tuple[str, ...] = ()
+    if meta.tags or meta.custom_tags:
+        tags = (*sorted(t.value for t in meta.tags), *sorted(meta.custom_tags))
+    return (names, tool.description or "", meta.search_hint or "", tags, tuple(param_names),
+            tuple(param_texts))
+
+
+def tool_fields(tool: Tool) -> dict[str, str | tuple[str, ...]]:
+    """The index fields of ``tool`` by name (see :func:`tool_texts`)."""
+    return dict(zip(FIELDS, tool_texts(tool)))

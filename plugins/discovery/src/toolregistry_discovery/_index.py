@@ -13,23 +13,26 @@ document is added and stored in the postings; ``idf`` and ``avgdl`` are applied 
 Adding or removing a document therefore costs O(size of the document), and a query walks only
 the postings of its own terms (vectorised with numpy).
 
-Postings are compact ``array`` buffers (4-byte doc id + 4-byte weight). Removal marks the
-document dead; dead entries are swept out of the postings once they outnumber the live ones,
-so the amortised cost stays O(document size).
+Terms are numbered as they are first seen, and each distinct text is analysed once per index
+(parameter names, shared parameter descriptions and tags repeat across tools); a document's
+terms join a pending batch that becomes a compressed-sparse-row segment in one numpy sort
+(:mod:`._postings`), 8 bytes a posting. Removal marks the document dead; its postings are
+skipped by queries and swept out once the dead outnumber the live, so the amortised cost
+stays O(document size).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from array import array
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 from attrs import frozen
 
-from ._analysis import analyze, analyze_query
+from ._analysis import Vocabulary, analyze, analyze_query, term_ids
+from ._postings import Postings
 
 __all__ = ["DEFAULT_FIELD_WEIGHTS", "BM25FIndex", "Hit"]
 
@@ -43,7 +46,13 @@ DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
 }
 """The spec's five fields and weights, plus parameter descriptions at a lower weight."""
 
-_COMPACT_MIN_DEAD = 64
+_TEXT_CACHE = 1 << 16  # analysed texts kept per index (bounded: cleared when full)
+_SAT_CACHE = 1 << 20  # saturated frequencies kept per index (8 MiB; cleared when over)
+
+FieldValue = str | Iterable[str] | None
+"""A field's text: one string, several strings (analysed one by one), or nothing."""
+Texts = tuple[str | tuple[str, ...], ...]
+"""A document's fields in index order, each a string or a tuple of strings."""
 
 
 @frozen
@@ -54,6 +63,16 @@ class Hit:
     score: float
 
 
+def _top(scores: Any, k: int) -> Any:
+    """Positions of the ``k`` highest ``scores``; among equal scores at the cut, the first."""
+    part = np.argpartition(-scores, k - 1)[:k]
+    kth = scores[part].min()
+    if np.count_nonzero(scores == kth) == np.count_nonzero(scores[part] == kth):
+        return part  # no tie across the cut: the partition's choice is the only one
+    above = np.flatnonzero(scores > kth)
+    return np.concatenate([above, np.flatnonzero(scores == kth)[: k - above.size]])
+
+
 class BM25FIndex:
     """A mutable BM25F index of documents made of named text fields.
 
@@ -62,6 +81,11 @@ class BM25FIndex:
     terms and ``query_analyzer`` turns a query into ``{term: may_anchor}``; a document is a
     hit only when it matches at least one anchoring term.
     """
+
+    # Thresholds (instance attributes may override them, as the tests do).
+    _compact_min_dead = 64  # dead documents before the postings are swept
+    _batch_flush = 1024  # a batch of at least this many documents becomes a segment at once
+    _pending_max = 1 << 20  # term ids collected before a segment is built regardless
 
     def __init__(
         self,
@@ -98,16 +122,23 @@ class BM25FIndex:
     # -- storage -----------------------------------------------------------------------
 
     def _clear(self) -> None:
-        # term -> [doc ids, weighted term frequencies, live document frequency]
-        self._postings: dict[str, list[Any]] = {}
+        self._vocab = Vocabulary()
+        self._texts = term_ids(self._vocab, self._analyze, _TEXT_CACHE)
+        self._text_ids = self._texts.__getitem__
+        self._postings = Postings(self._weights)
         self._ids: dict[str, int] = {}  # live key -> slot
         self._keys: list[str | None] = []  # slot -> key (None when dead)
-        self._fields: list[tuple[str, ...] | None] = []  # slot -> field texts
-        self._dl = array("f")  # slot -> weighted length (0 when dead)
+        self._fields: list[Texts | None] = []  # slot -> texts
+        self._dl = np.zeros(64, dtype=np.float32)  # slot -> weighted length (0 when dead)
         self._total_len = 0.0
         self._dead = 0
         self._version = 0
         self._norm_cache: tuple[int, Any] | None = None
+        # Per term id, the saturated frequency of each posting, ``(k1 + 1) * wtf / (wtf +
+        # norm) + delta``: it depends on avgdl, so any change empties it.
+        self._sat: dict[int, Any] = {}
+        self._sat_version = -1
+        self._sat_size = 0
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -120,68 +151,111 @@ class BM25FIndex:
         with self._lock:
             return [k for k in self._keys if k is not None]
 
-    def _field_texts(self, fields: Mapping[str, str | Iterable[str] | None]) -> tuple[str, ...]:
-        unknown = fields.keys() - self._field_names
-        if unknown:
+    def _field_texts(self, fields: Mapping[str, FieldValue]) -> Texts:
+        if not self._field_names.issuperset(fields):
+            unknown = fields.keys() - self._field_names
             raise ValueError(
                 f"unknown index field(s) {sorted(unknown)}; known fields: "
                 f"{sorted(self.field_weights)}"
             )
-        out: list[str] = []
+        out: list[str | tuple[str, ...]] = []
+        get = fields.get
         for fname in self.field_weights:
-            value = fields.get(fname)
+            value = get(fname)
             if value is None:
                 out.append("")
-            elif isinstance(value, str):
+            elif type(value) is str:
                 out.append(value)
+            elif isinstance(value, str):
+                out.append(str(value))
             else:
-                out.append(" ".join(str(v) for v in value))
+                out.append(tuple(map(str, value)))
         return tuple(out)
 
-    def _weighted_terms(self, texts: tuple[str, ...]) -> tuple[dict[str, float], float]:
-        wtf: dict[str, float] = {}
-        length = 0.0
-        get = wtf.get
-        for w, text in zip(self._weights, texts):
-            if not w or not text:
-                continue
-            terms = self._analyze(text)
-            length += w * len(terms)
-            for t in terms:
-                wtf[t] = get(t, 0.0) + w
-        return wtf, length
-
-    def add(self, key: str, fields: Mapping[str, str | Iterable[str] | None]) -> None:
-        """Index (or re-index) the document ``key``; missing fields are empty."""
-        texts = self._field_texts(fields)
-        wtf, length = self._weighted_terms(texts)
+    def term_ids(self, text: str) -> tuple[int, ...]:
+        """The ids of ``text``'s terms in this index, numbering new ones (cached per text)."""
         with self._lock:
-            if key in self._ids:
-                self._remove_locked(key)
-            slot = len(self._keys)
-            self._ids[key] = slot
-            self._keys.append(key)
-            self._fields.append(texts)
-            self._dl.append(length)
-            self._total_len += length
-            postings = self._postings
-            get = postings.get
-            for t, v in wtf.items():
-                p = get(t)
-                if p is None:
-                    postings[t] = [array("i", (slot,)), array("f", (v,)), 1]
-                else:
-                    p[0].append(slot)
-                    p[1].append(v)
-                    p[2] += 1
-            self._version += 1
+            return self._text_ids(text)
 
-    def add_many(
-        self, docs: Iterable[tuple[str, Mapping[str, str | Iterable[str] | None]]]
-    ) -> None:
-        """Index several documents."""
-        for key, fields in docs:
-            self.add(key, fields)
+    def _add_locked(self, docs: Iterable[tuple[str, Texts]]) -> int:
+        """Index ``docs``; returns how many. A document whose analysis fails is left out
+        whole (and any earlier version of it stays), then the error propagates."""
+        ids_of, keys, stored = self._ids, self._keys, self._fields
+        postings = self._postings
+        pending_ids, pending_counts = postings.ids, postings.counts
+        collect = pending_ids.extend
+        count = pending_counts.append
+        text_ids = self._text_ids
+        weights = self._weights
+        added = 0
+        mark = (len(pending_ids), len(pending_counts))
+        try:
+            for key, texts in docs:
+                mark = (len(pending_ids), len(pending_counts))
+                length = 0.0
+                for w, value in zip(weights, texts):
+                    if not w or not value:
+                        count(0)
+                        continue
+                    if type(value) is str:
+                        ids = text_ids(value)
+                        n = len(ids)
+                        collect(ids)
+                    else:
+                        n = 0
+                        for ids in map(text_ids, value):
+                            n += len(ids)
+                            collect(ids)
+                    count(n)
+                    length += w * n
+                if key in ids_of:
+                    self._remove_locked(key)
+                slot = len(keys)
+                ids_of[key] = slot
+                keys.append(key)
+                stored.append(texts)
+                if slot == self._dl.size:
+                    self._dl = np.concatenate([self._dl, np.zeros(slot, dtype=np.float32)])
+                self._dl[slot] = length
+                self._total_len += length
+                added += 1
+                if len(pending_ids) >= self._pending_max:
+                    postings.flush(len(self._vocab), settle=False)
+        except BaseException:
+            del pending_ids[mark[0]:], pending_counts[mark[1]:]
+            raise
+        finally:
+            self._version += 1
+        return added
+
+    def _flush_locked(self) -> None:
+        postings = self._postings
+        if postings.counts or postings.unsettled:
+            postings.flush(len(self._vocab))
+
+    def add(self, key: str, fields: Mapping[str, FieldValue]) -> None:
+        """Index (or re-index) the document ``key``; missing fields are empty.
+
+        A field given as several strings is analysed string by string (for the default
+        analyser that is the same as analysing them joined with spaces).
+        """
+        texts = self._field_texts(fields)
+        with self._lock:
+            self._add_locked(((key, texts),))
+
+    def add_many(self, docs: Iterable[tuple[str, Mapping[str, FieldValue]]]) -> None:
+        """Index several documents (a large batch is indexed in one go)."""
+        field_texts = self._field_texts
+        self.add_texts((key, field_texts(fields)) for key, fields in docs)
+
+    def add_texts(self, docs: Iterable[tuple[str, Texts]]) -> None:
+        """:meth:`add_many` for documents already given as one value per field, in the order
+        of ``field_weights``: a string or a tuple of strings (not checked: the fast path)."""
+        with self._lock:
+            if self._add_locked(docs) >= self._batch_flush:
+                self._flush_locked()
+                # The texts of a bulk build are mostly done with: keep the memory, not them.
+                self._texts.clear()
 
     def remove(self, key: str) -> bool:
         """Drop ``key`` from the index; ``False`` when it was not there."""
@@ -190,18 +264,13 @@ class BM25FIndex:
                 return False
             self._remove_locked(key)
             self._version += 1
-            if self._dead >= _COMPACT_MIN_DEAD and self._dead > len(self._ids):
+            if self._dead >= self._compact_min_dead and self._dead > len(self._ids):
                 self._compact()
             return True
 
     def _remove_locked(self, key: str) -> None:
         slot = self._ids.pop(key)
-        texts = self._fields[slot]
-        assert texts is not None
-        wtf, _ = self._weighted_terms(texts)
-        for t in wtf:
-            self._postings[t][2] -= 1
-        self._total_len -= self._dl[slot]
+        self._total_len -= float(self._dl[slot])
         self._dl[slot] = 0.0
         self._keys[slot] = None
         self._fields[slot] = None
@@ -209,25 +278,16 @@ class BM25FIndex:
 
     def _compact(self) -> None:
         """Sweep dead slots out of the postings and renumber the live ones."""
-        alive = np.fromiter((k is not None for k in self._keys), dtype=bool, count=len(self._keys))
-        remap = np.cumsum(alive, dtype=np.int64) - 1
-        new_postings: dict[str, list[Any]] = {}
-        for t, (docs, ws, df) in self._postings.items():
-            if df <= 0:
-                continue
-            d = np.frombuffer(docs, dtype=np.int32)
-            keep = alive[d]
-            nd = array("i", remap[d[keep]].astype(np.int32).tobytes())
-            nw = array("f", np.frombuffer(ws, dtype=np.float32)[keep].tobytes())
-            del d, keep
-            new_postings[t] = [nd, nw, df]
-        self._postings = new_postings
+        n = len(self._keys)
+        alive = np.fromiter((k is not None for k in self._keys), dtype=bool, count=n)
+        self._postings.compact(alive, len(self._vocab))
         self._keys = [k for k in self._keys if k is not None]
         self._fields = [f for f in self._fields if f is not None]
-        self._dl = array("f", np.frombuffer(self._dl, dtype=np.float32)[alive].tobytes())
+        dl = self._dl[:n][alive]
+        self._dl = np.concatenate([dl, np.zeros(max(64, dl.size), dtype=np.float32)])
         self._ids = {k: i for i, k in enumerate(self._keys) if k is not None}
         self._dead = 0
-        self._total_len = float(np.frombuffer(self._dl, dtype=np.float32).sum(dtype=np.float64))
+        self._total_len = float(dl.sum(dtype=np.float64))
 
     def clear(self) -> None:
         """Drop every document."""
@@ -243,7 +303,7 @@ class BM25FIndex:
             return cached[1]
         n = len(self._ids)
         avgdl = self._total_len / n if n and self._total_len > 0 else 1.0
-        dl = np.frombuffer(self._dl, dtype=np.float32).astype(np.float64)
+        dl = self._dl[: len(self._keys)].astype(np.float64)
         norms = self.k1 * (1.0 - self.b + self.b * dl / avgdl)
         self._norm_cache = (self._version, norms)
         return norms
@@ -251,6 +311,54 @@ class BM25FIndex:
     def _idf(self, df: int) -> float:
         n = len(self._ids)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def _postings_of(self, term_ids: list[int]) -> tuple[list[int], Any, Any, list[int]]:
+        """For the terms of ``term_ids`` that have postings: their positions in
+        ``term_ids``, the slots of all their postings and each posting's saturated
+        frequency (term after term), and the number of postings per term."""
+        self._flush_locked()
+        found = [(i, run[0], run[1])
+                 for i, run in enumerate(self._postings.of_terms(term_ids)) if run is not None]
+        if not found:
+            return [], np.empty(0, dtype=np.int32), np.empty(0), []
+        if self._sat_version != self._version or self._sat_size > _SAT_CACHE:
+            self._sat.clear()
+            self._sat_version = self._version
+            self._sat_size = 0
+        sat = self._sat
+        missing = [f for f in found if term_ids[f[0]] not in sat]
+        if missing:
+            # One vectorised pass for every term this query is the first to use.
+            if len(missing) == 1:
+                d, w = missing[0][1], missing[0][2].astype(np.float64)
+            else:
+                d = np.concatenate([m[1] for m in missing])
+                w = np.concatenate([m[2] for m in missing]).astype(np.float64)
+            den = self._norms()[d]
+            den += w
+            fresh = w * (self.k1 + 1.0)
+            fresh /= den
+            fresh += self.delta
+            at = 0
+            for i, docs_i, _ in missing:
+                sat[term_ids[i]] = fresh[at : at + docs_i.size]
+                at += docs_i.size
+            self._sat_size += at
+        present = [i for i, _, _ in found]
+        sizes = [docs_i.size for _, docs_i, _ in found]
+        if len(found) == 1:
+            return present, found[0][1], sat[term_ids[present[0]]], sizes
+        docs = np.concatenate([docs_i for _, docs_i, _ in found])
+        sats = np.concatenate([sat[term_ids[i]] for i in present])
+        return present, docs, sats, sizes
+
+    def _live(self, docs: Any, per_posting: Any, sizes: list[int]) -> tuple[Any, Any, Any]:
+        """Drop dead documents' postings: (slots, values, term index of each posting)."""
+        tpos = np.repeat(np.arange(len(sizes)), sizes)
+        if self._dead and docs.size:
+            live = self._dl[docs] > 0  # a live document without text has no postings
+            return docs[live], per_posting[live], tpos[live]
+        return docs, per_posting, tpos
 
     def search(self, query: str, top_k: int = 5) -> list[Hit]:
         """The ``top_k`` best documents for ``query``, best first (ties in insertion order)."""
@@ -262,50 +370,43 @@ class BM25FIndex:
         with self._lock:
             if not self._ids:
                 return []
-            norms = self._norms()
-            slots = len(self._keys)
-            # Gather every query term's postings, then score them all in a few vector
-            # operations: per-term numpy calls would dominate long queries.
-            docs: list[Any] = []
-            weights: list[Any] = []
-            idfs: list[float] = []
-            sizes: list[int] = []
-            anchor_docs: list[Any] = []
+            vocab = self._vocab
+            term_ids: list[int] = []
+            anchors: list[bool] = []
             for term, anchor in terms.items():
-                p = self._postings.get(term)
-                if p is None or p[2] <= 0:
-                    continue
-                # The ids are copied because they outlive this loop; the weight views are
-                # dropped right after concatenation. Both happen under the lock that add()
-                # takes, so no append meets a buffer pinned by a view.
-                d = np.frombuffer(p[0], dtype=np.int32).copy()
-                docs.append(d)
-                weights.append(np.frombuffer(p[1], dtype=np.float32))
-                idfs.append(self._idf(p[2]))
-                sizes.append(len(d))
-                if anchor:
-                    anchor_docs.append(d)
-            if not anchor_docs:
+                i = vocab.get(term)
+                if i is not None:
+                    term_ids.append(i)
+                    anchors.append(anchor)
+            if not any(anchors):
                 return []
-            all_docs = np.concatenate(docs) if len(docs) > 1 else docs[0]
-            all_w = (np.concatenate(weights) if len(weights) > 1 else weights[0]).astype(
-                np.float64)
-            del weights
-            idf = np.repeat(np.asarray(idfs), sizes)
-            contrib = idf * (all_w * (self.k1 + 1.0) / (all_w + norms[all_docs]) + self.delta)
-            scores = np.bincount(all_docs, weights=contrib, minlength=slots)
-            anchored = np.zeros(slots, dtype=bool)
-            anchored[np.concatenate(anchor_docs) if len(anchor_docs) > 1 else anchor_docs[0]] = True
+            present, docs, sat, sizes = self._postings_of(term_ids)
+            if not present:
+                return []
             if self._dead:
-                anchored &= np.frombuffer(self._dl, dtype=np.float32) > 0
-                # A live document with no indexed text has dl 0 but no postings either.
-            cand = np.flatnonzero(anchored)
-            if cand.size == 0:
+                docs, sat, tpos = self._live(docs, sat, sizes)
+                dfs = np.bincount(tpos, minlength=len(sizes)).tolist()
+                anchor_docs = docs[np.asarray([anchors[i] for i in present])[tpos]]
+            else:
+                dfs = sizes
+                tpos = None
+                anchor_docs = docs[np.repeat([anchors[i] for i in present], sizes)]
+            if anchor_docs.size == 0:
                 return []
+            n = len(self._ids)
+            log = math.log
+            idf = np.asarray([log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in dfs])
+            slots = len(self._keys)
+            scores = np.bincount(docs, minlength=slots,
+                                 weights=sat * (idf[tpos] if tpos is not None else
+                                                np.repeat(idf, sizes)))
+            anchored = np.zeros(slots, dtype=bool)
+            anchored[anchor_docs] = True
+            cand = np.flatnonzero(anchored)
             cs = scores[cand]
             if cand.size > top_k:
-                part = np.argpartition(-cs, top_k - 1)[:top_k]
-                cand, cs = cand[part], cs[part]
+                keep = _top(cs, top_k)
+                cand, cs = cand[keep], cs[keep]
             order = np.lexsort((cand, -cs))
             keys = self._keys
             return [Hit(keys[int(cand[i])] or "", float(cs[i])) for i in order]
@@ -321,23 +422,29 @@ class BM25FIndex:
             assert texts is not None
             norm = float(self._norms()[slot])
             per_field: list[dict[str, float]] = []
-            for w, text in zip(self.field_weights.values(), texts):
+            for w, value in zip(self._weights, texts):
                 counts: dict[str, float] = {}
-                if w and text:
-                    for t in self._analyze(text):
-                        if t in terms:
-                            counts[t] = counts.get(t, 0.0) + w
+                if w and value:
+                    for text in (value,) if isinstance(value, str) else value:
+                        for t in self._analyze(text):
+                            if t in terms:
+                                counts[t] = counts.get(t, 0.0) + w
                 per_field.append(counts)
+            matched = [t for t in terms if any(t in c for c in per_field)]
+            dfs: list[int] = []
+            if matched:
+                ids = [self._vocab[t] for t in matched]
+                present, docs, sat, sizes = self._postings_of(ids)
+                live_sizes = np.bincount(self._live(docs, sat, sizes)[2], minlength=len(sizes))
+                dfs = [0] * len(ids)
+                for i, df in zip(present, live_sizes.tolist()):
+                    dfs[i] = df
             fields = dict.fromkeys(self.field_weights, 0.0)
             by_term: dict[str, float] = {}
-            for t in terms:
+            for t, df in zip(matched, dfs):
                 wtf = sum(c.get(t, 0.0) for c in per_field)
-                if wtf <= 0:
-                    continue
-                p = self._postings.get(t)
-                idf = self._idf(p[2] if p else 1)
                 wtf32 = float(np.float32(wtf))
-                s = idf * (wtf32 * (self.k1 + 1.0) / (wtf32 + norm) + self.delta)
+                s = self._idf(df) * (wtf32 * (self.k1 + 1.0) / (wtf32 + norm) + self.delta)
                 by_term[t] = s
                 for fname, c in zip(self.field_weights, per_field):
                     if t in c:
@@ -352,7 +459,5 @@ class BM25FIndex:
     def memory_bytes(self) -> int:
         """An estimate of the postings' buffer sizes (the bulk of the index)."""
         with self._lock:
-            total = 0
-            for docs, ws, _ in self._postings.values():
-                total += docs.buffer_info()[1] * docs.itemsize + ws.buffer_info()[1] * ws.itemsize
-            return total
+            self._flush_locked()
+            return self._postings.nbytes
