@@ -25,6 +25,10 @@ PLUGIN_EXTRAS = {
     "think": [],
 }
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "pip", "hatchling"]
+# The documentation's code blocks: each session runs the blocks whose plugins it has installed
+# (tests/docs/_blocks.py says how a block is marked); tests/site runs in the docs session.
+DOC_BLOCKS = "tests/docs/test_blocks.py"
+DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "matplotlib>=3.8"]
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["lint", "typecheck", "core", *PLUGINS, "integration", "docs"]
@@ -61,7 +65,7 @@ def core(session: nox.Session) -> None:
         "out=subprocess.run(['toolregistry','plugins'],capture_output=True,text=True,check=True).stdout;"
         "assert json.loads(out)==[], out; print('core-only: no plugin found, toolregistry plugins -> []')"
     ))
-    _pytest(session, "tests", "--ignore=tests/integration")
+    _pytest(session, "tests", "--ignore=tests/integration", "--ignore=tests/site")
 
 
 def _plugin_session(name: str) -> None:
@@ -74,7 +78,7 @@ def _plugin_session(name: str) -> None:
             f"bad=[m for m in {[f'toolregistry_{p}' for p in others]!r} if u.find_spec(m)];"
             "assert not bad, bad"
         ))
-        _pytest(session, *_present(f"plugins/{name}/tests"))
+        _pytest(session, *_present(f"plugins/{name}/tests"), DOC_BLOCKS)
 
     run.__doc__ = f"The kernel with the {name} plugin only."
 
@@ -89,7 +93,7 @@ def integration(session: nox.Session) -> None:
     extras = sorted({d for deps in PLUGIN_EXTRAS.values() for d in deps})
     session.install("-e", "core", *[a for p in PLUGINS for a in _editable(p)],
                     *TEST_DEPS, *extras, "openai", "anthropic", "google-genai")
-    _pytest(session, *_present("tests/integration"))
+    _pytest(session, *_present("tests/integration"), DOC_BLOCKS)
 
 
 @nox.session
@@ -110,9 +114,11 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The documentation site builds with warnings as errors."""
-    session.install("mkdocs>=1.6", "-e", "core")
+    """The documentation site builds with warnings as errors; links, marks, the 0.19 migration
+    table and the documented installation commands are checked."""
+    session.install(*DOCS_DEPS, "-e", "core", *TEST_DEPS)
     session.run("mkdocs", "build", "--strict", "--site-dir", os.path.join(session.create_tmp(), "site"))
+    _pytest(session, "tests/site")
 
 
 @nox.session
