@@ -32,7 +32,7 @@ What each language means (tests/docs/test_blocks.py runs them):
 A page's home is the set of plugins it ``needs``: none -> the ``core`` session, one -> that
 plugin's session, several -> ``integration``; ``python=0.19`` -> the ``docs`` session. No block
 is skipped anywhere: in a session a block is either run (its home) or not collected (another
-session runs it), and ``tests/docs/test_site.py`` checks that every mark names a real plugin.
+session runs it), and ``tests/site/test_site.py`` checks that every mark names a real plugin.
 """
 
 from __future__ import annotations

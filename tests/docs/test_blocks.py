@@ -225,8 +225,11 @@ def test_page_blocks(page_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
             try:
                 run_block(block, page)
             except Exception as exc:
-                raise AssertionError(f"{block.where} ({block.lang}, {block.mode}): "
-                                     f"{type(exc).__name__}: {exc}") from exc
+                raise AssertionError(
+                    f"{block.where} ({block.lang}, {block.mode}): {type(exc).__name__}: {exc}\n"
+                    "A block that cannot run as it stands takes a mark on the line above its "
+                    "fence: <!-- doctest: compile reason=\"...\" --> (docs/contributing.md)"
+                ) from exc
     finally:
         page.close()
         for name in [m for m, mod in sys.modules.items()
