@@ -21,7 +21,8 @@ What each language means (tests/docs/test_blocks.py runs them):
 
 * ``python``: executed, the page's blocks in order in one namespace (top-level ``await`` works),
   in a temporary folder that is the page's working directory. ``compile`` (with a ``reason``)
-  only compiles it. ``file=NAME`` writes it to that folder.
+  only compiles it. ``file=NAME`` writes it to that folder. A block that is one ``def`` line
+  (a signature shown without a body, as in ``docs/hooks.md``) is compiled, needing no mark.
 * ``toml`` / ``json``: parsed; ``file=NAME`` writes them too (a ``pyproject.toml`` the next
   blocks read).
 * ``sh`` / ``console`` / ``bash``: every ``pip install`` names distributions of this repository
@@ -56,10 +57,14 @@ BLOCK_KEYS = {"needs", "fresh", "compile", "reason", "file", "run", "background"
               "output", "python"}
 PAGE_KEYS = {"needs"}
 
+# One `def` line and nothing else: compiled with a `: ...` body, never run.
+SIGNATURE = re.compile(r"(async )?def [^\n]*\)( -> [^\n]*)?\n")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 _MARK = re.compile(r"^\s*<!--\s*doctest:(?P<opts>.*?)-->\s*$")
 _PAGE = re.compile(r"^\s*<!--\s*doctest-page:(?P<opts>.*?)-->\s*$")
 _SETUP = re.compile(r"^\s*<!--\s*doctest-setup(?P<opts>[^\n]*)$")
+# docs/formats.md's own mark (tests/test_formats.py reads it too): same as doctest: file=NAME
+_FILE = re.compile(r"^\s*<!--\s*file:\s*(?P<file>\S+)\s*-->\s*$")
 
 
 class MarkError(ValueError):
@@ -102,6 +107,8 @@ class Block:
         for mode in ("compile", "file", "background", "run", "output"):
             if mode in self.options:
                 return mode
+        if self.lang in PYTHON and SIGNATURE.fullmatch(self.code):
+            return "compile"  # a signature shown without a body (hooks.md): nothing to run
         if self.lang in PYTHON:
             return "exec"
         if self.lang in SHELL:
@@ -142,6 +149,10 @@ def parse(path: Path) -> list[Block]:
             page_options = _options(m["opts"], where, PAGE_KEYS)
         elif m := _MARK.match(line):
             pending = _options(m["opts"], where, BLOCK_KEYS)
+            i += 1
+            continue
+        elif m := _FILE.match(line):
+            pending = {"file": m["file"]}
             i += 1
             continue
         elif m := _SETUP.match(line):

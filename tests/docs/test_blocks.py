@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from ._blocks import PLUGINS, PYTHON, REPO, SHELL, Block, all_blocks
+from ._blocks import PLUGINS, PYTHON, REPO, SHELL, SIGNATURE, Block, all_blocks
 
 THIRD_PARTY = {  # what the docs may tell a reader to pip install besides our distributions
     "openai", "anthropic", "google-genai", "fastapi", "uvicorn", "langchain-core",
@@ -192,7 +192,7 @@ def run_block(block: Block, page: Page) -> None:
         target.write_text(page.text(block.code), encoding="utf-8")
     if block.lang in PYTHON and mode in {"compile", "file"}:
         code = block.code
-        if re.fullmatch(r"(async )?def [^\n]*\n", code):  # a signature, shown without a body
+        if SIGNATURE.fullmatch(code):  # a signature, shown without a body
             code = code.rstrip() + ": ...\n"
         compile(code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     elif block.lang in PYTHON:

@@ -18,6 +18,9 @@ import pytest
 
 from tests.docs._blocks import PLUGINS, REPO
 
+# A fresh resolution of every plugin's dependencies from the index: minutes on a loaded machine.
+pytestmark = pytest.mark.timeout(900)
+
 
 def _fresh_pip(tmp_path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
