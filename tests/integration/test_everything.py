@@ -16,19 +16,6 @@ from toolregistry.formats import API_FORMATS, BUILTIN
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-sys.path.insert(0, str(EXAMPLES))
-
-from demo_api import start  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def api_url() -> Iterator[str]:
-    server, url = start()
-    yield url
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.fixture
 def full_registry(api_url: str) -> Iterator[ToolRegistry]:
     from langchain_core.tools import tool as lc_tool

@@ -1,0 +1,236 @@
+"""The host side of a program's run: its output, the stop switch, and the tool calls it makes
+-- each one an ordinary ``registry.ainvoke`` -- with values made plain for the sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolregistry.types import ToolResult
+
+from ._result import CallRecord, CodeError, CodeRun
+from ._stubs import ToolFunction
+
+if TYPE_CHECKING:
+    from toolregistry import ToolRegistry
+
+    from ._codemode import View
+    from ._settings import CodeModeSettings
+
+__all__ = ["CURRENT", "Run", "call_tool", "external", "no_os", "to_json"]
+
+CURRENT: contextvars.ContextVar[Run] = contextvars.ContextVar("toolregistry_codemode_run")
+"""The run whose program is calling (host callbacks run in a copy of the feeding context)."""
+
+_ids = itertools.count(1)
+_MAX_ERROR_CHARS = 2000
+_TOOL_ERRORS: dict[str | None, type[Exception]] = {
+    "invalid_arguments": TypeError, "malformed_arguments": TypeError,
+    "unknown_tool": NameError, "timeout": TimeoutError, "denied": PermissionError,
+    "approval_required": PermissionError,
+}
+
+
+class Run:
+    """One program's state on the host: output, calls, the stop switch."""
+
+    def __init__(self, registry: ToolRegistry, settings: CodeModeSettings, view: View,
+                 context: Mapping[str, Any] | None) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.view = view
+        self.context = context
+        self.id = f"code{next(_ids)}"
+        self.result = CodeRun()
+        self.count = 0
+        self.running: dict[str, str] = {}
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.last_tool_error: str | None = None
+        self.stopped: CodeError | None = None
+        self.closed = False
+        self.feed: asyncio.Future[Any] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._out: list[str] = []
+        self._out_len = 0
+        self._out_lock = threading.Lock()
+
+    # -- output -----------------------------------------------------------------------------
+    def printed(self, stream: str, text: str) -> None:
+        """The sandbox's print callback: keep output within ``max_output_chars``."""
+        limit = self.settings.max_output_chars
+        with self._out_lock:
+            if self._out_len >= limit:
+                return
+            room = limit - self._out_len
+            self._out.append(text[:room])
+            self._out_len += min(len(text), room)
+            over = len(text) > room
+        if over:
+            self.stop(CodeError("limit", f"the program printed more than {limit:,} characters",
+                                hint="print less: aggregate, filter or slice before printing"))
+
+    def output(self) -> str:
+        with self._out_lock:
+            return "".join(self._out)
+
+    def stop(self, error: CodeError) -> None:
+        """Stop the program now (its worker is replaced) and report ``error``."""
+        if self.stopped is not None:
+            return
+        self.stopped = error
+        feed, loop = self.feed, self.loop
+        if feed is not None and loop is not None:
+            loop.call_soon_threadsafe(feed.cancel)
+
+    def finish(self, value: Any) -> None:
+        result = self.result
+        result.output = self.output()
+        result.value = value
+        text = to_json(value)
+        limit = self.settings.max_output_chars
+        if len(text) + len(result.output) > limit:
+            result.error = CodeError(
+                "limit", f"the program's value is {len(text):,} characters of JSON, over the "
+                f"output limit of {limit:,}", hint="return only what you need")
+            return
+        result.value_json = text
+
+    async def cancel_calls(self) -> None:
+        """Cancel the tool calls still in flight (the program ended or was stopped while they
+        ran): the registry then interrupts them as on any cancellation."""
+        self.closed = True
+        tasks = [t for t in self.tasks if not t.done() and t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+
+    def in_flight(self) -> str:
+        names = sorted(self.running.values())
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    # -- tool calls ---------------------------------------------------------------------------
+    async def call(self, fn: ToolFunction, arguments: dict[str, Any]) -> Any:
+        """One tool call through the registry's own path; its value for the program, or the
+        exception the program sees."""
+        if self.stopped is not None:
+            raise RuntimeError(self.stopped.message)
+        if self.closed:  # a call the sandbox started just before the program was stopped
+            raise RuntimeError("the program was stopped")
+        limit = self.settings.max_tool_calls
+        if self.count >= limit:
+            error = CodeError("limit", f"the program made more than {limit} tool calls",
+                              hint="batch the work differently, or do it in several programs")
+            self.stop(error)
+            raise RuntimeError(error.message)
+        self.count += 1
+        call_id = f"{self.id}.{self.count}"
+        self.running[call_id] = fn.tool_name
+        task = asyncio.current_task()
+        if task is not None:
+            self.tasks.add(task)
+        started = time.perf_counter()
+        try:
+            result = await self.registry.ainvoke(fn.tool_name, arguments, context=self.context,
+                                                 call_id=call_id)
+        except asyncio.CancelledError:
+            self.result.calls.append(CallRecord(fn.tool_name, arguments, "cancelled",
+                                                time.perf_counter() - started, call_id))
+            raise
+        finally:
+            self.running.pop(call_id, None)
+            if task is not None:
+                self.tasks.discard(task)
+        outcome = result.error_kind or ("error" if result.is_error else "ok")
+        self.result.calls.append(CallRecord(fn.tool_name, arguments, outcome, result.duration,
+                                            call_id))
+        if result.is_error:
+            text = result.text.removeprefix("Error: ")
+            if len(text) > _MAX_ERROR_CHARS:
+                text = text[:_MAX_ERROR_CHARS] + "…"
+            message = f"{fn.py}() failed ({outcome}): {text}"
+            self.last_tool_error = message
+            raise _TOOL_ERRORS.get(result.error_kind, RuntimeError)(message)
+        return _to_sandbox(result, fn)
+
+
+def external(fn: ToolFunction) -> Callable[..., Any]:
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return await CURRENT.get().call(fn, fn.bind(args, kwargs))
+
+    call.__name__ = fn.py
+    return call
+
+
+async def call_tool(name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+    run = CURRENT.get()
+    if not isinstance(name, str):
+        raise TypeError(f"call_tool() needs a tool name (str), got {type(name).__name__}")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise TypeError(f"call_tool({name!r}, ...) needs the arguments as a dict, got "
+                        f"{type(arguments).__name__}")
+    fn = run.view.by_name.get(name)
+    if fn is None:
+        fn = next((f for f in run.view.by_name.values() if f.py == name), None)
+    if fn is None:
+        close = [n for n in run.registry.suggest_names(name, 3) if n in run.view.by_name]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise NameError(f"there is no tool {name!r} available to programs{hint}")
+    return await run.call(fn, dict(arguments))
+
+
+def no_os(*, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], is_async: bool,
+           **_: Any) -> Any:
+    what = f"{name}({', '.join(repr(a) for a in args)[:200]})"
+    raise PermissionError(f"{what}: programs have no files, environment or network; get data "
+                          "through the tools")
+
+
+# -- values across the boundary -----------------------------------------------------------------
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _PLAIN):
+        return True
+    if depth > 50:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _to_sandbox(result: ToolResult, fn: ToolFunction) -> Any:
+    """What the program gets for a successful call: the tool's value as plain data."""
+    value = result.value
+    if value is None and result.text not in ("", "null"):
+        value = result.text
+    if fn.parse_json and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    if _plain(value):
+        return value
+    import pydantic_core
+
+    try:
+        return pydantic_core.to_jsonable_python(value, fallback=str)
+    except Exception:
+        return result.text
+
+
+def to_json(value: Any) -> str:
+    import pydantic_core
+
+    return pydantic_core.to_json(value, fallback=repr, serialize_unknown=True).decode("utf-8")
