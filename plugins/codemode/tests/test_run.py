@@ -255,3 +255,10 @@ def test_config_table_sets_the_defaults(tmp_path: Any) -> None:
         assert (mode.settings.wall_time, mode.settings.max_tool_calls,
                 mode.settings.memory_mb) == (5, 7, 32)
         assert "Limits: 5 s, 32 MiB, 7 tool calls" in registry["run_code"].description
+
+
+def test_a_bad_table_is_refused_when_the_configuration_loads(tmp_path: Any) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.toolregistry.plugins.codemode]\nwall-time = "long"\n', "utf-8")
+    with pytest.raises(ConfigError, match="wall-time"):
+        ToolRegistry(config=tmp_path / "pyproject.toml")

@@ -13,10 +13,20 @@ from typing import TYPE_CHECKING
 from toolregistry.plugin import hookimpl, log
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from toolregistry import ToolRegistry
     from toolregistry.events import ChangeEvent
 
 from ._settings import PLUGIN_NAME
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """``[tool.toolregistry.plugins.codemode]``, validated when the configuration is loaded."""
+    from ._settings import CodeModeSettings
+
+    return CodeModeSettings
 
 
 @hookimpl
