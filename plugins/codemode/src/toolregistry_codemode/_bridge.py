@@ -51,6 +51,8 @@ class Run:
         self.count = 0
         self.running: dict[str, str] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.records: list[tuple[int, CallRecord]] = []
+        """The calls made, as (sequence number, record): they finish in any order."""
         self.last_tool_error: str | None = None
         self.stopped: CodeError | None = None
         self.closed = False
@@ -130,7 +132,8 @@ class Run:
             self.stop(error)
             raise RuntimeError(error.message)
         self.count += 1
-        call_id = f"{self.id}.{self.count}"
+        seq = self.count
+        call_id = f"{self.id}.{seq}"
         self.running[call_id] = fn.tool_name
         task = asyncio.current_task()
         if task is not None:
@@ -140,16 +143,16 @@ class Run:
             result = await self.registry.ainvoke(fn.tool_name, arguments, context=self.context,
                                                  call_id=call_id)
         except asyncio.CancelledError:
-            self.result.calls.append(CallRecord(fn.tool_name, arguments, "cancelled",
-                                                time.perf_counter() - started, call_id))
+            self.records.append((seq, CallRecord(fn.tool_name, arguments, "cancelled",
+                                                 time.perf_counter() - started, call_id)))
             raise
         finally:
             self.running.pop(call_id, None)
             if task is not None:
                 self.tasks.discard(task)
         outcome = result.error_kind or ("error" if result.is_error else "ok")
-        self.result.calls.append(CallRecord(fn.tool_name, arguments, outcome, result.duration,
-                                            call_id))
+        self.records.append((seq, CallRecord(fn.tool_name, arguments, outcome, result.duration,
+                                             call_id)))
         if result.is_error:
             text = result.text.removeprefix("Error: ")
             if len(text) > _MAX_ERROR_CHARS:

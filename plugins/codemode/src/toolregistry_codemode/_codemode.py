@@ -212,6 +212,8 @@ class CodeMode:
             CURRENT.reset(token)
             await run.cancel_calls()
             run.result.output = run.output()
+            run.result.calls = [record for _, record in sorted(run.records,
+                                                               key=lambda r: r[0])]
             run.result.duration = time.perf_counter() - started
         log.info("codemode.ran", calls=len(run.result.calls), ok=run.result.ok,
                  error=run.result.error.kind if run.result.error else None,
