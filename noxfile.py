@@ -58,7 +58,8 @@ def _present(*paths: str) -> list[str]:
 @nox.session
 def core(session: nox.Session) -> None:
     """The kernel with no plugin installed: no plugin is found or importable."""
-    session.install("-e", "core", *TEST_DEPS, "openai", "anthropic", "google-genai", "jsonschema")
+    session.install("-e", "core", *TEST_DEPS, "openai", "anthropic", "google-genai", "jsonschema",
+                    "botocore")
     session.run("python", "-c", (
         "import importlib.util as u, json, subprocess, sys;"
         f"bad=[m for m in {[f'toolregistry_{p}' for p in PLUGINS]!r} if u.find_spec(m)];"

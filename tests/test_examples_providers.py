@@ -22,6 +22,7 @@ CASES = {
     "provider_openai_responses.py": "openai",
     "provider_anthropic.py": "anthropic",
     "provider_gemini.py": "google.genai",
+    "provider_bedrock_converse.py": "botocore",
 }
 
 

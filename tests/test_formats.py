@@ -40,12 +40,14 @@ def _blocks() -> list[tuple[str | None, str, str]]:
 # --- the table ---------------------------------------------------------------------------------
 
 def test_builtin_formats_and_their_features() -> None:
-    assert API_FORMATS == ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp")
+    assert API_FORMATS == ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp",
+                           "bedrock-converse")
     assert BUILTIN.names("tool_choice") == (
-        "openai-chat", "openai-responses", "anthropic", "gemini", "langchain")
-    assert BUILTIN.names("messages") == ("openai-chat", "openai-responses", "anthropic", "gemini")
+        "openai-chat", "openai-responses", "anthropic", "gemini", "langchain", "bedrock-converse")
+    assert BUILTIN.names("messages") == (
+        "openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse")
     assert BUILTIN.names("calls") == (
-        "openai-chat", "openai-responses", "anthropic", "gemini", "langchain")
+        "openai-chat", "openai-responses", "anthropic", "gemini", "langchain", "bedrock-converse")
     assert len(BUILTIN) == len(BUILTIN_FORMATS)
 
 
@@ -54,6 +56,7 @@ def test_builtin_formats_and_their_features() -> None:
     ("openai-chatcompletion", "openai-chat"), ("openai_responses", "openai-responses"),
     ("responses", "openai-responses"), ("claude", "anthropic"), ("google", "gemini"),
     ("genai", "gemini"), ("MCP", "mcp"), ("lc", "langchain"),
+    ("converse", "bedrock-converse"), ("Bedrock_Converse", "bedrock-converse"),
 ])
 def test_names_and_aliases(alias: str, name: str) -> None:
     assert BUILTIN.get(alias).name == name
@@ -62,7 +65,8 @@ def test_names_and_aliases(alias: str, name: str) -> None:
 
 def test_unknown_format_and_missing_feature_are_named() -> None:
     with pytest.raises(ValueError, match=r"unknown api_format 'cohere': use one of openai-chat, "
-                                         r"openai-responses, anthropic, gemini, mcp$"):
+                                         r"openai-responses, anthropic, gemini, mcp, "
+                                         r"bedrock-converse$"):
         BUILTIN.get("cohere", "schemas")
     with pytest.raises(ValueError, match=r"the 'langchain' format has no tool schemas; use an "
                                          r"api_format that has: openai-chat"):
@@ -160,14 +164,14 @@ def test_a_plugin_format_on_every_path(cohere: ToolRegistry) -> None:
 def test_without_the_plugin_the_call_is_not_understood(registry: ToolRegistry) -> None:
     (result,) = registry.execute_tool_calls([{"name": "get_weather", "parameters": {}}])
     assert result.error_kind == "malformed_call"
-    assert "or a LangChain tool call" in result.text
+    assert "or a Bedrock Converse toolUse block" in result.text
     assert "Cohere" not in result.text
 
 
 def test_a_call_no_format_reads_names_the_plugin_shapes(cohere: ToolRegistry) -> None:
     (result,) = cohere.execute_tool_calls([{"type": "text", "text": "hi"}])
     assert result.error_kind == "malformed_call"
-    assert result.text.endswith("a LangChain tool call or a Cohere v1 tool call")
+    assert result.text.endswith("a Bedrock Converse toolUse block or a Cohere v1 tool call")
 
 
 # --- plugins that get it wrong -----------------------------------------------------------------

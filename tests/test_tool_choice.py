@@ -53,6 +53,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "langchain": {
         "auto": "auto", "none": "none", "required": "any", "get_weather": "get_weather",
     },
+    "bedrock-converse": {  # Converse has no "none": leave toolConfig out instead
+        "auto": {"auto": {}}, "none": ValueError, "required": {"any": {}},
+        "get_weather": {"tool": {"name": "get_weather"}},
+    },
 }
 
 
@@ -61,6 +65,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
 def test_every_value_in_every_format(api_format: str, value: str,
                                      registry: ToolRegistry) -> None:
     expected = EXPECTED[api_format][value]
+    if expected is ValueError:
+        with pytest.raises(ValueError, match=f"{api_format} has no tool choice {value!r}"):
+            tool_choice(value, api_format, registry=registry)
+        return
     assert tool_choice(value, api_format) == expected
     assert tool_choice(value, api_format, registry=registry) == expected
 

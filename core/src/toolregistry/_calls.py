@@ -70,14 +70,13 @@ def parse_call(obj: Any, index: int = 0, formats: FormatTable | None = None) -> 
         if obj.arguments is None:
             obj.arguments = parse_arguments(obj.raw_arguments, obj)
         return obj
+    table = BUILTIN if formats is None else formats
     if obj is None or isinstance(obj, (str, bytes, bytearray, int, float, list, tuple)):
         call = ToolCall(name="", raw=obj)
         raise CallParseError(
             f"tool call #{index} is {_describe(obj) if obj is not None else 'None'}, not a "
-            "tool call: pass the call objects or dicts the model returned (OpenAI tool_calls "
-            "items, responses function_call items, Anthropic tool_use blocks, Gemini "
-            "function_call parts)", "malformed_call", call)
-    table = BUILTIN if formats is None else formats
+            "tool call: pass the call objects or dicts the model returned (one call each: "
+            f"{_expected(table)})", "malformed_call", call)
     kind = _get(obj, "type")
     fmt = table.reader_for_type(kind)
     raw: RawCall | None = None

@@ -52,7 +52,8 @@ def _parser(plugin_commands: Sequence[tuple[str, Command]] = (),
     sub.add_parser("plugins", help="installed plugins as JSON (name, version, hooks, status)")
     s = sub.add_parser("schemas", help="the configured registry's tool schemas as JSON")
     s.add_argument("--format", default="openai-chat",
-                   help="openai-chat, openai-responses, anthropic, gemini or mcp")
+                   help="openai-chat, openai-responses, anthropic, gemini, mcp, "
+                   "bedrock-converse or a format a plugin adds")
     s.add_argument("--strict", action="store_true", help="OpenAI strict mode")
     s.add_argument("--no-deferred", action="store_true", help="leave deferred tools out")
     c = sub.add_parser("call", help="call one tool of the configured registry")

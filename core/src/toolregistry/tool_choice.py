@@ -15,6 +15,8 @@ anthropic          {"type":    {"type":    {"type": "any"}     {"type": "tool", 
 gemini             tool_config {"function_calling_config": {"mode": "AUTO" | "NONE" | "ANY",
                    "allowed_function_names": [n]}}  (pass it as ``tool_config=``)
 langchain          "auto"      "none"      "any"               n  (for ``bind_tools(tool_choice=)``)
+bedrock-converse   {"auto":    (none:      {"any": {}}         {"tool": {"name": n}}
+                   {}}         ValueError)                     (``toolConfig["toolChoice"]``)
 =================  ==========  ==========  ==================  ===================================
 """
 

@@ -64,8 +64,9 @@ class ToolCall:
     """One call a model asked for, in the registry's own form.
 
     ``arguments`` is the parsed object (``None`` until parsed); ``raw_arguments`` keeps what
-    the model sent (a JSON string or a mapping). ``format`` names the provider dialect the call
-    came in (``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``, ``registry``).
+    the model sent (a JSON string or a mapping). ``format`` names the provider format that read
+    the call (``openai-chat``, ``anthropic``, ``bedrock-converse``, ... or a plugin's), or
+    ``registry`` for the registry's own shape.
     Plugins attach data in ``pre_invoke``: ``reason`` (the think plugin's rationale) and
     ``extra``.
     """

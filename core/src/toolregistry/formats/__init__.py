@@ -27,6 +27,7 @@ from ._base import (
 )
 from ._table import FormatConflict, FormatTable
 from .anthropic import Anthropic
+from .bedrock_converse import BedrockConverse
 from .gemini import Gemini
 from .langchain import LangChain
 from .mcp import Mcp
@@ -60,6 +61,7 @@ BUILTIN_FORMATS: tuple[ProviderFormat, ...] = (
     Gemini(),
     Mcp(),
     LangChain(),
+    BedrockConverse(),
 )
 
 BUILTIN = FormatTable(BUILTIN_FORMATS)
