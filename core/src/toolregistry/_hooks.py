@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._log import log
 from ._results import error_result
+from .types import ApprovalRequest, Decision
 
 if TYPE_CHECKING:
     from pluggy import HookImpl
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
+    from .hookspecs import BatchObserver, CallObserver, Runner
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
@@ -42,15 +44,23 @@ _FULL_ARGNAMES = frozenset({
 class ToolHooks:
     """The per-call hook implementations that concern one tool, compiled once per tool.
 
-    Each attribute is ``None`` when no implementation concerns the tool, so such a hook costs
-    one attribute test per call.
+    ``pre_invoke``, ``authorize`` and ``post_invoke`` are ``None`` when no implementation
+    concerns the tool (such a hook costs one attribute test per call); ``observers`` are the
+    tool's call observers (empty: none); ``runner`` is where its calls run (``None``: the
+    registry's own threads and loop).
     """
 
-    __slots__ = ("post_invoke", "pre_invoke")
+    __slots__ = ("authorize", "observers", "post_invoke", "pre_invoke", "runner")
 
-    def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None) -> None:
+    def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None,
+                 authorize: HookCall | None = None,
+                 observers: tuple[CallObserver, ...] = (), runner: Runner | None = None
+                 ) -> None:
         self.pre_invoke = pre_invoke
         self.post_invoke = post_invoke
+        self.authorize = authorize
+        self.observers = observers
+        self.runner = runner
 
 
 class Hooks:
@@ -81,6 +91,7 @@ class Hooks:
         self._subsets: dict[tuple[str, frozenset[int]], HookCall] = {}
         self._interest = [impl for impl in h.call_hooks.get_hookimpls()
                           if not (impl.hookwrapper or impl.wrapper)]
+        self._quiet: set[tuple[int, str]] = set()  # observers whose failure was logged
         self.version += 1
 
     # -- compiling ------------------------------------------------------------------------
@@ -123,9 +134,8 @@ class Hooks:
         """
         declared: dict[int, frozenset[str]] = {}
         for impl in self._interest:
-            args: dict[str, Any] = {"registry": registry, "tool": tool}
             try:
-                names: Any = impl.function(**{a: args[a] for a in impl.argnames})
+                names: Any = self._call_impl(impl, registry=registry, tool=tool)
                 if isinstance(names, str):
                     names = (names,)
                 if names is not None:
@@ -143,14 +153,83 @@ class Hooks:
         """
         declared = self.call_hooks(registry, tool) if self._interest else {}
 
-        def concerned(name: str) -> HookCall | None:
+        def concerned(name: str) -> list[HookImpl]:
             every = getattr(self._hook, name).get_hookimpls()
             if declared:
                 every = [impl for impl in every
                          if name in declared.get(id(impl.plugin), (name,))]
-            return self._caller(name, every)
+            return every  # type: ignore[no-any-return]
 
-        return ToolHooks(concerned("pre_invoke"), concerned("post_invoke"))
+        return ToolHooks(self._caller("pre_invoke", concerned("pre_invoke")),
+                         self._caller("post_invoke", concerned("post_invoke")),
+                         self._caller("authorize", concerned("authorize")),
+                         self.call_observer(registry, tool, concerned("call_observer")),
+                         self.dispatch(registry, tool, concerned("dispatch")))
+
+    def call_observer(self, registry: ToolRegistry, tool: Tool, impls: Sequence[HookImpl]
+                      ) -> tuple[CallObserver, ...]:
+        """The observers the concerned ``call_observer`` implementations give for ``tool``,
+        in pluggy's call order (asked one at a time, so one failure costs only its own).
+
+        Error policy: an exception is logged (``hook.failed``) and that plugin observes
+        nothing of the tool; an observer without ``call_started`` / ``call_finished`` is
+        refused the same way.
+        """
+        observers: list[CallObserver] = []
+        for impl in reversed(impls):
+            try:
+                observer = self._call_impl(impl, registry=registry, tool=tool)
+                if observer is None:
+                    continue
+                if not (callable(getattr(observer, "call_started", None))
+                        and callable(getattr(observer, "call_finished", None))):
+                    raise TypeError(f"{type(observer).__name__} is not a CallObserver "
+                                    "(call_started and call_finished)")
+                observers.append(observer)
+            except Exception as exc:
+                self._failed("call_observer", exc, tool=tool.name, plugin=impl.plugin_name)
+        return tuple(observers)
+
+    def dispatch(self, registry: ToolRegistry, tool: Tool, impls: Sequence[HookImpl]
+                 ) -> Runner | None:
+        """The runner of ``tool``'s calls (the first one returned), or ``None``: local.
+
+        Error policy: an exception is logged (``hook.failed``) and propagates, so each call of
+        the tool gets an error result naming it (and the plan is compiled again at the next
+        call); a call never runs where its plugin did not send it.
+        """
+        caller = self._caller("dispatch", impls)
+        if caller is None:
+            return None
+        try:
+            runner = caller(registry=registry, tool=tool)
+            if runner is not None and not (callable(getattr(runner, "submit", None))
+                                           and callable(getattr(runner, "cancel", None))):
+                raise TypeError(f"{type(runner).__name__} is not a Runner (submit and cancel)")
+        except Exception as exc:
+            self._failed("dispatch", exc, tool=tool.name)
+            raise
+        return runner  # type: ignore[no-any-return]
+
+    def batch_observer(self, registry: ToolRegistry) -> tuple[BatchObserver, ...]:
+        """The batch observers of ``registry``, in pluggy's call order.
+
+        Error policy: an exception is logged (``hook.failed``) and that plugin observes no
+        batch.
+        """
+        observers: list[BatchObserver] = []
+        for impl in reversed(self._hook.batch_observer.get_hookimpls()):
+            try:
+                observer = self._call_impl(impl, registry=registry)
+                if observer is not None:
+                    observers.append(observer)
+            except Exception as exc:
+                self._failed("batch_observer", exc, plugin=impl.plugin_name)
+        return tuple(observers)
+
+    @staticmethod
+    def _call_impl(impl: HookImpl, **kwargs: Any) -> Any:
+        return impl.function(**{a: kwargs[a] for a in impl.argnames})
 
     # -- registration and schemas ---------------------------------------------------------
     @staticmethod
@@ -226,6 +305,108 @@ class Hooks:
             return error_result(call.id, tool.name, "hook", f"{type(exc).__name__}: {exc}",
                                 reason=call.reason, duration=result.duration)
         return result if replacement is None else replacement
+
+    def authorize(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall
+                  ) -> ToolResult | None:
+        """Ask the compiled ``authorize`` implementations of ``tool`` about ``call`` and
+        combine their decisions, deny-overrides (:meth:`Decision.combine`): ``None`` lets the
+        call run; a ``denied`` result, or a pending one (``approval_required``) carrying its
+        :class:`ApprovalRequest`, answers it without running it.
+
+        Error policy: an exception, or an answer that is not a ``Decision``, is logged
+        (``hook.failed``) and denies the call, naming the error; nothing runs.
+        """
+        try:
+            out = caller(registry=registry, tool=tool, call=call)
+            decisions = out if isinstance(out, list) else ([] if out is None else [out])
+            for decision in decisions:
+                if not isinstance(decision, Decision):
+                    raise TypeError(f"authorize returned {type(decision).__name__}, not a "
+                                    "Decision (or None)")
+            decision = Decision.combine(decisions)
+        except Exception as exc:
+            log.warning("hook.failed", hook="authorize", tool=tool.name,
+                        error=f"{type(exc).__name__}: {exc}")
+            decision = Decision.deny(f"authorization failed ({type(exc).__name__}: {exc})")
+        if decision is None or decision.kind == "allow":
+            return None
+        name = tool.name
+        if decision.kind == "deny":
+            why = decision.reason or "not allowed"
+            return error_result(call.id, name, "denied",
+                                f"the call to {name!r} was denied: {why}. It did not run; do "
+                                "not call it again with these arguments.", reason=call.reason)
+        arguments = dict(call.arguments or {})
+        request = ApprovalRequest(
+            decision.approval_id or ApprovalRequest.stable_id(name, call.id, arguments),
+            name, arguments, call.id, call.reason, decision.reason, decision.rule)
+        why = f" ({decision.reason})" if decision.reason else ""
+        result = error_result(call.id, name, "approval_required",
+                              f"the call to {name!r} waits for a person's approval{why}; it "
+                              f"has not run (approval {request.id}).", reason=call.reason)
+        result.approval = request
+        return result
+
+    def calls_started(self, observers: Sequence[CallObserver], call: ToolCall) -> list[Any]:
+        """Tell ``observers`` a call begins (inside the call's context); their tokens.
+
+        Error policy: an exception is logged once per observer (``observer.failed``) and
+        ignored (its token is ``None``); observers never fail a call.
+        """
+        tokens: list[Any] = []
+        for observer in observers:
+            try:
+                tokens.append(observer.call_started(call))
+            except Exception as exc:
+                tokens.append(None)
+                self._observer_failed(observer, "call_started", exc)
+        return tokens
+
+    def calls_finished(self, observers: Sequence[CallObserver], call: ToolCall,
+                       result: ToolResult, tokens: Sequence[Any]) -> None:
+        """Tell ``observers`` the call ended with ``result``.
+
+        Error policy: as :meth:`calls_started`.
+        """
+        for observer, token in zip(observers, tokens):
+            try:
+                observer.call_finished(call, result, token)
+            except Exception as exc:
+                self._observer_failed(observer, "call_finished", exc)
+
+    def batch_started(self, observers: Sequence[BatchObserver], calls: Sequence[ToolCall]
+                      ) -> list[Any]:
+        """Tell ``observers`` a batch begins (inside the batch's context); their tokens.
+
+        Error policy: as :meth:`calls_started`.
+        """
+        tokens: list[Any] = []
+        for observer in observers:
+            try:
+                tokens.append(observer.batch_started(calls))
+            except Exception as exc:
+                tokens.append(None)
+                self._observer_failed(observer, "batch_started", exc)
+        return tokens
+
+    def batch_finished(self, observers: Sequence[BatchObserver], results: Sequence[ToolResult],
+                       tokens: Sequence[Any]) -> None:
+        """Tell ``observers`` the batch ended with ``results``.
+
+        Error policy: as :meth:`calls_started`.
+        """
+        for observer, token in zip(observers, tokens):
+            try:
+                observer.batch_finished(results, token)
+            except Exception as exc:
+                self._observer_failed(observer, "batch_finished", exc)
+
+    def _observer_failed(self, observer: Any, method: str, exc: BaseException) -> None:
+        key = (id(observer), method)
+        if key not in self._quiet:
+            self._quiet.add(key)
+            log.warning("observer.failed", observer=type(observer).__name__, method=method,
+                        error=f"{type(exc).__name__}: {exc}")
 
     # -- changes and suggestions ----------------------------------------------------------
     def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:

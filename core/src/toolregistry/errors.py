@@ -104,3 +104,4 @@ class MissingPluginError(ToolRegistryError, ImportError):
         self.plugin = plugin
         self.distribution = distribution
         self.blocked = blocked
+

@@ -12,11 +12,13 @@ documents every hook.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
     from pydantic import BaseModel
 
     from ._extensions import Command, SourceKind
@@ -24,15 +26,74 @@ if TYPE_CHECKING:
     from .events import ChangeEvent
     from .formats import ProviderFormat
     from .tool import Tool
-    from .types import ToolCall, ToolResult
+    from .types import Decision, Job, ToolCall, ToolResult
 
 PROJECT_NAME = "toolregistry"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
-PER_TOOL_HOOKS = ("pre_invoke", "post_invoke")
+PER_TOOL_HOOKS = ("pre_invoke", "authorize", "post_invoke", "call_observer", "dispatch")
 """The hooks worked out per tool into its call plan; :func:`call_hooks` narrows them."""
+
+
+class CallObserver(Protocol):
+    """Told about every call of one tool (returned by the ``call_observer`` hook).
+
+    ``call_started`` runs inside the call's own ``contextvars.Context`` (a copy of the
+    caller's), before ``pre_invoke``: a context variable it sets there -- a span made current
+    -- is visible to the hooks, inside the tool on every path, and to requests the tool makes,
+    and is gone with the call. ``call_finished`` runs once per started call, after
+    ``post_invoke``, in a copy of that context, with the call's final result (duration in
+    ``result.duration``, outcome in ``result.outcome``: ``ok``, an error kind, ``denied``,
+    ``approval_required``). Whatever ``call_started`` returns comes back as ``token``.
+    Exceptions from either are logged once per observer and never fail the call.
+    """
+
+    def call_started(self, call: ToolCall) -> Any:
+        """A call of the tool begins (validation, authorization and execution follow)."""
+
+    def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+        """The call ended with ``result``."""
+
+
+class BatchObserver(Protocol):
+    """Told about every batch (``execute_tool_calls`` / ``aexecute_tool_calls``) of a registry
+    (returned by the ``batch_observer`` hook).
+
+    ``batch_started`` runs in a ``contextvars.Context`` of the batch (a copy of the
+    caller's) before any of its calls is prepared; every call's own context is copied from
+    it, so a span made current there is the parent of the calls' spans. ``batch_finished``
+    gets the batch's results in order. Errors are logged once and never fail the batch.
+    """
+
+    def batch_started(self, calls: Sequence[ToolCall]) -> Any:
+        """A batch of these parsed calls begins (calls that could not be parsed are left out)."""
+
+    def batch_finished(self, results: Sequence[ToolResult], token: Any) -> None:
+        """The batch ended with one result per call, in order."""
+
+
+class Runner(Protocol):
+    """Runs the calls of a tool somewhere other than the registry's own threads and loop
+    (returned by the ``dispatch`` hook).
+
+    Validation, authorization, hooks, tracing, deadlines and answers stay with the registry:
+    a runner only executes ``job.fn(*job.args, **job.kwargs)`` (awaiting it when
+    ``job.is_async``) and hands back its outcome through a ``concurrent.futures.Future``:
+    the value, or the exception (a :class:`~toolregistry.errors.ToolCallError` chooses the
+    error kind and text the model reads, ``ToolTimeoutError()`` reports the deadline). Both
+    APIs use it: the sync API waits on the future, the async API awaits it. When the
+    deadline passes or the caller is cancelled first, the kernel calls :meth:`cancel` and
+    answers ``timeout`` / ``cancelled`` at once; the runner stops the work (forcibly if it
+    must) without blocking.
+    """
+
+    def submit(self, job: Job) -> concurrent.futures.Future[Any]:
+        """Start ``job``; must not block for the call's duration."""
+
+    def cancel(self, job: Job, future: concurrent.futures.Future[Any]) -> None:
+        """Stop ``job``: its deadline passed or its caller gave up."""
 
 
 @hookspec(firstresult=True)
@@ -171,4 +232,54 @@ def provider_formats() -> Iterable[ProviderFormat]:  # type: ignore[empty-body]
     recognised by ``execute_tool_calls``; the built-in formats come first and a name (or
     alias, or call ``type``) already taken is refused with a ``plugin.conflict`` event (an
     error in strict mode). A failure here marks the plugin broken.
+    """
+
+
+@hookspec
+def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall) -> Decision | None:
+    """May ``call`` run? Fires after ``pre_invoke`` and validation, before anything runs.
+
+    ``call.arguments`` passed validation (they are the model's, after ``pre_invoke`` and,
+    where they needed it, safe coercion), ``call.reason`` the model's rationale when the think plugin is on. Return a
+    :class:`~toolregistry.types.Decision` (allow, deny with a reason the model sees, pending
+    approval) or ``None`` for no opinion. Every concerned implementation is called (pluggy's
+    order) and the decisions combine **deny-overrides**: any deny wins, else any pending,
+    else the call runs (:meth:`Decision.combine`). A denied call's result has
+    ``error_kind="denied"``; a pending one ``error_kind="approval_required"``,
+    ``result.pending`` true and ``result.approval`` (an
+    :class:`~toolregistry.types.ApprovalRequest`); neither runs, neither goes through
+    ``post_invoke``. An exception denies the call, naming the error. Per-tool: compiled into
+    the call plan (``call_hooks``).
+    """
+
+
+@hookspec
+def call_observer(registry: ToolRegistry, tool: Tool) -> CallObserver | None:
+    """An observer of ``tool``'s calls (:class:`CallObserver`), or ``None``.
+
+    Called when the tool's call plan is compiled, not per call; every concerned
+    implementation's observer is kept (pluggy's order). A tool no observer concerns pays
+    nothing. An exception is logged and that plugin observes nothing for the tool.
+    """
+
+
+@hookspec
+def batch_observer(registry: ToolRegistry) -> BatchObserver | None:
+    """An observer of ``registry``'s batches (:class:`BatchObserver`), or ``None``.
+
+    Called once per registry, and again after a setting changed or a plugin was added. An
+    exception is logged and that plugin observes no batch.
+    """
+
+
+@hookspec(firstresult=True)
+def dispatch(registry: ToolRegistry, tool: Tool) -> Runner | None:
+    """Where ``tool``'s calls run: a :class:`Runner`, or ``None`` for the registry's own
+    worker threads and event loop (the default).
+
+    Called when the tool's call plan is compiled; the first runner returned wins. The calls
+    keep everything else of the registry (validation, authorization, hooks, observers,
+    deadlines, tools that must run alone, answers). An exception propagates to the tool's
+    calls (each gets an ``execution`` error naming it): a call never silently runs where it
+    was not meant to.
     """

@@ -3,7 +3,9 @@ events, the kernel helpers.
 
 ``from toolregistry.plugin import hookimpl, SourceKind, Command, log, import_target, ...``;
 for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
-``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use.
+``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
+and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
+``Runner``); the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
 """
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
 from ._log import log
 from ._names import normalize_name
-from .hookspecs import hookimpl
+from .hookspecs import BatchObserver, CallObserver, Runner, hookimpl
 
 if TYPE_CHECKING:
     from .formats import (
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Answer",
     "AsyncLoader",
+    "BatchObserver",
+    "CallObserver",
     "ChoiceMode",
     "Command",
     "CommandContext",
@@ -41,6 +45,7 @@ __all__ = [
     "Loader",
     "ProviderFormat",
     "RawCall",
+    "Runner",
     "SourceKind",
     "field",
     "has_field",

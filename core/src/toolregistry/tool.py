@@ -81,6 +81,12 @@ def _positive_or_none(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -
         raise ValueError(f"ToolMetadata.{attribute.name} must be a positive number, got {value!r}")
 
 
+def _optional_name(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"ToolMetadata.{attribute.name} must be a non-empty string or None, "
+                         f"got {value!r}")
+
+
 @frozen(kw_only=True)
 class ToolMetadata:
     """Everything about a tool beyond its schema. Immutable: change it with
@@ -90,6 +96,10 @@ class ToolMetadata:
     ``defer``: hidden from ``get_schemas(include_deferred=False)``, found through discovery.
     ``timeout``: seconds for this tool's calls (else the registry's default).
     ``is_concurrency_safe``: ``False`` makes its calls run alone.
+    ``concurrency_group``: within one batch, a call to a tool of this group that is not
+    read-only (``is_read_only``) starts after every earlier call of the group finished, and
+    later calls of the group start after it; read-only calls of a group run together; calls
+    outside the group are unaffected (``None``: no group).
     ``too_long_to_file``: spool long outputs to a file (spool plugin); ``None`` follows config.
     """
 
@@ -105,6 +115,7 @@ class ToolMetadata:
     idempotent_hint: bool | None = None
     open_world_hint: bool | None = None
     is_concurrency_safe: bool = True
+    concurrency_group: str | None = field(default=None, validator=_optional_name)
     too_long_to_file: bool | None = None
     best_practices: tuple[str, ...] = field(default=(), converter=_to_practices)
     prompt_injection_builder: Callable[[Mapping[str, Any]], str] | None = field(

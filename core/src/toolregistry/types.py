@@ -1,22 +1,36 @@
-"""Value types that flow through a call: :class:`ToolCall`, :class:`ToolResult`, :class:`Image`."""
+"""Value types that flow through a call: :class:`ToolCall`, :class:`ToolResult`, :class:`Image`,
+and the seams' values: :class:`Decision` and :class:`ApprovalRequest` (authorization),
+:class:`Job` (dispatch)."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
+import json
 import mimetypes
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import define, field, frozen
 
+if TYPE_CHECKING:
+    import contextvars
+
+    from ._execution import RetryPolicy
+    from .tool import Tool
+
 __all__ = [
+    "ApprovalRequest",
+    "Decision",
+    "DecisionKind",
     "ErrorKind",
     "Image",
+    "Job",
     "ProgressReporter",
     "ToolCall",
     "ToolContext",
@@ -56,6 +70,8 @@ ErrorKind = Literal[
     "cancelled",
     "hook",
     "remote",
+    "denied",
+    "approval_required",
 ]
 
 
@@ -171,11 +187,25 @@ class ToolResult:
     duration: float = 0.0
     artifact: Any = field(default=None, repr=False)
     metadata: dict[str, Any] = field(factory=dict)
+    approval: ApprovalRequest | None = field(default=None, repr=False)
+    """What a call that waits for approval asks (``pending`` results only)."""
 
     @property
     def ok(self) -> bool:
         """True when the call succeeded."""
         return not self.is_error
+
+    @property
+    def pending(self) -> bool:
+        """True when the call waits for approval and did not run (``error_kind`` is
+        ``approval_required``; ``approval`` says what is asked). It counts as an error for code
+        that does not know about approvals: nothing claims it succeeded."""
+        return self.error_kind == "approval_required"
+
+    @property
+    def outcome(self) -> str:
+        """``"ok"``, or the ``error_kind`` of a failed, refused or pending call."""
+        return self.error_kind or ("error" if self.is_error else "ok")
 
     @property
     def text(self) -> str:
@@ -229,6 +259,135 @@ class ToolContext:
 
     def remaining(self) -> float | None:
         """Seconds left before the call's deadline (``None`` when it has none)."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+
+DecisionKind = Literal["allow", "deny", "pending"]
+
+_DECISION_RANK = {"allow": 0, "pending": 1, "deny": 2}
+
+
+@frozen
+class Decision:
+    """What an ``authorize`` implementation decided about one call.
+
+    ``allow`` lets it run; ``deny`` refuses it (``reason`` is what the model reads);
+    ``pending`` holds it for a human: the call does not run and its result is a pending
+    approval (``reason`` says why approval is needed, ``approval_id`` may fix the id, else a
+    stable one is derived from the call). ``rule`` names what decided, for audit trails.
+    Build them with :meth:`allow`, :meth:`deny` and :meth:`pending`.
+    """
+
+    kind: DecisionKind
+    reason: str | None = None
+    approval_id: str | None = None
+    rule: str | None = None
+
+    @classmethod
+    def allow(cls, *, rule: str | None = None) -> Decision:
+        """Let the call run."""
+        return cls("allow", rule=rule)
+
+    @classmethod
+    def deny(cls, reason: str, *, rule: str | None = None) -> Decision:
+        """Refuse the call; ``reason`` goes to the model."""
+        return cls("deny", reason, rule=rule)
+
+    @classmethod
+    def pending(cls, reason: str | None = None, *, approval_id: str | None = None,
+                rule: str | None = None) -> Decision:
+        """Hold the call until a human decides."""
+        return cls("pending", reason, approval_id, rule)
+
+    @staticmethod
+    def combine(decisions: Iterable[Decision]) -> Decision | None:
+        """Deny overrides: any ``deny`` wins, else any ``pending``, else ``allow``; among
+        equals the first (in hook call order) wins. ``None`` when there is no decision."""
+        best: Decision | None = None
+        for decision in decisions:
+            if best is None or _DECISION_RANK[decision.kind] > _DECISION_RANK[best.kind]:
+                best = decision
+        return best
+
+
+@frozen
+class ApprovalRequest:
+    """What a call held for approval asks: a serializable record (``to_dict`` /
+    ``from_dict``), so that the decision may come in another process.
+
+    ``id`` is stable: the same call (tool, call id, arguments) always gets the same id unless
+    the deciding plugin chose one. ``arguments`` are the call's arguments as validated against
+    (after ``pre_invoke`` and safe coercion); ``reason`` is the model's rationale for the call
+    (``toolcall_reason`` with the think plugin); ``message`` says why approval is needed.
+    """
+
+    id: str
+    tool: str
+    arguments: Mapping[str, Any]
+    call_id: str | None = None
+    reason: str | None = None
+    message: str | None = None
+    rule: str | None = None
+
+    @staticmethod
+    def stable_id(tool: str, call_id: str | None, arguments: Mapping[str, Any]) -> str:
+        """The id a call gets when its decision did not choose one."""
+        canon = json.dumps([tool, call_id, arguments], sort_keys=True, ensure_ascii=False,
+                           separators=(",", ":"), default=str)
+        return "apr_" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:24]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (arguments as the model sent them)."""
+        return {"id": self.id, "tool": self.tool, "arguments": dict(self.arguments),
+                "call_id": self.call_id, "reason": self.reason, "message": self.message,
+                "rule": self.rule}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
+        """The inverse of :meth:`to_dict`; a missing ``id``, ``tool`` or ``arguments`` is a
+        ``ValueError`` naming it."""
+        missing = [k for k in ("id", "tool", "arguments") if k not in data]
+        if missing:
+            raise ValueError(f"an approval request needs {', '.join(missing)}")
+        if not isinstance(data["arguments"], Mapping):
+            raise ValueError("an approval request's arguments must be an object")
+        return cls(str(data["id"]), str(data["tool"]), dict(data["arguments"]),
+                   data.get("call_id"), data.get("reason"), data.get("message"),
+                   data.get("rule"))
+
+
+@frozen
+class Job:
+    """One call handed to a runner (the ``dispatch`` hook): what to run and by when.
+
+    ``fn`` is the tool's callable for the API that called (``is_async`` tells whether it
+    returns a coroutine), to be called as ``fn(*args, **kwargs)`` -- the arguments are
+    validated, and include injected values (a :class:`ToolContext`, application context)
+    that a runner in another process must drop or replace. ``timeout`` is the call's limit in
+    seconds and ``deadline`` the same on the ``time.monotonic()`` clock (``None``: none).
+    ``context`` is the call's own ``contextvars.Context`` (a runner that runs the call in
+    this process enters it exactly once: ``job.context.run(fn, *args, **kwargs)``; one that
+    ships it elsewhere carries what it can). ``retry`` is the registry's retry policy when
+    the tool is idempotent (the kernel does not retry dispatched calls; the runner may).
+    ``cancel_event`` is the call's ``ToolContext.cancel_event`` when the tool takes one.
+    """
+
+    tool: Tool
+    call: ToolCall
+    fn: Callable[..., Any]
+    is_async: bool
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    timeout: float | None
+    deadline: float | None
+    context: contextvars.Context = field(repr=False)
+    retry: RetryPolicy | None = None
+    cancel_event: threading.Event | None = field(default=None, repr=False)
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (``None`` when it has none)."""
         if self.deadline is None:
             return None
         return max(0.0, self.deadline - time.monotonic())

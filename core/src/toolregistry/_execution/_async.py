@@ -2,8 +2,10 @@
 runs an async tool under its deadline on any loop (the caller's, or the private one).
 
 An async tool is awaited on the caller's loop; a sync tool goes to the worker pool and its
-outcome comes back through a future of the caller's loop. A batch is cut into the same
-segments as on the sync API; a segment's sync calls reach the pool in one hand-off.
+outcome comes back through a future of the caller's loop; a dispatched call's runner future is
+awaited. A batch is cut into the same segments as on the sync API; a segment's sync calls reach
+the pool in one hand-off; a segment whose concurrency groups order some calls starts each call
+once the calls it waits for finished (:meth:`AsyncScheduler.run_ordered`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 from toolregistry._log import log
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 
+from ._policies import group_order
 from ._sync import segments
 from ._threads import SPREAD_AFTER, Work, in_pool
 
 if TYPE_CHECKING:
+    from toolregistry.hookspecs import Runner
     from toolregistry.types import ToolResult
 
     from ._executor import Executor
@@ -53,9 +57,15 @@ class AsyncScheduler:
 
     async def _with_deadline(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
                              prep: Prepared) -> Any:
+        if prep.timeout is None and not prep.observed:
+            return await fn(*args, **kwargs)  # in this task's context: the caller's values
+        # The tool's own task, in the call's own context (entered by nothing else).
+        coro = fn(*args, **kwargs)
+        if not asyncio.iscoroutine(coro):
+            coro = _awaited(coro)
+        task = asyncio.get_running_loop().create_task(coro, context=prep.context)
         if prep.timeout is None:
-            return await fn(*args, **kwargs)
-        task = asyncio.ensure_future(fn(*args, **kwargs))
+            return await task
         try:
             done, _ = await asyncio.wait((task,), timeout=prep.timeout)
         except asyncio.CancelledError:
@@ -83,21 +93,46 @@ class AsyncScheduler:
     async def execute(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
                       timeout: float | None) -> list[ToolResult]:
         """A batch: one result per call, in order."""
-        items = self.pipeline.prepare_batch(calls, context, timeout, async_path=True)
+        items, batch = self.pipeline.prepare_batch(calls, context, timeout, async_path=True)
         results: list[Any] = list(items)
         for segment in segments(items):
             if len(segment) == 1:
                 i, prep = segment[0]
                 results[i] = await self.run(prep)
                 continue
+            after = group_order(segment)
+            if after:
+                out: dict[int, ToolResult] = {}
+                await self.run_ordered(segment, after, out)
+                for i, _ in segment:
+                    results[i] = out[i]
+                continue
             done = await self._run_segment(segment)
             for (i, _), result in zip(segment, done):
                 results[i] = result
-        return results
+        return self.pipeline.batch_finished(batch, results)
+
+    async def run_ordered(self, segment: list[tuple[int, Prepared]],
+                          after: dict[int, list[int]], out: dict[int, ToolResult]) -> None:
+        """Run a segment's calls concurrently, each once the calls it waits for (``after``,
+        from its concurrency group) finished; results land in ``out`` as they come."""
+        finished = {i: asyncio.Event() for i, _ in segment}
+
+        async def one(i: int, prep: Prepared) -> None:
+            for j in after.get(i, ()):
+                await finished[j].wait()
+            try:
+                out[i] = await self.run(prep)
+            finally:
+                finished[i].set()
+
+        await asyncio.gather(*(one(i, prep) for i, prep in segment))
 
     async def run(self, prep: Prepared) -> ToolResult:
         """One call, start to result."""
         started = time.perf_counter()
+        if prep.plan.hooks.runner is not None:
+            return await self._run_dispatched(prep, prep.plan.hooks.runner, started)
         try:
             fn, args, kwargs = self.executor.call_fn(prep)
             if prep.is_async:
@@ -114,13 +149,44 @@ class AsyncScheduler:
             return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
         return self.pipeline.finish(prep, value, None, time.perf_counter() - started)
 
+    async def _run_dispatched(self, prep: Prepared, runner: Runner, started: float
+                              ) -> ToolResult:
+        """A call handed to its runner, awaited under its deadline; cancelled (and its runner
+        told) when the deadline passes or the awaiting task is cancelled."""
+        executor = self.executor
+        lock = None
+        try:
+            if not prep.plan.safe:
+                lock = await executor.locks.acquire_async(prep.plan.tool.name, prep.timeout,
+                                                          started)
+            job = executor.job(prep)
+            future = prep.context.copy().run(runner.submit, job)
+            waiting = asyncio.wrap_future(future)
+            try:
+                done, _ = await asyncio.wait((waiting,), timeout=prep.timeout)
+            except asyncio.CancelledError:
+                executor.stop_job(runner, job, future)
+                raise
+            if not done:
+                executor.stop_job(runner, job, future)
+                raise ToolTimeoutError()
+            value = waiting.result()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
+        finally:
+            if lock is not None:
+                lock.release()
+        return self.pipeline.finish(prep, value, None, time.perf_counter() - started)
+
     # -- sync tools on the pool -----------------------------------------------------------
     @staticmethod
     def _pool_work(fn: Callable[..., Any], args: Any, kwargs: dict[str, Any], prep: Prepared,
                    loop: asyncio.AbstractEventLoop) -> tuple[Work, asyncio.Future[Any]]:
         """A pool call whose outcome lands in a future of ``loop``."""
         fut: asyncio.Future[Any] = loop.create_future()
-        work = Work(fn, args, kwargs)
+        work = Work(fn, args, kwargs, prep.context)
         if prep.ctx is not None:
             work.cancel_event = prep.ctx.cancel_event
 
@@ -184,7 +250,7 @@ class AsyncScheduler:
         coros: list[Any] = []
         works: list[tuple[Work, asyncio.Future[Any]]] = []
         for _, prep in segment:
-            if prep.is_async:
+            if prep.is_async or prep.plan.hooks.runner is not None:
                 coros.append(self.run(prep))
                 continue
             started = time.perf_counter()
@@ -226,3 +292,8 @@ def _settle(fut: asyncio.Future[Any], work: Work) -> None:
 def _expire(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_exception(ToolTimeoutError())
+
+
+async def _awaited(awaitable: Any) -> Any:
+    """A coroutine for whatever awaitable an async callable returned (a task needs one)."""
+    return await awaitable

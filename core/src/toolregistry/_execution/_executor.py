@@ -9,13 +9,17 @@ child.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolregistry._log import log
 from toolregistry.errors import ToolCallError
+from toolregistry.types import Job
 
 from ._async import AsyncScheduler
 from ._pipeline import CallPipeline, Prepared
@@ -25,6 +29,7 @@ from ._threads import LoopThread, WorkerPool
 
 if TYPE_CHECKING:
     from toolregistry._registry import ToolRegistry
+    from toolregistry.hookspecs import Runner
     from toolregistry.types import ToolResult
 
 __all__ = ["Executor"]
@@ -108,6 +113,31 @@ class Executor:
             # Async tools take the lock in AsyncScheduler.body.
             fn = exclusive(fn, self.locks(plan.tool.name), prep.timeout)
         return fn, prep.args, prep.kwargs
+
+    def job(self, prep: Prepared) -> Job:
+        """What a runner gets for ``prep`` (a dispatched call), its deadline starting now."""
+        plan = prep.plan
+        fn = prep.fn
+        if fn is None:
+            raise ToolCallError(f"tool {plan.tool.name!r} has no callable", kind="execution")
+        timeout = prep.timeout
+        retry = self._registry.retry if plan.idempotent else None
+        return Job(plan.tool, prep.call, fn, prep.is_async, tuple(prep.args), prep.kwargs,
+                   timeout, None if timeout is None else time.monotonic() + timeout,
+                   prep.context, retry, prep.ctx.cancel_event if prep.ctx is not None else None)
+
+    @staticmethod
+    def stop_job(runner: Runner, job: Job, future: cf.Future[Any]) -> None:
+        """A dispatched call's deadline passed or its caller gave up: cancel its future, set
+        its cancel event and tell its runner (a failing runner is logged)."""
+        future.cancel()
+        if job.cancel_event is not None:
+            job.cancel_event.set()
+        try:
+            runner.cancel(job, future)
+        except Exception as exc:
+            log.warning("runner.cancel_failed", tool=job.tool.name, call_id=job.call.id,
+                        error=f"{type(exc).__name__}: {exc}")
 
     # -- the API --------------------------------------------------------------------------
     def invoke(self, name: str, arguments: Mapping[str, Any] | str | None, *,

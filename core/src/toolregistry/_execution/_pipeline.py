@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import contextvars
 import inspect
 import logging
 import os
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from toolregistry._hooks import Hooks
     from toolregistry._registry import ToolRegistry
 
-__all__ = ["CallPipeline", "Prepared", "log_result"]
+__all__ = ["Batch", "CallPipeline", "Prepared", "log_result"]
 
 _stdlib_logger = logging.getLogger("toolregistry")
 _is_configured = structlog.is_configured
@@ -65,18 +66,23 @@ def log_result(result: ToolResult) -> None:
 
 
 class Prepared:
-    """A call that passed lookup, hooks and validation, ready to run.
+    """A call that passed lookup, hooks, validation and authorization, ready to run.
 
     ``fn`` / ``is_async`` is the callable of the API it runs on; ``args`` / ``kwargs`` its
     bound arguments; ``timeout`` the seconds it may take (``None``: no deadline); ``ctx`` the
-    :class:`~toolregistry.ToolContext` it receives, when it asks for one.
+    :class:`~toolregistry.ToolContext` it receives, when it asks for one. ``context`` is the
+    call's own ``contextvars.Context`` (a copy of the caller's, or of its batch's): the tool
+    runs in it, entered exactly once. ``observed`` is true when observers put values there
+    (the call then always runs in it, never in the caller's context); ``tokens`` are the
+    call observers' tokens.
     """
 
-    __slots__ = ("args", "call", "ctx", "fn", "is_async", "kwargs", "plan", "timeout")
+    __slots__ = ("args", "call", "context", "ctx", "fn", "is_async", "kwargs", "observed",
+                 "plan", "timeout", "tokens")
 
     def __init__(self, plan: CallPlan, call: ToolCall, fn: Callable[..., Any] | None,
                  is_async: bool, args: Any, kwargs: dict[str, Any], timeout: float | None,
-                 ctx: ToolContext | None) -> None:
+                 ctx: ToolContext | None, context: contextvars.Context) -> None:
         self.plan = plan
         self.call = call
         self.fn = fn
@@ -85,6 +91,21 @@ class Prepared:
         self.kwargs = kwargs
         self.timeout = timeout
         self.ctx = ctx
+        self.context = context
+        self.observed = False
+        self.tokens: list[Any] | None = None
+
+
+class Batch:
+    """A batch's observers, their tokens and the batch's context (see ``batch_observer``)."""
+
+    __slots__ = ("context", "observers", "tokens")
+
+    def __init__(self, observers: tuple[Any, ...], tokens: list[Any],
+                 context: contextvars.Context) -> None:
+        self.observers = observers
+        self.tokens = tokens
+        self.context = context
 
 
 class CallPipeline:
@@ -97,6 +118,7 @@ class CallPipeline:
         self._plans_lock = threading.Lock()
         self._generation = 0
         self._hooks_version = hooks.version
+        self._batch_observers: tuple[Any, ...] | None = None
         self.closed = False
 
     def after_fork(self) -> None:
@@ -110,6 +132,7 @@ class CallPipeline:
             self._generation += 1
             if names is None:
                 self._plans = {}
+                self._batch_observers = None
             else:
                 for name in names:
                     self._plans.pop(name, None)
@@ -166,17 +189,39 @@ class CallPipeline:
 
     # -- preparation ----------------------------------------------------------------------
     def prepare(self, call: ToolCall, context: Mapping[str, Any] | None,
-                timeout: float | None, async_path: bool = False) -> Prepared | ToolResult:
-        """Lookup, ``pre_invoke``, validation (with safe coercion after a failure), deadline
-        and injected values: a call ready to run, or its error result."""
+                timeout: float | None, async_path: bool = False, observed: bool = False
+                ) -> Prepared | ToolResult:
+        """Lookup, then (inside the call's own context) the observers' start, ``pre_invoke``,
+        validation with safe coercion, authorization, deadline and injected values: a call
+        ready to run, or its result when it ends before running. ``observed``: the caller's
+        context holds a batch observer's values (the call must run in its own context)."""
         plan = self.lookup(call)
         if isinstance(plan, ToolResult):
             return plan
+        here = contextvars.copy_context()
+        observers = plan.hooks.observers
+        if not observers:
+            item = self._prepare(plan, call, context, timeout, async_path, here)
+            if observed and isinstance(item, Prepared):
+                item.observed = True
+            return item
+        tokens = here.run(self._hooks.calls_started, observers, call)
+        item = here.run(self._prepare, plan, call, context, timeout, async_path, here)
+        if isinstance(item, Prepared):
+            item.observed = True
+            item.tokens = tokens
+        else:  # it ended before running: the observers hear of it now
+            here.run(self._hooks.calls_finished, observers, call, item, tokens)
+        return item
+
+    def _prepare(self, plan: CallPlan, call: ToolCall, context: Mapping[str, Any] | None,
+                 timeout: float | None, async_path: bool, here: contextvars.Context
+                 ) -> Prepared | ToolResult:
         registry = self._registry
         tool = plan.tool
-        pre = plan.hooks.pre_invoke
-        if pre is not None:
-            failed = self._hooks.pre_invoke(pre, registry, tool, call)
+        hooks = plan.hooks
+        if hooks.pre_invoke is not None:
+            failed = self._hooks.pre_invoke(hooks.pre_invoke, registry, tool, call)
             if failed is not None:
                 return failed
         arguments = call.arguments
@@ -193,6 +238,11 @@ class CallPipeline:
             except Exception as exc2:
                 return error_result(call.id, tool.name, "invalid_arguments",
                                     validation_message(tool.name, exc2), reason=call.reason)
+            call.arguments = arguments = coerced  # what runs is what is authorized
+        if hooks.authorize is not None:
+            refused = self._hooks.authorize(hooks.authorize, registry, tool, call)
+            if refused is not None:
+                return refused
         if timeout is not None:
             limit: float | None = timeout if timeout > 0 else None
         else:
@@ -223,13 +273,14 @@ class CallPipeline:
         if _enabled(logging.DEBUG):
             log.debug("call.started", tool=tool.name, call_id=call.id, arguments=arguments)
         if async_path:
-            return Prepared(plan, call, plan.afn, plan.ais_async, args, kwargs, limit, ctx)
-        return Prepared(plan, call, plan.fn, plan.is_async, args, kwargs, limit, ctx)
+            return Prepared(plan, call, plan.afn, plan.ais_async, args, kwargs, limit, ctx, here)
+        return Prepared(plan, call, plan.fn, plan.is_async, args, kwargs, limit, ctx, here)
 
     def _prepare_one(self, call: ToolCall, context: Mapping[str, Any] | None,
-                     timeout: float | None, async_path: bool) -> Prepared | ToolResult:
+                     timeout: float | None, async_path: bool, observed: bool = False
+                     ) -> Prepared | ToolResult:
         try:
-            return self.prepare(call, context, timeout, async_path)
+            return self.prepare(call, context, timeout, async_path, observed)
         except Exception as exc:  # defensive: bad input never escapes as an exception
             return error_result(call.id, call.name, "execution", f"{type(exc).__name__}: {exc}")
 
@@ -272,29 +323,68 @@ class CallPipeline:
 
     def prepare_batch(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
                       timeout: float | None, async_path: bool = False
-                      ) -> list[Prepared | ToolResult]:
-        """Every call of a batch parsed and prepared, in order; error results logged."""
-        raw_calls = _as_list(calls)
+                      ) -> tuple[list[Prepared | ToolResult], Batch | None]:
+        """Every call of a batch parsed and prepared, in order (error results logged), and
+        the batch's observers (``None`` when there are none; then ``batch_finished`` must be
+        told the results)."""
+        parsed = [self._parse(raw, index) for index, raw in enumerate(_as_list(calls))]
+        observers = self.batch_observers()
+        if not observers:
+            return self._prepare_parsed(parsed, context, timeout, async_path, False), None
+        here = contextvars.copy_context()
+        calls_ = [c for c in parsed if isinstance(c, ToolCall)]
+        tokens = here.run(self._hooks.batch_started, observers, calls_)
+        items = here.run(self._prepare_parsed, parsed, context, timeout, async_path, True)
+        return items, Batch(observers, tokens, here)
+
+    def _prepare_parsed(self, parsed: list[ToolCall | ToolResult],
+                        context: Mapping[str, Any] | None, timeout: float | None,
+                        async_path: bool, observed: bool) -> list[Prepared | ToolResult]:
         items: list[Prepared | ToolResult] = []
         closed = self.closed or self._registry.closed
-        for index, raw in enumerate(raw_calls):
-            parsed = self._parse(raw, index)
-            if isinstance(parsed, ToolResult):
-                item: Prepared | ToolResult = parsed
+        for call in parsed:
+            if isinstance(call, ToolResult):
+                item: Prepared | ToolResult = call
             elif closed:
-                item = self._closed_result(parsed.id, parsed.name)
+                item = self._closed_result(call.id, call.name)
             else:
-                item = self._prepare_one(parsed, context, timeout, async_path)
+                item = self._prepare_one(call, context, timeout, async_path, observed)
             if isinstance(item, ToolResult):
                 log_result(item)
             items.append(item)
         return items
 
+    def batch_observers(self) -> tuple[Any, ...]:
+        """The registry's batch observers (asked once, again after a setting or plugin
+        change)."""
+        if self._hooks_version != self._hooks.version:
+            self._hooks_version = self._hooks.version
+            self.invalidate()
+        observers = self._batch_observers
+        if observers is None:
+            observers = self._batch_observers = self._hooks.batch_observer(self._registry)
+        return observers
+
+    def batch_finished(self, batch: Batch | None, results: list[ToolResult]) -> list[ToolResult]:
+        """Tell the batch's observers (if any) the batch ended; returns ``results``."""
+        if batch is not None:
+            batch.context.copy().run(self._hooks.batch_finished, batch.observers, results,
+                                     batch.tokens)
+        return results
+
     # -- finishing ------------------------------------------------------------------------
     def finish(self, prep: Prepared, value: Any, error: BaseException | None,
                duration: float) -> ToolResult:
         """The call's one result for what its tool returned (``value``) or raised
-        (``error``), after ``post_invoke``; logged."""
+        (``error``), after ``post_invoke``; logged; the call's observers are told. An observed
+        call finishes in a copy of its context (the tool may still hold the context itself,
+        after a timeout)."""
+        if prep.observed:
+            return prep.context.copy().run(self._finish, prep, value, error, duration)
+        return self._finish(prep, value, error, duration)
+
+    def _finish(self, prep: Prepared, value: Any, error: BaseException | None,
+                duration: float) -> ToolResult:
         call = prep.call
         plan = prep.plan
         tool = plan.tool
@@ -314,6 +404,8 @@ class CallPipeline:
         post = plan.hooks.post_invoke
         if post is not None:
             result = self._hooks.post_invoke(post, self._registry, tool, call, result)
+        if prep.tokens is not None:
+            self._hooks.calls_finished(plan.hooks.observers, call, result, prep.tokens)
         log_result(result)
         return result
 
@@ -388,7 +480,8 @@ def _run_awaitable(value: Any) -> tuple[Any, BaseException | None]:
     except RuntimeError:
         run()
     else:
-        helper = threading.Thread(target=run, name="toolregistry-await", daemon=True)
+        helper = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+                                  name="toolregistry-await", daemon=True)
         helper.start()
         helper.join()
     return out[0], out[1]

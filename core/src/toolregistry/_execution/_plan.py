@@ -2,8 +2,8 @@
 tool, the registry's settings or the plugins change.
 
 A plan holds the tool's validator and injected parameters, the callable each API runs, its
-execution policies, whether it is disabled, and the hook implementations that concern this
-tool (compiled by the hook façade, :meth:`toolregistry._hooks.Hooks.for_tool`): a hook no
+execution policies (retries, running alone, its concurrency group), whether it is disabled,
+and the hook implementations, observers and runner that concern this tool (compiled by the hook façade, :meth:`toolregistry._hooks.Hooks.for_tool`): a hook no
 implementation of which concerns the tool costs nothing on its calls.
 """
 
@@ -28,8 +28,8 @@ class CallPlan:
     tool, else the reason given when it was disabled (possibly empty).
     """
 
-    __slots__ = ("afn", "ais_async", "disabled", "fn", "hooks", "idempotent", "injected",
-                 "is_async", "safe", "tool", "validator")
+    __slots__ = ("afn", "ais_async", "disabled", "fn", "group", "hooks", "idempotent",
+                 "injected", "is_async", "read_only", "safe", "tool", "validator")
 
     def __init__(self, tool: Tool, disabled: str | None, hooks: ToolHooks) -> None:
         self.tool = tool
@@ -49,3 +49,5 @@ class CallPlan:
         meta = tool.metadata
         self.safe = meta.is_concurrency_safe
         self.idempotent = meta.is_idempotent
+        self.group = meta.concurrency_group
+        self.read_only = meta.is_read_only

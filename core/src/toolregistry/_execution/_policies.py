@@ -1,8 +1,10 @@
-"""Per-tool execution policies: retries of idempotent tools, and tools that must run alone.
+"""Per-tool execution policies: retries of idempotent tools, tools that must run alone, and
+the order of calls within a concurrency group.
 
-Both wrap the callable a call runs (sync or async) and know nothing about where it runs. The
-deadline they respect is the call's: a retry never starts when its backoff would end past it,
-and waiting for an exclusive tool's lock counts against it.
+Retries and exclusivity wrap the callable a call runs (sync or async) and know nothing about
+where it runs; the deadline they respect is the call's: a retry never starts when its backoff
+would end past it, and waiting for an exclusive tool's lock counts against it. Concurrency
+groups order the calls of one batch (:func:`group_order`); the schedulers honour the order.
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
 from toolregistry._log import log
 from toolregistry.errors import ToolTimeoutError
 
-__all__ = ["ExclusiveLocks", "RetryPolicy", "exclusive", "retrying"]
+if TYPE_CHECKING:
+    from ._pipeline import Prepared
+
+__all__ = ["ExclusiveLocks", "RetryPolicy", "exclusive", "group_order", "retrying"]
 
 
 @frozen
@@ -134,3 +139,31 @@ def exclusive(fn: Callable[..., Any], lock: threading.Lock, timeout: float | Non
             lock.release()
 
     return run_alone
+
+
+def group_order(segment: Sequence[tuple[int, Prepared]]) -> dict[int, list[int]]:
+    """Which calls of a concurrent segment must wait for which (``{index: [indexes]}``,
+    empty when none must), by their tools' ``concurrency_group``.
+
+    Within a group, in call order: a call to a tool that is not read-only waits for every
+    earlier call of the group (the last such call and the read-only calls since), and later
+    calls of the group wait for it; read-only calls wait only for the last call that was not
+    read-only, so they run together. Calls outside any group wait for nothing.
+    """
+    after: dict[int, list[int]] = {}
+    state: dict[str, tuple[int | None, list[int]]] = {}
+    for index, prep in segment:
+        group = prep.plan.group
+        if group is None:
+            continue
+        writer, readers = state.get(group, (None, []))
+        if prep.plan.read_only:
+            if writer is not None:
+                after[index] = [writer]
+            state[group] = (writer, [*readers, index])
+        else:
+            waits = readers if writer is None else [writer, *readers]
+            if waits:
+                after[index] = waits
+            state[group] = (index, [])
+    return after

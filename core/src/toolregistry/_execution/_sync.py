@@ -2,9 +2,12 @@
 runs, and waiting for it under its deadline.
 
 A sync tool runs inline (no deadline, or the main thread's watchdog) or on the worker pool; an
-async tool on the private loop. A batch is cut into segments (``segments``); the calls of a
-segment are started together and collected earliest deadline first, each through a typed
-:class:`Handle` that knows how to wait for the kind of work it stands for.
+async tool on the private loop; a tool with a runner (``dispatch``) wherever its runner runs
+it. A batch is cut into segments (``segments``); the calls of a segment are started together
+and collected earliest deadline first, each through a typed :class:`Handle` that knows how to
+wait for the kind of work it stands for. A segment whose concurrency groups order some calls
+runs on the async scheduler, which starts each call once the calls it waits for finished.
+Each call runs in its own ``contextvars.Context`` (``Prepared.context``).
 """
 
 from __future__ import annotations
@@ -19,15 +22,17 @@ from typing import TYPE_CHECKING, Any
 from toolregistry import _watchdog
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 
+from ._policies import group_order
 from ._threads import SPREAD_AFTER, Work, in_pool
 
 if TYPE_CHECKING:
-    from toolregistry.types import ToolResult
+    from toolregistry.hookspecs import Runner
+    from toolregistry.types import Job, ToolResult
 
     from ._executor import Executor
     from ._pipeline import Prepared
 
-__all__ = ["Handle", "SyncScheduler", "segments"]
+__all__ = ["Done", "Handle", "SyncScheduler", "segments"]
 
 
 def segments(items: list[Prepared | ToolResult]) -> list[list[tuple[int, Prepared]]]:
@@ -162,6 +167,35 @@ class Grouped(Handle):
         return self.finish(sched, outcome[0], outcome[1])
 
 
+class Dispatched(Handle):
+    """A call handed to a runner (the ``dispatch`` hook); ``lock`` is the tool's exclusive
+    lock, held until the call is collected, when the tool must run alone."""
+
+    __slots__ = ("future", "job", "lock", "runner")
+
+    def __init__(self, index: int, prep: Prepared, started: float, future: cf.Future[Any],
+                 runner: Runner, job: Job, lock: threading.Lock | None) -> None:
+        super().__init__(index, prep, started)
+        self.future = future
+        self.runner = runner
+        self.job = job
+        self.lock = lock
+
+    def collect(self, sched: SyncScheduler) -> ToolResult:
+        try:
+            try:
+                value = self.future.result(self.remaining())
+            except cf.TimeoutError:
+                sched.executor.stop_job(self.runner, self.job, self.future)
+                return self.finish(sched, None, ToolTimeoutError())
+            except BaseException as exc:  # the tool's error, or the runner's cancellation
+                return self.finish(sched, None, exc)
+            return self.finish(sched, value, None)
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
 class Looped(Handle):
     """An async call running on the private loop on its own."""
 
@@ -198,15 +232,21 @@ class SyncScheduler:
     def execute(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
                 timeout: float | None) -> list[ToolResult]:
         """A batch: one result per call, in order."""
-        items = self.pipeline.prepare_batch(calls, context, timeout)
+        items, batch = self.pipeline.prepare_batch(calls, context, timeout)
         results: list[Any] = list(items)
         loop = self.executor.loop_or_none
+        nested = in_pool() or (loop is not None and threading.get_ident() == loop.ident)
         for segment in segments(items):
             if len(segment) == 1:
                 i, prep = segment[0]
                 results[i] = self.run(prep)
                 continue
-            if in_pool() or (loop is not None and threading.get_ident() == loop.ident):
+            after = group_order(segment)
+            if after:
+                for (i, _), result in zip(segment, self._run_ordered(segment, after, nested)):
+                    results[i] = result
+                continue
+            if nested:
                 handles = [self.start(prep, i) for i, prep in segment]
             else:
                 handles = self.start_segment(segment)
@@ -214,11 +254,30 @@ class SyncScheduler:
             handles.sort(key=_deadline_of)
             for handle in handles:
                 results[handle.index] = handle.collect(self)
-        return results
+        return self.pipeline.batch_finished(batch, results)
+
+    def _run_ordered(self, segment: list[tuple[int, Prepared]], after: dict[int, list[int]],
+                     nested: bool) -> list[ToolResult]:
+        """A segment whose concurrency groups order some calls: each call starts once the
+        calls it waits for finished (on the private loop, sync calls on the pool); on a
+        worker or the private loop itself, one call after the other, in order."""
+        if nested:
+            return [self.run(prep) for _, prep in segment]
+        executor = self.executor
+        out: dict[int, ToolResult] = {}
+        future = executor.loop_thread.submit(executor.aio.run_ordered(segment, after, out))
+        timeouts = [prep.timeout for _, prep in segment]
+        bound = None if None in timeouts else sum(t for t in timeouts if t is not None) + 1.0
+        try:
+            future.result(bound)
+        except BaseException:  # a loop blocked past every deadline: answer what is missing
+            pass
+        return [out[i] if i in out else self.pipeline.finish(prep, None, ToolTimeoutError(), 0.0)
+                for i, prep in segment]
 
     def run(self, prep: Prepared) -> ToolResult:
         """One call, start to result."""
-        if not prep.is_async and (prep.timeout is None or (
+        if not prep.is_async and prep.plan.hooks.runner is None and (prep.timeout is None or (
                 self.inline and _watchdog.inline_available(ToolCancelled) and not in_pool())):
             return self.run_inline(prep)
         return self.start(prep, 0).collect(self)
@@ -239,7 +298,7 @@ class SyncScheduler:
         error: BaseException | None = None
         try:
             try:
-                value = fn(*args, **kwargs)
+                value = prep.context.run(fn, *args, **kwargs)
             except (Exception, ToolCancelled) as exc:
                 error = exc
             finally:
@@ -261,6 +320,9 @@ class SyncScheduler:
         """Start one call; collect it with ``handle.collect(self)``."""
         executor = self.executor
         started = time.perf_counter()
+        runner = prep.plan.hooks.runner
+        if runner is not None:
+            return self._dispatch(prep, index, started, runner)
         try:
             fn, args, kwargs = executor.call_fn(prep)
         except Exception as exc:
@@ -270,11 +332,13 @@ class SyncScheduler:
             loop = executor.loop_thread
             if threading.get_ident() == loop.ident:
                 # A tool on the private loop calling the sync API: a loop cannot wait on itself.
-                work = Work(asyncio.run, (coro,), {})
+                # (A copy of the call's context: the tool's own task enters the context itself.)
+                work = Work(asyncio.run, (coro,), {}, prep.context.copy())
                 executor.pool.submit(work)
                 return Pooled(index, prep, started, work)
+            # The loop's task starts in a copy of this thread's context: the caller's values.
             return Looped(index, prep, started, loop.submit(coro))
-        work = Work(fn, args, kwargs)
+        work = Work(fn, args, kwargs, prep.context)
         if prep.ctx is not None:
             work.cancel_event = prep.ctx.cancel_event
         try:
@@ -285,10 +349,29 @@ class SyncScheduler:
             return Done(index, prep, started, None, ToolCallError(str(exc)))
         if not queued:
             try:
-                return Done(index, prep, started, fn(*args, **kwargs), None)
+                return Done(index, prep, started, prep.context.run(fn, *args, **kwargs), None)
             except (Exception, ToolCancelled) as exc:
                 return Done(index, prep, started, None, exc)
         return Pooled(index, prep, started, work)
+
+    def _dispatch(self, prep: Prepared, index: int, started: float, runner: Runner) -> Handle:
+        """Hand a call to its runner (after taking its tool's lock when it must run alone)."""
+        executor = self.executor
+        lock = None
+        if not prep.plan.safe:
+            lock = executor.locks(prep.plan.tool.name)
+            if not lock.acquire(True, -1 if prep.timeout is None else prep.timeout):
+                return Done(index, prep, started, None, ToolTimeoutError())
+        try:
+            job = executor.job(prep)
+            # submit sees the call's values (a span to carry along) through a copy: the
+            # runner may enter job.context itself at once, on another thread.
+            future = prep.context.copy().run(runner.submit, job)
+        except Exception as exc:
+            if lock is not None:
+                lock.release()
+            return Done(index, prep, started, None, exc)
+        return Dispatched(index, prep, started, future, runner, job, lock)
 
     def start_segment(self, segment: list[tuple[int, Prepared]]) -> list[Handle]:
         """Start a concurrent segment: sync calls to the pool in one hand-off, async calls
@@ -298,6 +381,9 @@ class SyncScheduler:
         works: list[Work] = []
         group: list[tuple[int, Callable[..., Any], Any, dict[str, Any], Prepared, float]] = []
         for i, prep in segment:
+            if prep.plan.hooks.runner is not None:
+                handles.append(self.start(prep, i))
+                continue
             started = time.perf_counter()
             try:
                 fn, args, kwargs = executor.call_fn(prep)
@@ -307,7 +393,7 @@ class SyncScheduler:
             if prep.is_async:
                 group.append((i, fn, args, kwargs, prep, started))
                 continue
-            work = Work(fn, args, kwargs)
+            work = Work(fn, args, kwargs, prep.context)
             if prep.ctx is not None:
                 work.cancel_event = prep.ctx.cancel_event
             works.append(work)
@@ -315,10 +401,13 @@ class SyncScheduler:
         try:
             executor.pool.submit_many(works)
         except RuntimeError as exc:  # closed meanwhile
-            return [Done(h.index, h.prep, h.started, None, ToolCallError(str(exc)))
+            return [h if not isinstance(h, Pooled)
+                    else Done(h.index, h.prep, h.started, None, ToolCallError(str(exc)))
                     for h in handles]
         if group:
             out: dict[int, tuple[Any, BaseException | None]] = {}
+            # The group's task starts in a copy of this thread's context (the caller's
+            # values), and gather gives each call a copy of that.
             future = executor.loop_thread.submit(self._async_group(group, out))
             for i, _, _, _, prep, started in group:
                 handles.append(Grouped(i, prep, started, future, out))

@@ -49,14 +49,16 @@ class Work:
     interrupt can never land in the worker's next call.
     """
 
-    __slots__ = ("args", "callback", "cancel_event", "context", "done", "error", "finished", "fn",
-                 "ident", "kwargs", "result", "state")
+    __slots__ = ("args", "callback", "cancel_event", "context", "done", "error", "finished",
+                 "fn", "ident", "kwargs", "result", "state")
 
-    def __init__(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
+                 context: contextvars.Context | None = None) -> None:
         self.fn = fn
-        # The caller's contextvars go with the call into the worker thread (request ids,
-        # tracing, the MCP server's per-call log routing).
-        self.context = contextvars.copy_context()
+        # The call runs inside ``context`` (else a copy of the submitting thread's): the
+        # caller's contextvars go with it into the worker thread (request ids, tracing, the
+        # MCP server's per-call log routing).
+        self.context = contextvars.copy_context() if context is None else context
         self.args = args
         self.kwargs = kwargs
         self.result: Any = None

@@ -1,0 +1,668 @@
+"""The executor's seams (issue 17, M3): concurrency groups, authorization with pending
+approval, call and batch observers with context carried into the tool, and dispatch runners.
+
+Every seam is exercised through real plugins added to the registry's plugin manager, on the
+sync and the async API, with sync and async tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import contextvars
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from toolregistry import Tool, ToolCall, ToolContext, ToolMetadata, ToolRegistry, ToolResult
+from toolregistry.errors import ToolCallError, ToolTimeoutError
+from toolregistry.plugin import hookimpl
+from toolregistry.types import ApprovalRequest, Decision, Job
+
+
+def chat(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def both_apis(reg: ToolRegistry, calls: list[dict[str, Any]]) -> list[list[ToolResult]]:
+    """The batch on the sync API, then on the async API."""
+    return [reg.execute_tool_calls(calls),
+            asyncio.run(reg.aexecute_tool_calls(calls))]
+
+
+# --- concurrency groups ----------------------------------------------------------------------
+
+class Store:
+    """A key-value store whose writes take a while (as a server's would)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+        self.events: list[str] = []
+        self.lock = threading.Lock()
+
+    def note(self, event: str) -> None:
+        with self.lock:
+            self.events.append(event)
+
+
+def store_registry(store: Store, group: str | None, barrier: threading.Barrier | None = None
+                   ) -> ToolRegistry:
+    reg = ToolRegistry()
+    writes = ToolMetadata(concurrency_group=group)
+    reads = ToolMetadata(concurrency_group=group, read_only_hint=True)
+
+    def put(key: str, value: str) -> str:
+        store.note(f"put {key} start")
+        time.sleep(0.05)
+        store.data[key] = value
+        store.note(f"put {key} end")
+        return "ok"
+
+    async def aput(key: str, value: str) -> str:
+        store.note(f"aput {key} start")
+        await asyncio.sleep(0.05)
+        store.data[key] = value
+        store.note(f"aput {key} end")
+        return "ok"
+
+    def get(key: str) -> str:
+        if barrier is not None:
+            barrier.wait()  # only passes when the reads run together
+        return store.data.get(key, "<missing>")
+
+    async def aget(key: str) -> str:
+        if barrier is not None:
+            await asyncio.to_thread(barrier.wait)
+        return store.data.get(key, "<missing>")
+
+    for fn, meta in ((put, writes), (aput, writes), (get, reads), (aget, reads)):
+        reg.register(fn, metadata=meta)
+    return reg
+
+
+@pytest.mark.parametrize("write", ["put", "aput"])
+@pytest.mark.parametrize("read", ["get", "aget"])
+def test_a_read_after_a_write_of_its_group_sees_the_write(write: str, read: str) -> None:
+    for api in (0, 1):
+        store = Store()
+        reg = store_registry(store, "memory")
+        try:
+            results = both_apis(reg, [chat(write, {"key": "k", "value": "v"}, "w"),
+                                      chat(read, {"key": "k"}, "r")])[api]
+            assert [r.content for r in results] == ["ok", "v"]
+        finally:
+            reg.close()
+
+
+def test_without_a_group_the_same_batch_runs_its_calls_together() -> None:
+    # The control: ungrouped, the read runs while the write is under way and misses it.
+    store = Store()
+    reg = store_registry(store, None)
+    try:
+        results = reg.execute_tool_calls([chat("put", {"key": "k", "value": "v"}, "w"),
+                                          chat("get", {"key": "k"}, "r")])
+        assert [r.content for r in results] == ["ok", "<missing>"]
+    finally:
+        reg.close()
+
+
+def test_writes_of_a_group_run_one_after_the_other_in_call_order() -> None:
+    for api in (0, 1):
+        store = Store()
+        reg = store_registry(store, "memory")
+        try:
+            calls = [chat("put" if i % 2 else "aput", {"key": str(i), "value": "v"}, f"c{i}")
+                     for i in range(4)]
+            assert all(r.ok for r in both_apis(reg, calls)[api])
+            names = ["aput", "put", "aput", "put"]
+            assert store.events[-8:] == [f"{names[i]} {i} {what}"
+                                         for i in range(4) for what in ("start", "end")]
+        finally:
+            reg.close()
+
+
+def test_reads_of_a_group_run_together_between_writes() -> None:
+    store = Store()
+    barrier = threading.Barrier(2, timeout=5)
+    reg = store_registry(store, "memory", barrier)
+    try:
+        calls = [chat("put", {"key": "k", "value": "1"}, "w1"),
+                 chat("get", {"key": "k"}, "r1"), chat("aget", {"key": "k"}, "r2"),
+                 chat("put", {"key": "k", "value": "2"}, "w2"),
+                 chat("aget", {"key": "k"}, "r3"), chat("get", {"key": "k"}, "r4")]
+        for results in both_apis(reg, calls):
+            assert [r.content for r in results] == ["ok", "1", "1", "ok", "2", "2"], results
+    finally:
+        reg.close()
+
+
+def test_calls_outside_a_group_run_alongside_it() -> None:
+    barrier = threading.Barrier(2, timeout=5)
+    reg = ToolRegistry()
+
+    @reg.register(metadata=ToolMetadata(concurrency_group="g"))
+    def grouped() -> str:
+        barrier.wait()
+        return "grouped"
+
+    @reg.register
+    def loose() -> str:
+        barrier.wait()
+        return "loose"
+
+    try:
+        for results in both_apis(reg, [chat("grouped", {}, "a"), chat("loose", {}, "b")]):
+            assert [r.content for r in results] == ["grouped", "loose"]
+    finally:
+        reg.close()
+
+
+def test_a_call_of_a_group_that_times_out_lets_the_next_one_start() -> None:
+    reg = ToolRegistry()
+    meta = ToolMetadata(concurrency_group="g", timeout=0.2)
+
+    @reg.register(metadata=meta)
+    def stuck() -> str:
+        time.sleep(2)
+        return "late"
+
+    @reg.register(metadata=meta)
+    def quick() -> str:
+        return "quick"
+
+    try:
+        for results in both_apis(reg, [chat("stuck", {}, "a"), chat("quick", {}, "b")]):
+            assert [r.error_kind for r in results] == ["timeout", None]
+            assert results[1].content == "quick"
+    finally:
+        reg.close()
+
+
+def test_a_concurrency_group_must_be_a_non_empty_string() -> None:
+    with pytest.raises(ValueError, match="concurrency_group must be a non-empty string"):
+        ToolMetadata(concurrency_group="")
+    with pytest.raises(ValueError, match="concurrency_group"):
+        ToolMetadata(concurrency_group=3)  # type: ignore[arg-type]
+
+
+# --- authorization ---------------------------------------------------------------------------
+
+class Gate:
+    """An authorization plugin: denies ``rm``, holds ``send`` for approval, allows the rest."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, dict[str, Any] | None]] = []
+
+    @hookimpl
+    def authorize(self, registry: ToolRegistry, tool: Tool, call: ToolCall) -> Decision | None:
+        self.asked.append((tool.name, dict(call.arguments or {})))
+        if tool.name == "rm":
+            return Decision.deny("deleting files is not allowed", rule="no-rm")
+        if tool.name == "send":
+            return Decision.pending("mail leaves the building", rule="ask-mail")
+        if tool.name == "boom":
+            raise RuntimeError("rule table unreadable")
+        return None
+
+
+class Permissive:
+    @hookimpl
+    def authorize(self, tool: Tool) -> Decision:
+        return Decision.allow(rule="all")
+
+
+class Ran:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.post: list[str] = []
+
+    @hookimpl
+    def post_invoke(self, tool: Tool, result: ToolResult) -> None:
+        self.post.append(tool.name)
+
+
+@pytest.fixture
+def gated() -> Iterator[tuple[ToolRegistry, Gate, Ran]]:
+    gate, ran = Gate(), Ran()
+    reg = ToolRegistry(plugins=[ran])
+    reg.plugins.add(gate, name="gate")
+    reg.plugins.add(Permissive(), name="permissive")
+
+    @reg.register
+    def rm(path: str) -> str:
+        ran.calls.append("rm")
+        return "removed"
+
+    @reg.register
+    async def send(to: str, count: int = 1) -> str:
+        ran.calls.append("send")
+        return "sent"
+
+    @reg.register
+    def boom() -> str:
+        ran.calls.append("boom")
+        return "ran"
+
+    @reg.register
+    def ls() -> str:
+        ran.calls.append("ls")
+        return "a b"
+
+    yield reg, gate, ran
+    reg.close()
+
+
+def test_hook_authorize_deny_pending_allow(gated: tuple[ToolRegistry, Gate, Ran]) -> None:
+    reg, gate, ran = gated
+    calls = [chat("rm", {"path": "/"}, "c1"), chat("send", {"to": "x", "count": "2"}, "c2"),
+             chat("ls", {}, "c3"), chat("boom", {}, "c4")]
+    for results in both_apis(reg, calls):
+        denied, pending, allowed, broken = results
+        # Deny overrides the other plugin's allow; the model reads the reason.
+        assert denied.error_kind == "denied" and denied.is_error and not denied.pending
+        assert "deleting files is not allowed" in denied.text and "did not run" in denied.text
+        assert pending.error_kind == "approval_required" and pending.pending
+        assert pending.outcome == "approval_required" and not pending.ok
+        request = pending.approval
+        assert request is not None
+        assert (request.tool, request.call_id, request.message, request.rule) == (
+            "send", "c2", "mail leaves the building", "ask-mail")
+        # The arguments as sent (they passed validation: the tool would get count=2).
+        assert request.arguments == {"to": "x", "count": "2"}
+        assert request.id in pending.text
+        assert allowed.ok and allowed.content == "a b"
+        assert broken.error_kind == "denied" and "rule table unreadable" in broken.text
+    assert ran.calls == ["ls", "ls"]  # nothing refused or pending ever ran
+    assert ran.post == ["ls", "ls"]   # nor went through post_invoke
+    assert ("send", {"to": "x", "count": "2"}) in gate.asked
+
+
+def test_a_pending_approval_is_stable_and_serializable(
+        gated: tuple[ToolRegistry, Gate, Ran]) -> None:
+    reg, _, _ = gated
+    first = reg.invoke("send", {"to": "x"}, call_id="c9").approval
+    again = asyncio.run(reg.ainvoke("send", {"to": "x"}, call_id="c9")).approval
+    other = reg.invoke("send", {"to": "y"}, call_id="c9").approval
+    assert first is not None and again is not None and other is not None
+    assert first.id == again.id != other.id
+    data = json.loads(json.dumps(first.to_dict()))
+    assert ApprovalRequest.from_dict(data) == first
+    with pytest.raises(ValueError, match="needs tool, arguments"):
+        ApprovalRequest.from_dict({"id": "x"})
+
+
+def test_a_decision_may_choose_its_approval_id() -> None:
+    class Chooser:
+        @hookimpl
+        def authorize(self, call: ToolCall) -> Decision:
+            return Decision.pending(approval_id=f"ticket-{call.id}")
+
+    reg = ToolRegistry(plugins=[Chooser()])
+    reg.register(lambda: 1, name="one")
+    try:
+        result = reg.invoke("one", {}, call_id="7")
+        assert result.approval is not None and result.approval.id == "ticket-7"
+    finally:
+        reg.close()
+
+
+def test_an_authorize_answer_that_is_not_a_decision_denies() -> None:
+    class Sloppy:
+        @hookimpl
+        def authorize(self) -> Any:
+            return "yes"
+
+    reg = ToolRegistry(plugins=[Sloppy()])
+    reg.register(lambda: 1, name="one")
+    try:
+        with capture_logs() as logs:
+            result = reg.invoke("one", {})
+        assert result.error_kind == "denied" and "not a Decision" in result.text
+        assert any(e["event"] == "hook.failed" and e["hook"] == "authorize" for e in logs)
+    finally:
+        reg.close()
+
+
+def test_authorize_concerns_only_the_tools_a_plugin_declares() -> None:
+    class OnlyRm(Gate):
+        @hookimpl
+        def call_hooks(self, tool: Tool) -> list[str]:
+            return ["authorize"] if tool.name == "rm" else []
+
+    gate = OnlyRm()
+    reg = ToolRegistry(plugins=[gate])
+    reg.register(lambda: 1, name="one")
+    reg.register(lambda path: 0, name="rm")
+    try:
+        assert reg.invoke("one", {}).ok
+        assert reg.invoke("rm", {"path": "/"}).error_kind == "denied"
+        assert [name for name, _ in gate.asked] == ["rm"]
+    finally:
+        reg.close()
+
+
+# --- observers -------------------------------------------------------------------------------
+
+SPAN: contextvars.ContextVar[str | None] = contextvars.ContextVar("test_span", default=None)
+REQUEST: contextvars.ContextVar[str | None] = contextvars.ContextVar("test_request",
+                                                                     default=None)
+
+
+class Tracer:
+    """A call and batch observer that makes a "span" current for each call and batch."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, str | None, dict[str, Any] | None]] = []
+        self.finished: list[tuple[str | None, str, str, float, str | None]] = []
+        self.batches: list[tuple[int, list[str]]] = []
+        self.seen: dict[str | None, tuple[dict[str, Any] | None, str | None]] = {}
+
+    @hookimpl
+    def call_observer(self, registry: ToolRegistry, tool: Tool) -> Any:
+        tracer = self
+
+        class Observer:
+            def call_started(self, call: ToolCall) -> Any:
+                parent = SPAN.get()
+                tracer.started.append((tool.name, parent, dict(call.arguments or {})))
+                return SPAN.set(f"{parent}/{tool.name}:{call.id}")
+
+            def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+                tracer.seen[call.id] = (call.arguments, call.reason)
+                tracer.finished.append((call.id, result.outcome, str(SPAN.get()),
+                                        result.duration, REQUEST.get()))
+
+        return Observer()
+
+    @hookimpl
+    def batch_observer(self, registry: ToolRegistry) -> Any:
+        tracer = self
+
+        class Observer:
+            def batch_started(self, calls: Sequence[ToolCall]) -> Any:
+                SPAN.set(f"batch{len(tracer.batches)}")
+                return [c.id for c in calls]
+
+            def batch_finished(self, results: Sequence[ToolResult], token: Any) -> None:
+                tracer.batches.append((len(results), token))
+
+        return Observer()
+
+
+def traced_registry(tracer: Tracer, *others: Any) -> ToolRegistry:
+    reg = ToolRegistry(plugins=[tracer, *others])  # a plugin manager of its own
+
+    @reg.register
+    def where() -> str:  # inline (no deadline)
+        return f"{SPAN.get()} {REQUEST.get()}"
+
+    @reg.register(metadata=ToolMetadata(timeout=5))
+    def pooled() -> str:  # a worker thread, or the watchdog inline
+        return f"{SPAN.get()} {REQUEST.get()}"
+
+    @reg.register(metadata=ToolMetadata(timeout=5))
+    async def awhere() -> str:  # the private loop or the caller's loop, its own task
+        await asyncio.sleep(0)
+        return f"{SPAN.get()} {REQUEST.get()}"
+
+    @reg.register
+    def fails() -> str:
+        raise ValueError("nope")
+
+    return reg
+
+
+def _invoke_into(reg: ToolRegistry, name: str, box: list[ToolResult]) -> None:
+    box.append(reg.invoke(name, {}, call_id="t"))
+
+
+def test_hook_call_observer_context_reaches_the_tool_on_every_path() -> None:
+    tracer = Tracer()
+    reg = traced_registry(tracer)
+    token = REQUEST.set("req-1")
+    try:
+        for name in ("where", "pooled", "awhere"):
+            assert reg.invoke(name, {}, call_id="i").content == f"None/{name}:i req-1"
+            assert asyncio.run(reg.ainvoke(name, {}, call_id="a")).content == (
+                f"None/{name}:a req-1")
+            # From a thread that is not the main one (pooled calls on a worker).
+            box: list[ToolResult] = []
+            worker = threading.Thread(target=contextvars.copy_context().run,
+                                      args=(_invoke_into, reg, name, box))
+            worker.start()
+            worker.join()
+            assert box[0].content == f"None/{name}:t req-1"
+        failed = reg.invoke("fails", {}, call_id="f")
+        assert failed.error_kind == "execution"
+        assert ("f", "execution", "None/fails:f", failed.duration, "req-1") in tracer.finished
+        assert all(duration >= 0 for *_, duration, _ in tracer.finished)
+        assert len(tracer.started) == len(tracer.finished) == 10
+        assert SPAN.get() is None  # nothing leaked into the caller's context
+    finally:
+        REQUEST.reset(token)
+        reg.close()
+
+
+def test_hook_batch_observer_parents_the_calls_of_a_batch() -> None:
+    tracer = Tracer()
+    reg = traced_registry(tracer)
+    token = REQUEST.set("req-2")
+    calls = [chat("where", {}, "1"), chat("pooled", {}, "2"), chat("awhere", {}, "3"),
+             chat("nosuch", {}, "4")]
+    try:
+        sync, aio = both_apis(reg, calls)
+        assert [r.content for r in sync[:3]] == [
+            "batch0/where:1 req-2", "batch0/pooled:2 req-2", "batch0/awhere:3 req-2"]
+        assert [r.content for r in aio[:3]] == [
+            "batch1/where:1 req-2", "batch1/pooled:2 req-2", "batch1/awhere:3 req-2"]
+        assert sync[3].error_kind == "unknown_tool"
+        assert tracer.batches == [(4, ["1", "2", "3", "4"]), (4, ["1", "2", "3", "4"])]
+        assert SPAN.get() is None
+    finally:
+        REQUEST.reset(token)
+        reg.close()
+
+
+def test_observers_see_stripped_arguments_refusals_and_timeouts() -> None:
+    tracer = Tracer()
+
+    class Strip:
+        @hookimpl
+        def pre_invoke(self, call: ToolCall) -> None:
+            assert call.arguments is not None
+            call.reason = call.arguments.pop("why", None)
+
+    class Deny:
+        @hookimpl
+        def authorize(self, tool: Tool) -> Decision | None:
+            return Decision.deny("no") if tool.name == "fails" else None
+
+    reg = traced_registry(tracer, Strip(), Deny())
+
+    @reg.register(metadata=ToolMetadata(timeout=0.1))
+    def slow(n: int) -> int:
+        time.sleep(1)
+        return n
+
+    try:
+        results = reg.execute_tool_calls([chat("slow", {"n": "1", "why": "test"}, "s"),
+                                          chat("fails", {}, "d")])
+        assert [r.error_kind for r in results] == ["timeout", "denied"]
+        assert sorted((c, o) for c, o, *_ in tracer.finished) == [("d", "denied"),
+                                                                  ("s", "timeout")]
+        # call_started comes first (its span covers the hooks); at call_finished the call
+        # holds the arguments after pre_invoke stripped them, and the reason it kept.
+        assert tracer.started[0] == ("slow", "batch0", {"n": "1", "why": "test"})
+        assert tracer.seen["s"] == ({"n": "1"}, "test")
+    finally:
+        reg.close()
+
+
+def test_a_failing_observer_never_fails_a_call_and_is_logged_once() -> None:
+    class Broken:
+        @hookimpl
+        def call_observer(self) -> Any:
+            class Observer:
+                def call_started(self, call: ToolCall) -> None:
+                    raise RuntimeError("exporter down")
+
+                def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+                    raise RuntimeError("exporter down")
+
+            return Observer()
+
+    class NotAnObserver:
+        @hookimpl
+        def call_observer(self) -> Any:
+            return object()
+
+    reg = ToolRegistry(plugins=[Broken(), NotAnObserver()])
+    reg.register(lambda: 1, name="one")
+    try:
+        with capture_logs() as logs:
+            assert [reg.invoke("one", {}).content for _ in range(3)] == ["1", "1", "1"]
+        failures = [e for e in logs if e["event"] == "observer.failed"]
+        assert sorted(e["method"] for e in failures) == ["call_finished", "call_started"]
+        assert any(e["event"] == "hook.failed" and "not a CallObserver" in e["error"]
+                   for e in logs)
+    finally:
+        reg.close()
+
+
+# --- dispatch --------------------------------------------------------------------------------
+
+class ThreadRunner:
+    """A runner with its own threads (as a Ray or process runner would have its workers)."""
+
+    def __init__(self) -> None:
+        self.pool = cf.ThreadPoolExecutor(4, thread_name_prefix="runner")
+        self.jobs: list[Job] = []
+        self.cancelled: list[str | None] = []
+
+    def submit(self, job: Job) -> cf.Future[Any]:
+        self.jobs.append(job)
+        if job.is_async:
+            return self.pool.submit(job.context.run, asyncio.run,
+                                    job.fn(*job.args, **job.kwargs))
+        return self.pool.submit(job.context.run, job.fn, *job.args, **job.kwargs)
+
+    def cancel(self, job: Job, future: cf.Future[Any]) -> None:
+        self.cancelled.append(job.call.id)
+
+
+class Remote:
+    def __init__(self) -> None:
+        self.runner = ThreadRunner()
+
+    @hookimpl
+    def dispatch(self, tool: Tool) -> ThreadRunner | None:
+        return self.runner if "remote" in tool.metadata.custom_tags else None
+
+
+@pytest.fixture
+def remote() -> Iterator[tuple[ToolRegistry, ThreadRunner]]:
+    plugin = Remote()
+    reg = ToolRegistry(plugins=[Tracer()])
+    reg.plugins.add(plugin, name="remote")  # through the plugin manager, after the fact
+    meta = ToolMetadata(custom_tags={"remote"}, timeout=5)
+
+    @reg.register(metadata=meta)
+    def where(ctx: ToolContext) -> str:
+        return f"{threading.current_thread().name.split('_')[0]} {SPAN.get()} {ctx.call.id}"
+
+    @reg.register(metadata=meta)
+    async def awhere() -> str:
+        return f"{threading.current_thread().name.split('_')[0]} {SPAN.get()}"
+
+    @reg.register(metadata=ToolMetadata(custom_tags={"remote"}, timeout=0.2))
+    def stuck() -> str:
+        time.sleep(1)
+        return "late"
+
+    @reg.register(metadata=meta)
+    def refuses() -> str:
+        raise ToolCallError("quota exhausted", kind="remote")
+
+    @reg.register
+    def local() -> str:
+        return threading.current_thread().name.split("_")[0]
+
+    yield reg, plugin.runner
+    reg.close()
+    plugin.runner.pool.shutdown(wait=True)
+
+
+def test_hook_dispatch_runs_the_tools_it_selects_elsewhere(
+        remote: tuple[ToolRegistry, ThreadRunner]) -> None:
+    reg, runner = remote
+    calls = [chat("where", {}, "1"), chat("awhere", {}, "2"), chat("local", {}, "3"),
+             chat("refuses", {}, "4")]
+    for api, results in enumerate(both_apis(reg, calls)):
+        assert results[0].content == f"runner batch{api}/where:1 1"
+        assert results[1].content == f"runner batch{api}/awhere:2"
+        assert results[2].content != "runner"
+        assert (results[3].error_kind, results[3].text) == ("remote", "Error: quota exhausted")
+    assert reg.invoke("where", {}, call_id="x").content == "runner None/where:x x"
+    assert asyncio.run(reg.ainvoke("awhere", {})).content.startswith("runner ")
+    job = runner.jobs[0]
+    assert job.tool.name == "where" and job.timeout == 5 and job.deadline is not None
+    assert job.remaining() is not None and job.cancel_event is not None
+
+
+def test_a_dispatched_call_past_its_deadline_is_cancelled_at_its_runner(
+        remote: tuple[ToolRegistry, ThreadRunner]) -> None:
+    reg, runner = remote
+    assert reg.invoke("stuck", {}, call_id="s1").error_kind == "timeout"
+    assert asyncio.run(reg.ainvoke("stuck", {}, call_id="s2")).error_kind == "timeout"
+    results = reg.execute_tool_calls([chat("stuck", {}, "s3"), chat("where", {}, "w")])
+    assert [r.error_kind for r in results] == ["timeout", None]
+    assert runner.cancelled == ["s1", "s2", "s3"]
+    assert runner.jobs[-1].cancel_event is not None
+
+
+def test_a_failing_dispatch_hook_fails_the_call_and_never_runs_it_locally() -> None:
+    ran: list[int] = []
+
+    class Broken:
+        @hookimpl
+        def dispatch(self) -> Any:
+            raise ConnectionError("cluster unreachable")
+
+    reg = ToolRegistry(plugins=[Broken()])
+    reg.register(lambda: ran.append(1), name="one")
+    try:
+        with capture_logs() as logs:
+            result = reg.invoke("one", {})
+        assert result.error_kind == "execution" and "cluster unreachable" in result.text
+        assert ran == [] and any(e["event"] == "hook.failed" for e in logs)
+    finally:
+        reg.close()
+
+
+def test_timeouts_of_a_runner_are_reported_as_timeouts() -> None:
+    class Expiring:
+        def submit(self, job: Job) -> cf.Future[Any]:
+            future: cf.Future[Any] = cf.Future()
+            future.set_exception(ToolTimeoutError())
+            return future
+
+        def cancel(self, job: Job, future: cf.Future[Any]) -> None:
+            pass
+
+    class Plugin:
+        @hookimpl
+        def dispatch(self) -> Expiring:
+            return Expiring()
+
+    reg = ToolRegistry(plugins=[Plugin()])
+    reg.register(lambda: 1, name="one", metadata=ToolMetadata(timeout=1))
+    try:
+        assert reg.invoke("one", {}).error_kind == "timeout"
+    finally:
+        reg.close()
