@@ -353,14 +353,7 @@ class Hooks:
         Error policy: an exception is logged once per observer (``observer.failed``) and
         ignored (its token is ``None``); observers never fail a call.
         """
-        tokens: list[Any] = []
-        for observer in observers:
-            try:
-                tokens.append(observer.call_started(call))
-            except Exception as exc:
-                tokens.append(None)
-                self._observer_failed(observer, "call_started", exc)
-        return tokens
+        return self._started(observers, "call_started", call)
 
     def calls_finished(self, observers: Sequence[CallObserver], call: ToolCall,
                        result: ToolResult, tokens: Sequence[Any]) -> None:
@@ -380,14 +373,7 @@ class Hooks:
 
         Error policy: as :meth:`calls_started`.
         """
-        tokens: list[Any] = []
-        for observer in observers:
-            try:
-                tokens.append(observer.batch_started(calls))
-            except Exception as exc:
-                tokens.append(None)
-                self._observer_failed(observer, "batch_started", exc)
-        return tokens
+        return self._started(observers, "batch_started", calls)
 
     def batch_finished(self, observers: Sequence[BatchObserver], results: Sequence[ToolResult],
                        tokens: Sequence[Any]) -> None:
@@ -400,6 +386,16 @@ class Hooks:
                 observer.batch_finished(results, token)
             except Exception as exc:
                 self._observer_failed(observer, "batch_finished", exc)
+
+    def _started(self, observers: Sequence[Any], method: str, what: Any) -> list[Any]:
+        tokens: list[Any] = []
+        for observer in observers:
+            try:
+                tokens.append(getattr(observer, method)(what))
+            except Exception as exc:
+                tokens.append(None)
+                self._observer_failed(observer, method, exc)
+        return tokens
 
     def _observer_failed(self, observer: Any, method: str, exc: BaseException) -> None:
         key = (id(observer), method)
