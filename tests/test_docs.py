@@ -60,31 +60,3 @@ def test_the_progress_example_of_tools_md_runs(capsys: pytest.CaptureFixture[str
     block = next(b for b in blocks if "reporting_progress" in b)
     exec(compile(block, "tools.md:progress", "exec"), {"__name__": "docs_example"})
     assert capsys.readouterr().out.splitlines() == ["1 3 chunk 1", "2 3 chunk 2", "3 3 chunk 3"]
-
-
-def test_the_seam_examples_of_hooks_md_run(capsys: pytest.CaptureFixture[str]) -> None:
-    import re
-
-    text = (DOCS / "hooks.md").read_text(encoding="utf-8")
-    examples = re.findall(r"```python\n(.*?)```\n\n(?:prints\n\n```text\n(.*?)```|prints `(.*?)`)?",
-                          text, re.S)
-    ran = 0
-    for block, printed, inline in examples:
-        if "ToolRegistry(" not in block:
-            continue  # a signature
-        exec(compile(block, "hooks.md", "exec"), {"__name__": "docs_example"})
-        out = capsys.readouterr().out
-        expected = printed or (inline + "\n" if inline else "")
-        assert out == expected
-        ran += 1
-    assert ran == 3
-
-
-def test_the_concurrency_group_example_of_execution_md_runs() -> None:
-    import re
-    import textwrap
-
-    text = (DOCS / "execution.md").read_text(encoding="utf-8")
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
-                 if "concurrency_group" in b)
-    exec(compile(textwrap.dedent(block), "execution.md", "exec"), {"__name__": "docs_example"})
