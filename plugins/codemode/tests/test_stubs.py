@@ -115,3 +115,31 @@ def test_output_schema_gives_the_return_type_and_parsing() -> None:
                 output_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
     fn = function_for(tool, "t", False)
     assert fn.returns == "dict[str, Any]" and fn.parse_json
+
+
+def test_mcp_wrapped_results_are_their_inner_type() -> None:
+    wrapped = {"type": "object", "properties": {"result": {"type": "string"}},
+               "required": ["result"]}
+    fn = function_for(Tool(name="n", description="", callable=lambda: "x",
+                           output_schema=wrapped), "n", False)
+    assert fn.returns == "str" and not fn.parse_json
+    numbers = {"type": "object", "properties": {"result": {"type": "array",
+                                                           "items": {"type": "integer"}}},
+               "required": ["result"]}
+    fn = function_for(Tool(name="m", description="", callable=lambda: "[1]",
+                           output_schema=numbers), "m", False)
+    assert fn.returns == "list[int]" and fn.parse_json
+
+
+def test_docstrings_are_one_sentence_and_stay_valid_python() -> None:
+    def quote(unit: str = "c") -> str:
+        """Quote a unit. Longer explanation that the listing leaves out.
+
+        Args:
+            unit: Temperature unit, "c" or "f"
+        """
+        return unit
+
+    fn = function_for(Tool.from_function(quote), "quote", False)
+    assert fn.doc() == 'Quote a unit. unit: Temperature unit, "c" or "f\\"'
+    compile(fn.listing() + "\n", "listing", "exec")

@@ -25,8 +25,10 @@ RESERVED = frozenset({"call_tool", "asyncio", "json", "re", "math", "datetime", 
 
 _BUILTINS = frozenset(dir(builtins))
 _MAX_DEPTH = 8
-_NOTE_CHARS = 120
-_SUMMARY_CHARS = 240
+_NOTE_CHARS = 100
+_SUMMARY_CHARS = 160
+_SENTENCE_END = re.compile(r"(?<=[\w)\]'\"]\.)\s+(?=[A-Z])")
+"""A full stop that ends a sentence (followed by a capital: not the one of "e.g. \"x\"")."""
 _SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
            "null": "None"}
 
@@ -149,9 +151,10 @@ def _one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _summary(description: str) -> str:
-    first = description.strip().split("\n\n", 1)[0]
-    return _one_line(first, _SUMMARY_CHARS)
+def _first_sentence(text: str, limit: int) -> str:
+    """The first sentence of the first paragraph, on one line, at most ``limit`` characters."""
+    first = " ".join(text.strip().split("\n\n", 1)[0].split())
+    return _one_line(_SENTENCE_END.split(first, maxsplit=1)[0], limit)
 
 
 def _default(value: Any) -> str:
@@ -202,7 +205,8 @@ class ToolFunction:
             text = (text + " " if text else "") + "; ".join(notes)
         if self.py != self.tool_name:
             text += f" (tool {self.tool_name!r})"
-        return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        return text[:-1] + '\\"' if text.endswith('"') else text
 
     def listing(self) -> str:
         """Two lines for the description: the signature and a one-line docstring."""
@@ -267,7 +271,7 @@ def _build(tool: Tool, py: str, deferred: bool) -> ToolFunction:
         taken.add(name)
         annotation = render_type(prop, schema)
         note = prop.get("description")
-        note = _one_line(note, _NOTE_CHARS) if isinstance(note, str) else ""
+        note = _first_sentence(note, _NOTE_CHARS) if isinstance(note, str) else ""
         if key in required_set:
             first.append(Param(name, str(key), annotation, None, note))
             continue
@@ -278,15 +282,23 @@ def _build(tool: Tool, py: str, deferred: bool) -> ToolFunction:
             default = "None" if nullable else "..."
         later.append(Param(name, str(key), annotation, default, note))
     returns, parse_json = _returns(tool)
-    return ToolFunction(tool.name, py, (*first, *later), returns, _summary(tool.description),
+    return ToolFunction(tool.name, py, (*first, *later), returns, _first_sentence(tool.description, _SUMMARY_CHARS),
                         deferred, parse_json)
 
 
 def _returns(tool: Tool) -> tuple[str, bool]:
     """The return annotation, and whether a text result is JSON to be parsed (a declared
     output schema)."""
-    if tool.output_schema:
-        return render_type(tool.output_schema), True
+    schema = tool.output_schema
+    if schema:
+        props = schema.get("properties")
+        if (isinstance(props, Mapping) and list(props) == ["result"]
+                and schema.get("required") == ["result"]):
+            # MCP's wrapper for a result that is not an object: the text is the value itself,
+            # JSON unless it is a string.
+            inner = props["result"]
+            return render_type(inner, schema), render_type(inner, schema) != "str"
+        return render_type(schema), True
     fn = tool.callable
     if fn is None or tool.provenance.kind not in ("function", "class"):
         return "Any", False
