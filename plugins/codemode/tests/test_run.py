@@ -262,3 +262,26 @@ def test_a_bad_table_is_refused_when_the_configuration_loads(tmp_path: Any) -> N
         '[tool.toolregistry.plugins.codemode]\nwall-time = "long"\n', "utf-8")
     with pytest.raises(ConfigError, match="wall-time"):
         ToolRegistry(config=tmp_path / "pyproject.toml")
+
+
+def test_a_string_variable_passes_the_check_and_the_registry_checks_its_value(
+        make_mode: MakeMode, seen: Seen) -> None:
+    registry, _ = make_mode()
+    code = ("units = ['c', 'x']\nout = []\nfor u in units:\n    try:\n"
+            "        out.append((await get_weather('Oslo', u))['unit'])\n"
+            "    except TypeError:\n        out.append('refused')\nout")
+    result = registry.invoke("run_code", {"code": code})
+    assert result.ok, result.text
+    assert json.loads(result.text) == ["c", "refused"]
+    assert len(seen) == 1
+
+
+def test_findings_that_running_settles_do_not_refuse_a_program(make_mode: MakeMode) -> None:
+    registry, _ = make_mode()
+    code = ("import re\nw = await get_weather('Oslo')\n"
+            "m = re.search(r'(\\d+)', str(w['temp']))\nint(m.group(1))")
+    result = registry.invoke("run_code", {"code": code})
+    assert result.ok, result.text  # ty: `group` on `Match[str] | None`; it runs and works
+    assert result.text == "3"
+    wrong = registry.invoke("run_code", {"code": "import re\nre.search('x', 'y').group(1)"})
+    assert wrong.is_error and wrong.metadata["error"] == {"kind": "runtime", "line": 2}

@@ -143,3 +143,20 @@ def test_docstrings_are_one_sentence_and_stay_valid_python() -> None:
     fn = function_for(Tool.from_function(quote), "quote", False)
     assert fn.doc() == 'Quote a unit. unit: Temperature unit, "c" or "f\\"'
     compile(fn.listing() + "\n", "listing", "exec")
+
+
+def test_stubs_widen_literals_the_listing_keeps_them() -> None:
+    from toolregistry_codemode._stubs import widen
+
+    assert widen("Literal['c', 'f']") == "str"
+    assert widen("Literal['a'] | None") == "str | None"
+    assert widen("list[Literal[1, 2]]") == "list[int]"
+    assert widen("Literal[True, 'x']") == "bool | str"
+
+    def convert(amount: float, currency: Literal["EUR", "USD"]) -> float:
+        """Convert."""
+        return amount
+
+    fn = function_for(Tool.from_function(convert), "convert", False)
+    assert "currency: Literal['EUR', 'USD']" in fn.listing()
+    assert "currency: str" in fn.stub()

@@ -9,7 +9,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry.types import ToolResult
@@ -49,10 +49,10 @@ class Run:
         self.id = f"code{next(_ids)}"
         self.result = CodeRun()
         self.count = 0
-        self.running: dict[str, str] = {}
-        self.tasks: set[asyncio.Task[Any]] = set()
-        self.records: list[tuple[int, CallRecord]] = []
-        """The calls made, as (sequence number, record): they finish in any order."""
+        self.running: dict[asyncio.Task[Any] | None, str] = {}
+        """The calls in flight: their tasks (to cancel when the program ends) and tools."""
+        self.records: list[tuple[Any, ...]] = []
+        """The calls made: (sequence number, CallRecord's fields)."""
         self.last_tool_error: str | None = None
         self.stopped: CodeError | None = None
         self.closed = False
@@ -107,7 +107,8 @@ class Run:
         """Cancel the tool calls still in flight (the program ended or was stopped while they
         ran): the registry then interrupts them as on any cancellation."""
         self.closed = True
-        tasks = [t for t in self.tasks if not t.done() and t is not asyncio.current_task()]
+        me = asyncio.current_task()
+        tasks = [t for t in self.running if t is not None and not t.done() and t is not me]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -120,52 +121,60 @@ class Run:
     # -- tool calls ---------------------------------------------------------------------------
     async def call(self, fn: ToolFunction, arguments: dict[str, Any]) -> Any:
         """One tool call through the registry's own path; its value for the program, or the
-        exception the program sees."""
-        if self.stopped is not None:
-            raise RuntimeError(self.stopped.message)
-        if self.closed:  # a call the sandbox started just before the program was stopped
-            raise RuntimeError("the program was stopped")
-        limit = self.settings.max_tool_calls
-        if self.count >= limit:
-            error = CodeError("limit", f"the program made more than {limit} tool calls",
-                              hint="batch the work differently, or do it in several programs")
-            self.stop(error)
-            raise RuntimeError(error.message)
-        self.count += 1
-        seq = self.count
+        exception the program sees. (The per-call path: records stay tuples until the end.)"""
+        if self.stopped is not None or self.closed or self.count >= self.settings.max_tool_calls:
+            self._refuse()
+        self.count = seq = self.count + 1
         call_id = f"{self.id}.{seq}"
-        self.running[call_id] = fn.tool_name
         task = asyncio.current_task()
-        if task is not None:
-            self.tasks.add(task)
+        self.running[task] = fn.tool_name
         started = time.perf_counter()
         try:
             result = await self.registry.ainvoke(fn.tool_name, arguments, context=self.context,
                                                  call_id=call_id)
         except asyncio.CancelledError:
-            self.records.append((seq, CallRecord(fn.tool_name, arguments, "cancelled",
-                                                 time.perf_counter() - started, call_id)))
+            self.records.append((seq, fn.tool_name, arguments, "cancelled",
+                                 time.perf_counter() - started, call_id))
             raise
         finally:
-            self.running.pop(call_id, None)
-            if task is not None:
-                self.tasks.discard(task)
-        outcome = result.error_kind or ("error" if result.is_error else "ok")
-        self.records.append((seq, CallRecord(fn.tool_name, arguments, outcome, result.duration,
-                                             call_id)))
-        if result.is_error:
-            text = result.text.removeprefix("Error: ")
-            if len(text) > _MAX_ERROR_CHARS:
-                text = text[:_MAX_ERROR_CHARS] + "…"
-            message = f"{fn.py}() failed ({outcome}): {text}"
-            self.last_tool_error = message
-            raise _TOOL_ERRORS.get(result.error_kind, RuntimeError)(message)
-        return _to_sandbox(result, fn)
+            del self.running[task]
+        if not result.is_error:
+            self.records.append((seq, fn.tool_name, arguments, "ok", result.duration, call_id))
+            value = result.value
+            if type(value) in _SCALARS and not fn.parse_json:
+                return value
+            return _to_sandbox(result, fn)
+        outcome = result.error_kind or "error"
+        self.records.append((seq, fn.tool_name, arguments, outcome, result.duration, call_id))
+        text = result.text.removeprefix("Error: ")
+        if len(text) > _MAX_ERROR_CHARS:
+            text = text[:_MAX_ERROR_CHARS] + "…"
+        message = f"{fn.py}() failed ({outcome}): {text}"
+        self.last_tool_error = message
+        raise _TOOL_ERRORS.get(result.error_kind, RuntimeError)(message)
+
+    def _refuse(self) -> None:
+        if self.stopped is not None:
+            raise RuntimeError(self.stopped.message)
+        if self.closed:  # a call the sandbox started just before the program was stopped
+            raise RuntimeError("the program was stopped")
+        limit = self.settings.max_tool_calls
+        error = CodeError("limit", f"the program made more than {limit} tool calls",
+                          hint="batch the work differently, or do it in several programs")
+        self.stop(error)
+        raise RuntimeError(error.message)
+
+    def call_records(self) -> list[CallRecord]:
+        """The calls made, in the order the program made them (they finish in any order)."""
+        return [CallRecord(*r[1:]) for r in sorted(self.records, key=lambda r: r[0])]
 
 
 def external(fn: ToolFunction) -> Callable[..., Any]:
-    async def call(*args: Any, **kwargs: Any) -> Any:
-        return await CURRENT.get().call(fn, fn.bind(args, kwargs))
+    """The host function behind ``fn`` in programs. A plain function returning the call's
+    coroutine (the sandbox awaits it): one coroutine per call instead of two."""
+
+    def call(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+        return CURRENT.get().call(fn, fn.bind(args, kwargs))
 
     call.__name__ = fn.py
     return call
@@ -199,6 +208,7 @@ def no_os(*, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], is_async:
 
 # -- values across the boundary -----------------------------------------------------------------
 _PLAIN = (str, int, float, bool, type(None))
+_SCALARS = frozenset(_PLAIN)
 
 
 def _plain(value: Any, depth: int = 0) -> bool:

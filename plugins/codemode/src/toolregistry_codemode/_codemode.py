@@ -18,7 +18,7 @@ from toolregistry.tool import Provenance
 from toolregistry.types import ToolContext, ToolResult
 
 from ._bridge import CURRENT, Run, call_tool, external, no_os
-from ._errors import classify
+from ._errors import blocking, classify
 from ._result import CodeError, CodeRun
 from ._sandbox import MODULES, Sandbox
 from ._settings import PLUGIN_NAME, CodeModeSettings
@@ -212,8 +212,7 @@ class CodeMode:
             CURRENT.reset(token)
             await run.cancel_calls()
             run.result.output = run.output()
-            run.result.calls = [record for _, record in sorted(run.records,
-                                                               key=lambda r: r[0])]
+            run.result.calls = run.call_records()
             run.result.duration = time.perf_counter() - started
         log.info("codemode.ran", calls=len(run.result.calls), ok=run.result.ok,
                  error=run.result.error.kind if run.result.error else None,
@@ -225,6 +224,8 @@ class CodeMode:
         return asyncio.run(self.run(code, context=context))
 
     async def _run(self, run: Run, code: str) -> None:
+        from pydantic_monty import MontyTypingError
+
         s = self.settings
         pool = await self.sandbox.pool()
         # The sandbox stops a program that computes past wall_time itself (naming the line);
@@ -237,13 +238,23 @@ class CodeMode:
             type_check_format="concise",
             os_policy={"sleep_system_max": float("inf")},
         ) as session:
-            feed = asyncio.ensure_future(session.feed_run(
-                code, external_lookup=dict(run.view.externals), print_callback=run.printed,
-                os=no_os))
-            run.feed = feed
             run.loop = asyncio.get_running_loop()
+
+            def feed(skip_check: bool) -> asyncio.Future[Any]:
+                run.feed = asyncio.ensure_future(session.feed_run(
+                    code, external_lookup=dict(run.view.externals), print_callback=run.printed,
+                    os=no_os, skip_type_check=skip_check))
+                return run.feed
+
             try:
-                value = await feed
+                try:
+                    value = await feed(False)
+                except MontyTypingError as exc:
+                    if blocking(exc.display()):
+                        raise
+                    # Only diagnostics that running will settle (an Optional not narrowed, a
+                    # possibly unbound name): run it; a real fault raises at its line.
+                    value = await feed(True)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if run.stopped is None or (task is not None and task.cancelling()):

@@ -14,7 +14,25 @@ if TYPE_CHECKING:
     from ._bridge import Run
     from ._settings import CodeModeSettings
 
-__all__ = ["classify"]
+__all__ = ["BLOCKING", "blocking", "classify"]
+
+BLOCKING = frozenset({
+    "invalid-syntax", "missing-argument", "unknown-argument", "too-many-positional-arguments",
+    "parameter-already-assigned", "invalid-argument-type", "unresolved-reference",
+    "unresolved-import", "call-non-callable", "invalid-await",
+})
+"""Type-check findings that refuse a program: wrong calls, unknown names, syntax. Others (an
+``Optional`` not narrowed before ``.group()``, ...) let it run: if it really is wrong, the
+runtime error names the line."""
+
+_CODE = re.compile(r"error\[([a-z-]+)\]")
+
+
+def blocking(diagnostics: str) -> bool:
+    """Whether the type checker's ``diagnostics`` refuse the program (see :data:`BLOCKING`; a
+    coroutine used without ``await`` too)."""
+    codes = set(_CODE.findall(diagnostics))
+    return bool(codes & BLOCKING) or "CoroutineType" in diagnostics or not codes
 
 _MAX_DIAGNOSTICS = 20
 _DIAGNOSTIC = re.compile(r"^\S*?:(\d+):\d+: ", re.M)

@@ -4,6 +4,7 @@ schema's names."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import keyword
 import re
@@ -134,6 +135,31 @@ def render_type(schema: Any, root: Mapping[str, Any] | None = None, depth: int =
     return "Any"
 
 
+class _Widen(ast.NodeTransformer):
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "Literal":
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            names: list[str] = []
+            for item in items:
+                value = item.value if isinstance(item, ast.Constant) else None
+                name = "None" if value is None else type(value).__name__
+                if name not in names:
+                    names.append(name)
+            return ast.parse(" | ".join(names), mode="eval").body
+        self.generic_visit(node)
+        return node
+
+
+def widen(annotation: str) -> str:
+    """``annotation`` with each ``Literal[...]`` as its values' types (``Literal['a', 'b']``
+    -> ``str``): what the type checker reads, so that a program passing a ``str`` variable it
+    built itself is not refused (the registry still checks the value when the call is made)."""
+    if "Literal[" not in annotation:
+        return annotation
+    tree = _Widen().visit(ast.parse(annotation, mode="eval"))
+    return _union([ast.unparse(tree)])
+
+
 def _resolve(ref: str, root: Mapping[str, Any]) -> Any:
     if not ref.startswith("#/"):
         return None
@@ -175,9 +201,9 @@ class Param:
     default: str | None  # None: required
     note: str
 
-    def render(self) -> str:
-        """``name: type`` or ``name: type = default``."""
-        head = f"{self.py}: {self.annotation}"
+    def render(self, stub: bool = False) -> str:
+        """``name: type`` or ``name: type = default`` (``stub``: literals widened)."""
+        head = f"{self.py}: {widen(self.annotation) if stub else self.annotation}"
         return head if self.default is None else f"{head} = {self.default}"
 
 
@@ -193,9 +219,10 @@ class ToolFunction:
     deferred: bool
     parse_json: bool
 
-    def signature(self) -> str:
-        """``async def name(params) -> returns:``."""
-        return f"async def {self.py}({', '.join(p.render() for p in self.params)}) -> {self.returns}:"
+    def signature(self, stub: bool = False) -> str:
+        """``async def name(params) -> returns:`` (``stub``: for the type checker)."""
+        params = ", ".join(p.render(stub) for p in self.params)
+        return f"async def {self.py}({params}) -> {self.returns}:"
 
     def doc(self) -> str:
         """The summary and the parameters' notes, on one line."""
@@ -215,7 +242,7 @@ class ToolFunction:
 
     def stub(self) -> str:
         """The stub the type checker reads."""
-        return f"{self.signature()}\n    ...\n"
+        return f"{self.signature(stub=True)}\n    ...\n"
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The call's arguments under the schema's names; ``TypeError`` like Python's for too
