@@ -353,6 +353,9 @@ def _returns(tool: Tool) -> tuple[str, bool]:
 def stub_module(functions: Iterable[ToolFunction]) -> str:
     """The stub module the type checker reads: every exposed tool and ``call_tool``."""
     lines = ["from typing import Any, Literal", "",
+             "# The interpreter has it (a refused tool call raises it); the checker's builtins",
+             "# do not.",
+             "class PermissionError(OSError): ...", "",
              "async def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:",
              "    ...", ""]
     lines.extend(f.stub() for f in functions)
