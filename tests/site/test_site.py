@@ -6,7 +6,6 @@ Runs in the ``docs`` nox session (``mkdocs build --strict`` runs there first).
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -106,30 +105,3 @@ def test_getting_started_comes_first() -> None:
     assert index and index[0][1] == "getting-started.md", index[:1]
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     assert nav.index("getting-started.md") < nav.index("tools.md")
-
-
-def test_every_plugin_is_an_extra() -> None:
-    """Each plugins/<name> is the extra `toolregistry[<name>]`, pinned to its version, part of
-    `all`, a uv workspace source and a line of workspace.txt (docs/installation.md)."""
-    core = tomllib.loads((REPO / "core/pyproject.toml").read_text())["project"]
-    extras = core["optional-dependencies"]
-    sources = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["uv"]["sources"]
-    workspace = (REPO / "workspace.txt").read_text().split()
-    (all_line,) = extras["all"]
-    in_all = set(re.fullmatch(r"toolregistry\[(.*)\]", all_line)[1].split(","))  # type: ignore[index]
-    missing = []
-    for name in PLUGINS:
-        meta = tomllib.loads((REPO / "plugins" / name / "pyproject.toml").read_text())["project"]
-        dist, version = meta["name"], meta["version"]
-        if extras.get(name) != [f"{dist}=={version}"]:
-            missing.append(f'core/pyproject.toml: {name} = ["{dist}=={version}"]')
-        if name not in in_all:
-            missing.append(f"core/pyproject.toml: {name} in the all extra")
-        if sources.get(dist) != {"workspace": True}:
-            missing.append(f"pyproject.toml: [tool.uv.sources] {dist} = {{ workspace = true }}")
-        if f"./plugins/{name}" not in workspace:
-            missing.append(f"workspace.txt: -e ./plugins/{name}")
-    assert not missing, "missing:\n" + "\n".join(missing)
-    stray = set(extras) - set(PLUGINS) - {"all"}
-    assert not stray, f"extras for no plugin of plugins/: {stray}"
-    assert sources.get("toolregistry") == {"workspace": True}
