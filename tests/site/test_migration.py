@@ -9,6 +9,7 @@ the reason, only when that environment cannot be built (no network to the packag
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -128,3 +129,116 @@ def test_the_before_example_runs_on_019(tmp_path: Path) -> None:
         else:
             assert " ".join(block.code.split()) in " ".join(printed.split()), (
                 f"{block.where}: 0.19 printed something else:\n{printed}")
+
+
+# --- the MCP and OpenAPI rows of "Behaviour that can surprise", shown on 0.19 -----------------
+# (what 1.0 does instead is tested by plugins/mcp and plugins/openapi)
+
+_MCP_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("faults")
+
+
+@server.tool()
+def boom(x: int) -> str:
+    """Always fails."""
+    raise ValueError(f"bad x {x}")
+
+
+@server.tool()
+def echo(x: int) -> int:
+    """Returns x."""
+    return x
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+'''
+
+_MCP_CLIENT = '''
+import json, sys, warnings
+from toolregistry import ToolRegistry
+
+warnings.simplefilter("ignore")
+registry = ToolRegistry()
+registry.register_from_mcp({"command": sys.executable, "args": ["server.py"], "transport": "stdio"})
+boom = registry.invoke("boom", {"x": 1})
+echo = registry.invoke("echo", {"x": "not a number"})
+print(json.dumps({"types": [type(boom).__name__, type(echo).__name__],
+                  "boom": str(boom), "echo": str(echo)}))
+'''
+
+
+def _run_019(tmp_path: Path, script: str) -> str:
+    proc = subprocess.run([old_python(), "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_019_reports_an_mcp_error_as_a_success_and_sends_unvalidated_arguments(
+        tmp_path: Path) -> None:
+    (tmp_path / "server.py").write_text(_MCP_SERVER, encoding="utf-8")
+    out = json.loads(_run_019(tmp_path, _MCP_CLIENT))
+    # isError: true came back as a plain str result (not 0.19's ErrorResult), the MCP result
+    # object dumped as JSON
+    assert '"is_error": true' in out["boom"] and '"text": "Error executing tool boom"' in out["boom"]
+    # "not a number" for an integer was not checked: the server's own validation answered
+    assert "validation error" in out["echo"] and "not a number" in out["echo"]
+    assert "ErrorResult" not in out["types"], out
+
+
+_OPENAPI_CLIENT = '''
+import json, threading, warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+seen = []
+
+
+class Handler(BaseHTTPRequestHandler):
+    def answer(self):
+        seen.append([self.command, self.path, self.headers.get("X-Trace")])
+        body = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_PATCH = answer
+
+    def log_message(self, *args):
+        pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+base = f"http://127.0.0.1:{server.server_address[1]}"
+item = [{"name": "item_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+spec = {"openapi": "3.0.3", "info": {"title": "Items", "version": "1"}, "paths": {
+    "/items/{item_id}": {
+        "get": {"operationId": "get_item", "parameters": item + [
+            {"name": "X-Trace", "in": "header", "schema": {"type": "string"}}]},
+        "patch": {"operationId": "rename_item", "parameters": item, "requestBody": {"content": {
+            "application/json": {"schema": {"type": "object",
+                                            "properties": {"name": {"type": "string"}}}}}}},
+    }}}
+
+from toolregistry import ToolRegistry
+from toolregistry.utils import HttpxClientConfig
+
+warnings.simplefilter("ignore")
+registry = ToolRegistry()
+registry.register_from_openapi(HttpxClientConfig(base_url=base), spec)
+registry.invoke("get_item", {"item_id": "a1", "X-Trace": "t1"})
+server.shutdown()
+print(json.dumps({"tools": registry.list_tools(), "seen": seen}))
+'''
+
+
+def test_019_drops_patch_and_never_fills_in_path_parameters(tmp_path: Path) -> None:
+    out = json.loads(_run_019(tmp_path, _OPENAPI_CLIENT))
+    assert out["tools"] == ["get_item"]  # the PATCH operation is gone, without a word
+    # the path template is requested literally; path and header parameters become the query
+    assert out["seen"] == [["GET", "/items/{item_id}?item_id=a1&X-Trace=t1", None]]
