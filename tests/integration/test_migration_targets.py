@@ -105,11 +105,13 @@ def test_every_replacement_in_the_mapping_table_exists(registry: ToolRegistry) -
     for line, text in _targets():
         where = f"{PAGE.name}:{line}: `{text}`"
         text = text.removeprefix("await ").removeprefix("@")
-        if m := re.fullmatch(r"(toolregistry(?:_\w+)?(?:\.\w+)*)", text):
+        if m := re.fullmatch(r"(toolregistry(?:_\w+)?(?:\.\w+)*)(?:\((.*)\))?", text):
             try:
-                _resolve_dotted(m[1])
+                target = _resolve_dotted(m[1])
             except (ImportError, AttributeError) as exc:
                 raise AssertionError(f"{where}: {exc}") from None
+            if m[2] is not None:
+                _check_keywords(target, m[2], where)
         elif m := re.fullmatch(r"(\w+)\.(\w+)(?:\((.*)\))?(?:\.(\w+))?", text):
             if m[1] not in owners:
                 continue
