@@ -1,7 +1,10 @@
-"""Exceptions raised by toolregistry. Every message names what was wrong and what to do."""
+"""Exceptions raised by toolregistry, and the one a tool raises to choose its error result.
+Every message names what was wrong and what to do. Which API raises what, and what is returned
+as an error result instead, is docs/errors.md."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,7 +26,12 @@ __all__ = [
 
 
 class ToolRegistryError(Exception):
-    """Base class of every error raised by toolregistry."""
+    """Base class of the registry's own errors.
+
+    Mistakes in how an API is called (an argument of the wrong type, an unknown ``api_format``,
+    results that do not belong to the calls) are the standard ``TypeError`` / ``ValueError``;
+    what a model sends wrong is never raised, it becomes an error result (docs/errors.md).
+    """
 
 
 class ToolRegistrationError(ToolRegistryError, ValueError):
@@ -46,13 +54,17 @@ class ToolNotFoundError(ToolRegistryError, KeyError):
 
 
 class ToolCallError(ToolRegistryError):
-    """A tool call failed; ``kind`` says how (one of ``ToolResult.error_kind``'s values).
+    """A tool call failed; ``kind`` says how (one of ``ToolResult.error_kind``'s values: any
+    other is a ``ValueError`` here, when the error is made).
 
     A tool may raise it to choose the error kind and the exact message the model reads
     (``raise ToolCallError("HTTP 503 from the service", kind="remote")``).
     """
 
     def __init__(self, message: str, *, kind: ErrorKind = "execution") -> None:
+        if kind not in _error_kinds():  # it becomes ToolResult.error_kind, a closed set
+            raise ValueError(f"ToolCallError kind {kind!r} is not an error kind; use one of "
+                             f"{', '.join(_error_kinds())}")
         super().__init__(message)
         self.kind: ErrorKind = kind
 
@@ -77,6 +89,15 @@ class ToolCancelled(BaseException):
     A ``BaseException`` so that ``except Exception`` in tool code does not swallow it. Tools
     may catch it to clean up, and should then re-raise it.
     """
+
+
+@functools.cache
+def _error_kinds() -> tuple[str, ...]:
+    from typing import get_args
+
+    from .types import ErrorKind
+
+    return get_args(ErrorKind)
 
 
 class ConfigError(ToolRegistryError, ValueError):

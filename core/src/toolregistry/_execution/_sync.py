@@ -328,7 +328,8 @@ class SyncScheduler:
         except Exception as exc:
             return Done(index, prep, started, None, exc)
         if prep.is_async:
-            coro = executor.aio.body(fn, args, kwargs, prep, started)
+            coro = executor.aio.body(_contained(fn, prep.plan.tool.name), args, kwargs, prep,
+                                     started)
             loop = executor.loop_thread
             if threading.get_ident() == loop.ident:
                 # A tool on the private loop calling the sync API: a loop cannot wait on itself.
@@ -421,13 +422,27 @@ class SyncScheduler:
         async def one(i: int, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
                       prep: Prepared, started: float) -> None:
             try:
-                value = await body(fn, args, kwargs, prep, started)
+                value = await body(_contained(fn, prep.plan.tool.name), args, kwargs, prep,
+                                   started)
             except (Exception, ToolCancelled) as exc:
                 out[i] = (None, exc)
             else:
                 out[i] = (value, None)
 
         await asyncio.gather(*(one(*entry) for entry in group))
+
+
+def _contained(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` for the private loop: ``KeyboardInterrupt`` / ``SystemExit`` from an async tool
+    would leave asyncio's loop and end the loop thread (every later async call would then wait
+    for its deadline); they end this call instead, as on a worker thread."""
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise ToolCallError(f"tool {name!r} failed: {type(exc).__name__}: {exc}") from None
+
+    return run
 
 
 def _deadline_of(handle: Handle) -> float:
