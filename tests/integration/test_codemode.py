@@ -102,3 +102,15 @@ def test_long_output_goes_to_the_spool(registry: ToolRegistry) -> None:
     page = registry.invoke("read_tool_output", {"handle": spool["handle"], "limit": 1})
     assert page.ok and "word" in page.text
     assert len(result.value.output) == len("word " * 60000) + 1  # the application has it all
+
+
+def test_a_program_gets_the_whole_value_of_a_spooled_call(registry: ToolRegistry) -> None:
+    def big_log() -> str:
+        """A long log."""
+        return "".join(f"line {i} ok\n" for i in range(30_000))
+
+    registry.register(Tool.from_function(big_log, metadata=ToolMetadata(too_long_to_file=True)))
+    model_view = registry.invoke("big_log")
+    assert model_view.metadata.get("spool"), "the model's own call is spooled"
+    result = registry.invoke("run_code", {"code": "len((await big_log()).splitlines())"})
+    assert result.ok and result.text == "30000"  # the program read it all; the model reads 5 chars
