@@ -129,6 +129,24 @@ def test_an_async_tool_cannot_stop_the_private_loop(registry: ToolRegistry, exc:
     assert registry.invoke("ok", {}, timeout=5).value == 1
 
 
+def test_an_awaitable_awaited_in_a_helper_thread_reports_its_interrupt(
+        registry: ToolRegistry) -> None:
+    async def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    @registry.register
+    def returns_awaitable() -> Any:
+        return interrupted()
+
+    async def from_async_code() -> Any:
+        # this thread runs a loop, so the awaitable is awaited on a helper thread
+        return registry.invoke("returns_awaitable", {}, timeout=0)
+
+    result = asyncio.run(from_async_code())
+    assert result.error_kind == "execution"  # before: a success whose value was None
+    assert "KeyboardInterrupt" in result.text
+
+
 def test_an_async_tool_interrupts_the_callers_own_loop(registry: ToolRegistry) -> None:
     @registry.register
     async def interrupted() -> None:

@@ -475,12 +475,18 @@ def _run_awaitable(value: Any) -> tuple[Any, BaseException | None]:
         except (Exception, ToolCancelled) as exc:
             out[1] = exc
 
+    def run_in_helper() -> None:
+        try:
+            run()
+        except BaseException as exc:  # KeyboardInterrupt / SystemExit: they end this call only
+            out[1] = exc
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         run()
     else:
-        helper = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+        helper = threading.Thread(target=contextvars.copy_context().run, args=(run_in_helper,),
                                   name="toolregistry-await", daemon=True)
         helper.start()
         helper.join()
