@@ -285,3 +285,16 @@ def test_findings_that_running_settles_do_not_refuse_a_program(make_mode: MakeMo
     assert result.text == "3"
     wrong = registry.invoke("run_code", {"code": "import re\nre.search('x', 'y').group(1)"})
     assert wrong.is_error and wrong.metadata["error"] == {"kind": "runtime", "line": 2}
+
+
+def test_calls_that_do_not_fit_the_signature_raise_like_python(make_mode: MakeMode,
+                                                                seen: Seen) -> None:
+    registry, _ = make_mode(type_check=False)
+    code = ("try:\n    await list_cities(area='asia')\nexcept TypeError as e:\n"
+            "    print('caught:', e)\nawait list_cities('asia', 'europe')")
+    result = registry.invoke("run_code", {"code": code})
+    assert result.is_error and result.metadata["error"] == {"kind": "runtime", "line": 5}
+    assert ("caught: list_cities() got an unexpected keyword argument 'area' "
+            "(its parameters: region)") in result.text
+    assert "list_cities() takes 1 positional argument but 2 were given" in result.text
+    assert seen == [] and result.metadata["calls"] == []
