@@ -256,6 +256,56 @@ def test_a_format_must_offer_something() -> None:
         FormatTable([Empty()])
 
 
+# --- what every built-in format keeps ---------------------------------------------------------
+
+# Where the calls are in the message a format writes to echo them (the first of its answer
+# messages): each format that both reads calls and writes messages must read its own echo back.
+ECHOED_CALLS: dict[str, Any] = {
+    "openai-chat": lambda messages: messages[0]["tool_calls"],
+    "openai-responses": lambda messages: [m for m in messages if m["type"] == "function_call"],
+    "anthropic": lambda messages: messages[0]["content"],
+    "gemini": lambda messages: messages[0]["parts"],
+    "bedrock-converse": lambda messages: messages[0]["content"],
+}
+
+
+def test_every_format_that_reads_and_answers_is_in_the_round_trip() -> None:
+    both = set(BUILTIN.names("calls")) & set(BUILTIN.names("messages"))
+    assert both == set(ECHOED_CALLS)
+
+
+@pytest.mark.parametrize("api_format", sorted(ECHOED_CALLS))
+def test_a_format_reads_back_the_calls_it_echoes(registry: ToolRegistry, api_format: str) -> None:
+    @registry.register
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    calls = [{"name": "add", "arguments": {"a": 1, "b": 2}, "id": "c1"},
+             {"name": "add", "arguments": {"a": 3, "b": 4}, "id": "c2"}]
+    results = registry.execute_tool_calls(calls)
+    messages = registry.build_tool_call_messages(calls, results, api_format=api_format)
+    echoed = registry.parse_tool_calls(ECHOED_CALLS[api_format](messages))
+    assert [(c.format, c.name, c.id, c.arguments) for c in echoed] == [
+        (api_format, "add", "c1", {"a": 1, "b": 2}), (api_format, "add", "c2", {"a": 3, "b": 4})]
+    again = registry.execute_tool_calls(ECHOED_CALLS[api_format](messages))
+    assert [r.value for r in again] == [3, 7]
+
+
+@pytest.mark.parametrize("api_format", BUILTIN.names("messages"))
+def test_no_answers_no_messages(registry: ToolRegistry, api_format: str) -> None:
+    assert registry.build_tool_call_messages([], [], api_format=api_format) == []
+
+
+@pytest.mark.parametrize("api_format", BUILTIN.names("tool_choice"))
+def test_tool_choice_values_are_fresh(api_format: str) -> None:
+    fmt = BUILTIN.get(api_format)
+    modes: tuple[ChoiceMode, ...] = ("auto", "required", "tool")
+    for mode in modes:  # a caller may edit what it got: the next caller must not see that
+        first, second = fmt.tool_choice(mode, "add"), fmt.tool_choice(mode, "add")
+        assert first == second
+        assert first is not second or not isinstance(first, (dict, list)), (api_format, mode)
+
+
 # --- docs/formats.md ---------------------------------------------------------------------------
 
 def test_the_docs_snippets_run() -> None:
