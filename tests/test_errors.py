@@ -57,6 +57,37 @@ def test_a_tool_chooses_its_error_kind(registry: ToolRegistry, kind: Any) -> Non
         True, kind, "Error: what the model reads")
 
 
+def test_a_tools_own_timeout_is_retried_and_a_timeout_kind_is_not() -> None:
+    from toolregistry import RetryPolicy
+    from toolregistry.errors import ToolTimeoutError
+    from toolregistry.tool import ToolMetadata
+
+    reg = ToolRegistry(retry=RetryPolicy(attempts=3, backoff=0.001))
+    tries = {"own": 0, "kind": 0}
+
+    def own() -> str:
+        tries["own"] += 1
+        if tries["own"] < 3:
+            raise ToolTimeoutError("the upstream did not answer in 1 s")
+        return "ok"
+
+    def kind() -> str:
+        tries["kind"] += 1
+        raise ToolCallError("the upstream did not answer in 1 s", kind="timeout")
+
+    try:
+        idempotent = ToolMetadata(idempotent_hint=True)
+        reg.register(own, metadata=idempotent)
+        reg.register(kind, metadata=idempotent)
+        assert reg.invoke("own", {}).value == "ok"
+        result = reg.invoke("kind", {})
+        assert (result.error_kind, result.text) == ("timeout",
+                                                    "Error: the upstream did not answer in 1 s")
+        assert tries == {"own": 3, "kind": 1}
+    finally:
+        reg.close()
+
+
 def test_an_unknown_kind_is_refused_where_it_is_made(registry: ToolRegistry) -> None:
     with pytest.raises(ValueError, match=r"kind 'flaky' is not an error kind; use one of "
                                          r"unknown_tool, .*remote"):
