@@ -3,7 +3,9 @@
 The benchmarks page includes benchmarks/README.md itself (one source for the numbers); this hook
 reads its results table (`| bench | metric | ours | 0.19.0 | ours/0.19 | target | result |`) and
 adds ``assets/benchmarks-ratios.svg``: ours/0.19 per metric, with each target, drawn with
-matplotlib when the site is built.
+matplotlib when the site is built. A plot a benchmark saved under ``docs/assets/`` (a file whose
+name has ``bench`` in it, e.g. ``scale_bench.png``) is shown on the page too; the README links to
+it as ``../docs/assets/<file>``, which this hook makes ``assets/<file>`` for the site.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 README = Path(__file__).resolve().parents[2] / "benchmarks" / "README.md"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOT = "assets/benchmarks-ratios.svg"
+PAGE = "benchmarks.md"
 
 
 def results() -> list[tuple[str, float, float | None]]:
@@ -63,3 +67,22 @@ def plot_svg() -> str:
 def on_files(files: Files, config: Any) -> Files:
     files.append(File.generated(config, PLOT, content=plot_svg()))
     return files
+
+
+def saved_plots() -> list[str]:
+    """The benchmark plots committed under docs/assets, by name."""
+    if not ASSETS.is_dir():
+        return []
+    return sorted(p.name for p in ASSETS.iterdir()
+                  if "bench" in p.name and p.suffix in {".png", ".svg"} and p.name != Path(PLOT).name)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    if page.file.src_uri != PAGE:
+        return markdown
+    markdown = markdown.replace("](../docs/assets/", "](assets/")
+    shown = [name for name in saved_plots() if f"assets/{name}" not in markdown]
+    if shown:
+        markdown += "\n\n## Plots saved by the benchmarks\n\n" + "\n\n".join(
+            f"![{name}](assets/{name})" for name in shown) + "\n"
+    return markdown
