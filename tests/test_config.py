@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,13 @@ def test_wrong_types_name_the_option(tmp_path: Path) -> None:
 
 def test_unknown_options_warn_with_a_suggestion(tmp_path: Path) -> None:
     cfg = write(tmp_path, "[tool.toolregistry]\nthink-augmnet = true\n")
-    with pytest.warns(ConfigWarning, match="unknown option 'think_augmnet' "
+    with pytest.warns(ConfigWarning, match="unknown option 'think-augmnet' "
                                            r"\(did you mean 'think-augment'\?\)"):
+        load_config(cfg)
+    # named as written: underscores stay underscores, dashes stay dashes
+    cfg = write(tmp_path, "[tool.toolregistry]\nmax_wrokers = 3\n", "under.toml")
+    with pytest.warns(ConfigWarning, match="unknown option 'max_wrokers' "
+                                           r"\(did you mean 'max-workers'\?\)"):
         load_config(cfg)
     cfg = write(tmp_path, "[tool.toolregistry]\nbogus = 1\n", "strict.toml")
     with pytest.raises(ConfigError, match="unknown option 'bogus'"):
@@ -425,3 +431,22 @@ def test_the_cli_exits_2_for_a_malformed_plugins_table(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "plugins must be a table of plugin tables" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_a_relative_configuration_path_means_the_file_after_a_chdir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is cached: it used to keep the first caller's relative spelling, so sources
+    relative to it were looked for in whatever the working directory was later."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "rel_tools.py").write_text("def ping() -> str:\n    return 'pong'\n")
+    (project / "pyproject.toml").write_text(
+        '[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "rel_tools:ping"\n')
+    monkeypatch.chdir(project)
+    with ToolRegistry.from_config("pyproject.toml") as registry:
+        assert registry.config.path == project / "pyproject.toml"
+    sys.modules.pop("rel_tools")  # imported again, from the file's folder
+    monkeypatch.chdir(tmp_path)
+    with ToolRegistry.from_config(project / "pyproject.toml") as registry:
+        assert registry.invoke("ping", {}).content == "pong"
+    sys.modules.pop("rel_tools")

@@ -115,3 +115,35 @@ def test_the_main_job_runs_every_source() -> None:
     assert "HTTP 404" in out
     assert "spooled: sp_" in out
     assert "8 of 14 calls succeeded" in out
+
+
+def test_the_sources_example_of_docs_configuration_md(
+        tmp_path: Path, api_url: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every source of the page's example loads, from the folder of its file: the python
+    module, the MCP script and the OpenAPI spec (the demo's server and spec under the page's
+    names), the variable expanded; think-augment and the spool table reach the registry."""
+    import shutil
+
+    from toolregistry_spool import SpoolSettings
+
+    from .._docs import blocks, config_example
+
+    cfg = config_example(tmp_path)
+    shutil.copy(EXAMPLES / "demo_mcp_server.py", tmp_path / "server.py")
+    shutil.copy(EXAMPLES / "demo_api.yaml", tmp_path / "petstore.yaml")
+    monkeypatch.setenv("PETSTORE_URL", api_url)
+    monkeypatch.chdir(tmp_path)
+    (run,) = [b for b in blocks("configuration.md", "python") if "from_config" in b]
+    exec(compile(run, "configuration.md:from_config", "exec"), {"__name__": "docs"})
+    listed, argument, file = capsys.readouterr().out.splitlines()
+    assert "'notes-read_note'" in listed and "'listPets'" in listed
+    assert (argument, file) == ("argument", f"[tool.toolregistry] in {cfg}")
+    monkeypatch.chdir(tmp_path.parent)  # relative paths resolve against the file, not the cwd
+    with ToolRegistry.from_config(cfg) as registry:
+        names = registry.list_tools()
+        assert {"calc-add", "notes-read_note", "listPets"} <= set(names), names
+        assert registry.skipped_sources == []
+        assert registry.settings.think_augment is True
+        assert registry.invoke("listPets", {"limit": 1}).is_error is False
+        assert registry.plugin_settings("spool", SpoolSettings).threshold_tokens == 8000

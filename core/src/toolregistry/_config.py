@@ -104,6 +104,9 @@ def load_config(path: str | Path | None = None, *, strict: bool | None = None) -
         file = Path(path)
         if file.is_dir():
             file = file / "pyproject.toml"
+    # Absolute, so that paths relative to the file mean the same after a chdir, whoever
+    # loaded the (cached) file first and however they spelled it.
+    file = Path(os.path.abspath(file))
     try:
         stat = file.stat()
     except OSError as exc:
@@ -133,10 +136,11 @@ def _read(file: Path) -> RegistryConfig:
     table = tool.get("toolregistry", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{file}: [tool.toolregistry] must be a table")
+    written = {_norm(k): k for k in table}
     table = normalise_keys(table)
     where = f"[tool.toolregistry] in {file}"
     values = parse_file_options(table, where)
-    unknown = tuple(sorted(set(table) - set(values)))
+    unknown = tuple(sorted(written[k] for k in set(table) - set(values)))
     return RegistryConfig(file, table, values, unknown)
 
 
@@ -160,12 +164,13 @@ def _strictness(strict: bool | None, config: RegistryConfig) -> bool:
 
 
 def report_unknown(where: str, unknown: list[str], known: list[str], *, strict: bool) -> None:
-    """Warn (or raise in strict mode) about unknown configuration keys."""
+    """Warn (or raise in strict mode) about unknown configuration keys (named as written;
+    a close known option is suggested in the file's dashed spelling)."""
     import difflib
 
     parts = []
     for key in unknown:
-        close = difflib.get_close_matches(key, known, n=1)
+        close = difflib.get_close_matches(_norm(key), known, n=1)
         parts.append(f"{key!r}" + (f" (did you mean {close[0].replace('_', '-')!r}?)" if close else ""))
     msg = f"{where}: unknown option {', '.join(parts)}"
     if strict:
@@ -213,6 +218,7 @@ def plugin_settings(
 def _validate_table(name: str, model: type[T], cfg: RegistryConfig, strict: bool) -> T:
     from pydantic import BaseModel, ValidationError
 
+    written = {_norm(k): k for k in cfg.plugin_tables.get(name, {})}
     table = cfg.plugin_table(name)
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise TypeError(f"plugin_settings needs a pydantic model class, got {model!r}")
@@ -223,8 +229,8 @@ def _validate_table(name: str, model: type[T], cfg: RegistryConfig, strict: bool
             known.add(_norm(finfo.alias))
     unknown = sorted(set(table) - known)
     if unknown:
-        report_unknown(f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'})", unknown,
-                       sorted(known), strict=strict)
+        report_unknown(f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'})",
+                       [written[k] for k in unknown], sorted(known), strict=strict)
         table = {k: v for k, v in table.items() if k in known}
     try:
         return model.model_validate(table)

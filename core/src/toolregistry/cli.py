@@ -43,6 +43,14 @@ def _timeout(text: str) -> float:
     return value
 
 
+def _format_help(host: PluginHost | None) -> str:
+    """The API formats ``--format`` takes: the built-in ones and those plugins add."""
+    from .formats import BUILTIN
+
+    names = (host.formats if host is not None else BUILTIN).names("schemas")
+    return "one of " + ", ".join(names)
+
+
 def _parser(plugin_commands: Sequence[tuple[str, Command]] = (),
             host: PluginHost | None = None) -> argparse.ArgumentParser:
     p = _Parser(prog="toolregistry", description="A registry of tools for function-calling LLMs.")
@@ -51,9 +59,7 @@ def _parser(plugin_commands: Sequence[tuple[str, Command]] = (),
                            metavar="COMMAND")
     sub.add_parser("plugins", help="installed plugins as JSON (name, version, hooks, status)")
     s = sub.add_parser("schemas", help="the configured registry's tool schemas as JSON")
-    s.add_argument("--format", default="openai-chat",
-                   help="openai-chat, openai-responses, anthropic, gemini, mcp, "
-                   "bedrock-converse or a format a plugin adds")
+    s.add_argument("--format", default="openai-chat", help=_format_help(host))
     s.add_argument("--strict", action="store_true", help="OpenAI strict mode")
     s.add_argument("--no-deferred", action="store_true", help="leave deferred tools out")
     c = sub.add_parser("call", help="call one tool of the configured registry")
@@ -62,7 +68,7 @@ def _parser(plugin_commands: Sequence[tuple[str, Command]] = (),
     c.add_argument("--timeout", type=_timeout, default=None,
                    help="seconds (finite, > 0); default: the tool's or the registry's")
     d = sub.add_parser("demo", help="the end-to-end demo on the example configuration")
-    d.add_argument("--format", default="openai-chat")
+    d.add_argument("--format", default="openai-chat", help=_format_help(host))
     for plugin, command in plugin_commands:
         if command.arguments is not None:
             try:  # on a scratch parser first: a failing plugin leaves no half-added command

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,23 @@ def test_help_lists_serve_from_the_plugin(tmp_path: Path) -> None:
     assert "serve" in proc.stdout and "[plugin: mcp]" in proc.stdout
     proc = _console("serve", "--help", cwd=tmp_path)
     assert proc.returncode == 0 and "--transport" in proc.stdout
+
+
+def test_the_serve_usage_line_of_docs_cli_md(tmp_path: Path) -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
+    if not page.exists():  # the plugin tested outside this repository
+        pytest.skip(f"{page} not present")
+    match = re.search(r"toolregistry \[--config PYPROJECT\] serve (.*?)\n```",
+                      page.read_text(encoding="utf-8"), re.S)
+    assert match, "docs/cli.md has no usage line for serve"
+    documented = match[1]
+    proc = _console("serve", "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    usage = proc.stdout.split("options:")[0]
+    option = r"--[a-z-]+"
+    assert set(re.findall(option, documented)) == set(re.findall(option, usage))
+    (choices,) = re.findall(r"--transport \{([^}]*)\}", usage)
+    assert f"--transport {choices.replace(',', '|')}" in documented
 
 
 def test_the_console_script_serves_over_stdio(registry: ToolRegistry, tmp_path: Path) -> None:

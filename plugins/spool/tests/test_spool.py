@@ -731,3 +731,30 @@ def test_a_bad_spool_table_is_refused_when_the_configuration_loads(tmp_path: Pat
                           env=env)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "threshold-tokens" in proc.stderr
+
+
+def test_what_docs_configuration_md_says_about_the_spool_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The message it quotes is the one given, and its accessor example prints 8000."""
+    from toolregistry.errors import ConfigError
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
+    if not page.exists():  # the plugin tested outside this repository
+        pytest.skip(f"{page} not present")
+    text = page.read_text(encoding="utf-8")
+    (message,) = re.findall(r"`(\[tool\.toolregistry\.plugins\.spool\][^`]*)`", text)
+    monkeypatch.chdir(tmp_path)
+    Path("pyproject.toml").write_text(
+        '[tool.toolregistry.plugins.spool]\nthreshold-tokens = "lots"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        ToolRegistry(config="pyproject.toml")
+    assert str(info.value).replace(str(tmp_path), "/path/to") == message
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                  if "plugin_settings" in b]
+    Path("pyproject.toml").write_text(
+        "[tool.toolregistry.plugins.spool]\nthreshold-tokens = 8000\n", encoding="utf-8")
+    with ToolRegistry(config="pyproject.toml") as registry:
+        exec(compile(example, "configuration.md:plugin_settings", "exec"),
+             {"registry": registry})
+    assert capsys.readouterr().out == "8000\n"
