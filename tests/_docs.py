@@ -7,14 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-_BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
+from .docs._blocks import DOCS, parse
 
 
 def blocks(page: str, lang: str) -> list[str]:
     """The fenced ``lang`` blocks of ``docs/<page>``, in page order (``""``: unmarked)."""
-    text = (DOCS / page).read_text(encoding="utf-8")
-    return [code for block_lang, code in _BLOCK.findall(text) if block_lang == lang]
+    return [b.code for b in parse(DOCS / page) if b.lang == lang and not b.hidden]
 
 
 def quoted(page: str, start: str) -> str:
@@ -36,9 +34,9 @@ def config_example(folder: Path) -> Path:
 
 
 def usage_lines(page: str = "cli.md") -> dict[str, str]:
-    """``{command: the rest of its usage line}`` from the first unmarked block of ``page``
+    """``{command: the rest of its usage line}`` from the first ``text`` block of ``page``
     (continuation lines joined)."""
-    (usage,) = blocks(page, "")[:1]
+    (usage,) = blocks(page, "text")[:1]
     lines: list[str] = []
     for line in usage.splitlines():
         if line.startswith("toolregistry "):
