@@ -125,9 +125,8 @@ def test_the_sources_example_of_docs_configuration_md(
     names), the variable expanded; think-augment and the spool table reach the registry."""
     import shutil
 
+    from tests._docs import blocks, config_example
     from toolregistry_spool import SpoolSettings
-
-    from .._docs import blocks, config_example
 
     cfg = config_example(tmp_path)
     shutil.copy(EXAMPLES / "demo_mcp_server.py", tmp_path / "server.py")
