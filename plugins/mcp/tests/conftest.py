@@ -141,27 +141,40 @@ def http_server() -> Iterator[str]:
         yield url
 
 
-# --------------------------------------------------------------------------- npm: everything
-@pytest.fixture(scope="session")
-def everything_js() -> Path:
-    """The reference ``@modelcontextprotocol/server-everything``, installed from npm once."""
+# --------------------------------------------------------------------------- npm servers
+MEMORY_VERSION = "2026.8.31"
+
+
+def npm_server(package: str, version: str) -> Path:
+    """The entry script of an npm MCP server package, installed once into a cache."""
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None or shutil.which("npx") is None:
         pytest.skip("needs node, npm and npx")
     cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
                                 "toolregistry-tests" / "npm"))
-    entry = cache / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" \
-        / "index.js"
+    entry = cache / "node_modules" / package / "dist" / "index.js"
     if not entry.is_file():
         cache.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
             [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-             f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"],
+             f"{package}@{version}"],
             capture_output=True, text=True, timeout=300, check=False,
         )
         if done.returncode != 0 or not entry.is_file():
-            pytest.fail(f"npm install of server-everything failed:\n{done.stderr[-2000:]}")
+            pytest.fail(f"npm install of {package} failed:\n{done.stderr[-2000:]}")
     return entry
+
+
+@pytest.fixture(scope="session")
+def everything_js() -> Path:
+    """The reference ``@modelcontextprotocol/server-everything``, installed from npm once."""
+    return npm_server("@modelcontextprotocol/server-everything", EVERYTHING_VERSION)
+
+
+@pytest.fixture(scope="session")
+def memory_js() -> Path:
+    """The reference ``@modelcontextprotocol/server-memory`` (a knowledge graph in a file)."""
+    return npm_server("@modelcontextprotocol/server-memory", MEMORY_VERSION)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
+import itertools
 import json
 import threading
 import weakref
@@ -27,6 +28,7 @@ from toolregistry.tool import Provenance
 from . import _loop
 from ._client import MCPClient
 from ._convert import from_call_result, truncate
+from ._screen import ACTIONS as SCREENING_ACTIONS
 from ._screen import Finding, Screener
 from ._settings import MCPSettings
 
@@ -126,6 +128,8 @@ class MCPSource:
     max_result_chars: int
     _registry: weakref.ref[ToolRegistry] = attrs.field(alias="_registry")
     screening: str = "warn"
+    concurrency_group: str | None = None
+    """The kernel's concurrency group of this server's tools (``ordering = "server"``)."""
     registered: dict[str, _Registered] = attrs.field(factory=dict)
     skipped: dict[str, str] = attrs.field(factory=dict)
     refused: str | None = None
@@ -203,6 +207,9 @@ class MCPSource:
             # cancels the request on the server and says so) fires first.
             timeout=self.timeout + 5 if self.timeout else None,
             title=tool.title or (ann.title if ann else None),
+            # Writes of one server must not race its reads in a batch: the kernel orders the
+            # non-read-only calls of a group (readOnlyHint false or absent) with the others.
+            concurrency_group=self.concurrency_group,
             read_only_hint=ann.read_only_hint if ann else None,
             destructive_hint=ann.destructive_hint if ann else None,
             idempotent_hint=ann.idempotent_hint if ann else None,
@@ -552,7 +559,7 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = Fa
 _OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
             "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
             "session_loop", "max_message_bytes", "screening", "command_prefix",
-            "protect_parent")
+            "protect_parent", "ordering")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -609,7 +616,11 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
             timeout=timeout, max_result_chars=int(options.get("max_result_chars",
                                                               settings.max_result_chars)),
             _registry=weakref.ref(registry),
-            screening=_screening(options.get("screening", settings.screening)),
+            screening=_choice("screening", options.get("screening", settings.screening),
+                              SCREENING_ACTIONS),
+            concurrency_group=_group(spec.display) if _choice(
+                "ordering", options.get("ordering", settings.ordering), ORDERINGS) == "server"
+            else None,
         )
         source._note_invalid()
         screener = source.screener()
@@ -685,12 +696,19 @@ def _strings(option: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _screening(value: Any) -> str:
-    from ._screen import ACTIONS
+ORDERINGS = ("server", "none")
+_groups = itertools.count(1)
 
-    if value not in ACTIONS:
-        raise ConfigError(f"register_from_mcp: screening must be one of "
-                          f"{', '.join(map(repr, ACTIONS))}, not {value!r}")
+
+def _group(display: str) -> str:
+    """A concurrency group of its own for one loaded server."""
+    return f"mcp:{next(_groups)}:{display}"
+
+
+def _choice(option: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConfigError(f"register_from_mcp: {option} must be one of "
+                          f"{', '.join(map(repr, allowed))}, not {value!r}")
     return str(value)
 
 
@@ -710,7 +728,9 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     ``replace``, ``env``, ``cwd``, ``connect_timeout``, ``max_result_chars``, ``inherit_env``,
     ``session_loop`` (``"background"``, default, or ``"running"``: see :class:`MCPClient`),
     ``max_message_bytes``, ``screening`` (``"warn"``, ``"strip"``, ``"disable"``, ``"refuse"``,
-    ``"off"``), ``command_prefix`` and ``protect_parent`` (see :class:`MCPClient`).
+    ``"off"``), ``command_prefix`` and ``protect_parent`` (see :class:`MCPClient`),
+    ``ordering`` (``"server"``, default: a batch's calls to this server's tools not declared
+    read-only run in call order relative to its other calls; ``"none"``).
     """
     return _loop.run(_aload(registry, server, options, _settings(registry)))
 

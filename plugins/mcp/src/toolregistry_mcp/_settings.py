@@ -41,6 +41,10 @@ class MCPSettings(BaseModel):
         False, alias="protect-parent",
         description="make this process non-dumpable (Linux prctl) before starting stdio "
                     "servers, so that same-user servers cannot read its environment")
+    ordering: Literal["server", "none"] = Field(
+        "server", description="'server': in a batch, a call to a tool not declared read-only "
+                              "runs in call order relative to the other calls of the same "
+                              "server; 'none': the server's tools run concurrently")
     screening: Literal["off", "warn", "strip", "disable", "refuse"] = Field(
         "warn", description="what a tool-poisoning finding in an imported definition does: "
                             "flag it (warn), also strip invisible characters, disable the tool, "
