@@ -105,3 +105,12 @@ def test_getting_started_comes_first() -> None:
     assert index and index[0][1] == "getting-started.md", index[:1]
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     assert nav.index("getting-started.md") < nav.index("tools.md")
+
+
+def test_the_home_page_links_every_page_of_the_site() -> None:
+    """docs/index.md is the map of the site: a page in the nav is reachable from it."""
+    nav = re.findall(r":\s*([\w./-]+\.md)\s*$", (REPO / "mkdocs.yml").read_text(encoding="utf-8"),
+                     re.M)
+    linked = {target.partition("#")[0] for _, target in _links(DOCS / "index.md")}
+    missing = [page for page in nav if page != "index.md" and page not in linked]
+    assert not missing, f"docs/index.md links none of these pages of the nav: {missing}"
