@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -212,3 +215,124 @@ def procs() -> object:
 
     return types.SimpleNamespace(free_port=free_port, wait_for_port=wait_for_port, stop=stop,
                                  listening=listening)
+
+
+# --------------------------------------------------------------------------- npm: oidc-provider
+OIDC_PROVIDER_VERSION = "8.8.1"
+
+
+@pytest.fixture(scope="session")
+def oidc_provider_js() -> Path:
+    """panva's ``oidc-provider`` (a real OAuth 2.1 / OpenID authorization server), installed
+    from npm once, with our configuration script (``servers/oauth_server.mjs``) beside it."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("needs node and npm")
+    cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
+                                "toolregistry-tests" / "npm")).parent / "oidc"
+    package = cache / "node_modules" / "oidc-provider" / "package.json"
+    if not package.is_file() or f'"version": "{OIDC_PROVIDER_VERSION}"' not in \
+            package.read_text(encoding="utf-8"):
+        cache.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
+             f"oidc-provider@{OIDC_PROVIDER_VERSION}"],
+            capture_output=True, text=True, timeout=300, check=False,
+        )
+        if done.returncode != 0 or not package.is_file():
+            pytest.fail(f"npm install of oidc-provider failed:\n{done.stderr[-2000:]}")
+    script = cache / "oauth_server.mjs"  # beside node_modules, so that the import resolves
+    shutil.copyfile(HERE / "servers" / "oauth_server.mjs", script)
+    return script
+
+
+@contextlib.contextmanager
+def oauth_server(script: Path, resource: str, **env: str) -> Iterator[str]:
+    """The authorization server on 127.0.0.1, issuing tokens for ``resource``; yields its
+    issuer URL."""
+    port = free_port()
+    with listening(["node", str(script)], port, "", cwd=script.parent,
+                   env={**os.environ, "PORT": str(port), "RESOURCE": resource, **env}) as url:
+        yield url
+
+
+@pytest.fixture
+def authorization_server() -> object:
+    """``authorization_server(resource, **env)``: a context manager running the real OAuth
+    server for ``resource`` (yields the issuer URL)."""
+    return oauth_server
+
+
+# --------------------------------------------------------------------------- served registries
+SERVED = HERE / "servers" / "served_registry.py"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}}
+
+
+def wait_listening(host: str, port: int, proc: subprocess.Popen[bytes],
+                   timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise RuntimeError(f"server exited with {proc.returncode}: {err[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listened on {host}:{port}")
+
+
+@contextlib.contextmanager
+def served(options: dict[str, Any], procs: Any, *, env: dict[str, str] | None = None,
+           host: str = "127.0.0.1") -> Iterator[tuple[str, int]]:
+    """Serve ``served_registry.py`` with ``options``; yield (host, port)."""
+    port = options.get("port") or procs.free_port()
+    options = {"host": host, "port": port, **options}
+    proc = subprocess.Popen([sys.executable, str(SERVED), json.dumps(options)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})}, cwd=SERVED.parent)
+    try:
+        wait_listening(host, port, proc)
+        yield host, port
+    finally:
+        procs.stop(proc)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def post(host: str, port: int, body: Any, *, headers: dict[str, str] | None = None,
+         path: str = "/mcp", context: ssl.SSLContext | None = None
+         ) -> tuple[int, dict[str, str], str]:
+    """One raw POST (``headers`` may set Host and Origin to anything)."""
+    conn: http.client.HTTPConnection
+    if context is not None:
+        conn = http.client.HTTPSConnection(host, port, timeout=10, context=context)
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+    data = json.dumps(body).encode()
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "Host": f"{host}:{port}", **(headers or {})}
+    try:
+        conn.putrequest("POST", path, skip_host=True, skip_accept_encoding=True)
+        for key, value in sent.items():
+            conn.putheader(key, value)
+        conn.putheader("Content-Length", str(len(data)))
+        conn.endheaders(data)
+        response = conn.getresponse()
+        text = response.read().decode("utf-8", "replace")
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, text
+    finally:
+        conn.close()
+
+
+
+
+@pytest.fixture
+def web() -> object:
+    """Helpers for tests of a served registry: ``served(options, procs, env=, host=)``,
+    ``post(host, port, body, headers=)``, ``INIT``."""
+    import types
+
+    return types.SimpleNamespace(served=served, post=post, INIT=INIT)

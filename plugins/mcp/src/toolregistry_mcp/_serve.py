@@ -10,16 +10,22 @@ clients with ``notifications/tools/list_changed``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
+import warnings
 import weakref
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from attrs import frozen
-
 from toolregistry.plugin import log
+from toolregistry.types import reporting_progress
 
+from ._access import EVERYTHING, NOTHING, Access
 from ._convert import to_call_result
+from ._notify import CallChannel, forwarding_logs, level_number
+from ._serve_config import ServeOptions
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -32,41 +38,95 @@ __all__ = ["ServeOptions", "aserve", "build_server", "main", "serve"]
 ServeTransport = Literal["stdio", "streamable-http"]
 
 
-@frozen(kw_only=True)
-class ServeOptions:
-    """How :func:`serve` exposes a registry (also the ``toolregistry serve`` options)."""
+def _access(ctx: Any, scopes: dict[str, Access], authenticated: bool) -> Access:
+    """What the client behind this request may see: its token's grant (``GrantedToken``),
+    else the union of its OAuth scopes' grants when ``scopes`` map any, else everything.
+    Over HTTP with authentication configured, a request without a verified token sees
+    nothing (the bearer middleware has refused it before this point anyway)."""
+    request = getattr(ctx, "request", None)
+    user = None
+    if request is not None:
+        user = getattr(request, "scope", {}).get("user")
+    token = getattr(user, "access_token", None)
+    if token is None:
+        return NOTHING if authenticated else EVERYTHING
+    granted = getattr(token, "access", None)
+    if isinstance(granted, Access):
+        return granted
+    if scopes:
+        return Access.union(scopes[s] for s in token.scopes if s in scopes)
+    return EVERYTHING
 
-    transport: ServeTransport = "stdio"
-    host: str = "127.0.0.1"
-    port: int = 8000
-    path: str = "/mcp"
-    name: str | None = None
-    include_deferred: bool = False
-    json_response: bool = False
-    stateless: bool = False
+
+def _unknown(name: str) -> Any:
+    """The answer to a call of a tool this client may not see: the same as for a tool that
+    does not exist, without the registry's suggestions (they could name hidden tools)."""
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(
+        type="text", text=f"Error: there is no tool named {name!r}. Call only the tools you "
+                          "were given, by their exact names.")], is_error=True)
 
 
 def build_server(registry: ToolRegistry, *, name: str | None = None,
-                 include_deferred: bool = False, instructions: str | None = None) -> Server[Any]:
+                 include_deferred: bool = False, instructions: str | None = None,
+                 tool_log_level: str | None = "info",
+                 scopes: dict[str, Access] | None = None,
+                 authenticated: bool = False) -> Server[Any]:
     """The SDK's low-level ``Server`` answering ``tools/list`` and ``tools/call`` from
-    ``registry``. Use it to mount the registry into your own MCP application."""
+    ``registry``. Use it to mount the registry into your own MCP application.
+
+    A tool's ``ToolContext.report_progress`` becomes ``notifications/progress`` when the
+    client sent a progress token; its log records (``logging``, at ``tool_log_level`` or
+    above, or the level the client set with ``logging/setLevel``) become
+    ``notifications/message``. ``scopes`` maps OAuth scopes to the tools they grant (for
+    verifiers that return the SDK's plain ``AccessToken``); ``authenticated``: requests
+    without a verified token see no tool.
+    """
     import mcp_types as types
 
     sessions: weakref.WeakSet[Any] = weakref.WeakSet()
     loop_ref: dict[str, asyncio.AbstractEventLoop] = {}
+    # logging/setLevel, per connection (the per-request session proxies share it).
+    levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+    default_level = None if tool_log_level is None else level_number(tool_log_level)
+    grants = dict(scopes or {})
+
+    def connection(ctx: Any) -> Any:
+        return getattr(ctx.session, "_connection", ctx.session)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
         sessions.add(ctx.session)
         loop_ref["loop"] = asyncio.get_running_loop()
         schemas = registry.get_schemas(api_format="mcp", include_deferred=include_deferred)
+        access = _access(ctx, grants, authenticated)
+        if access.restricted:
+            allowed = []
+            for schema in schemas:
+                tool = registry.get_tool(schema["name"])
+                if tool is not None and access.allows(tool):
+                    allowed.append(schema)
+            schemas = allowed
         return types.ListToolsResult(tools=[types.Tool.model_validate(s) for s in schemas])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         sessions.add(ctx.session)
         loop_ref["loop"] = asyncio.get_running_loop()
-        result = await registry.ainvoke(params.name, dict(params.arguments or {}))
         tool = registry.get_tool(params.name)
+        access = _access(ctx, grants, authenticated)
+        if access.restricted and (tool is None or not access.allows(tool)):
+            return _unknown(params.name)  # type: ignore[no-any-return]
+        meta = ctx.meta or {}
+        wants_progress = meta.get("progress_token", meta.get("progressToken")) is not None
+        channel = CallChannel(ctx, min_level=levels.get(connection(ctx), default_level),
+                              allowed=getattr(ctx.session, "_allowed_log_levels", None))
+        try:
+            with channel.active(), reporting_progress(channel.progress if wants_progress
+                                                      else None):
+                result = await registry.ainvoke(params.name, dict(params.arguments or {}))
+        finally:
+            await channel.aclose()
         wants_structured = tool is not None and tool.output_schema is not None
         out = to_call_result(result)
         if wants_structured and out.structured_content is None and not result.is_error:
@@ -78,6 +138,10 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
             if isinstance(parsed, dict):
                 out.structured_content = parsed
         return out
+
+    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        levels[connection(ctx)] = level_number(params.level)
+        return types.EmptyResult()
 
     async def announce() -> None:
         for session in list(sessions):
@@ -93,14 +157,26 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(lambda: loop.create_task(announce()))
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
+        # Tools' log records reach the client only while the server runs.
+        with forwarding_logs(default_level):
+            yield {}
+
     registry.on_change(changed)
-    return _server_class()(
-        name or getattr(registry, "name", None) or "toolregistry",
-        version=_version(),
-        instructions=instructions,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    with warnings.catch_warnings():
+        # The SDK marks logging deprecated for the 2026-07-28 protocol (SEP-2577); clients of
+        # the handshake protocols still use logging/setLevel, and the issue asks for it.
+        warnings.simplefilter("ignore")
+        return _server_class()(
+            name or getattr(registry, "name", None) or "toolregistry",
+            version=_version(),
+            instructions=instructions,
+            lifespan=lifespan,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=set_level,
+        )
 
 
 @functools.cache
@@ -128,47 +204,80 @@ def _server_class() -> type[Server[Any]]:
     return RegistryServer
 
 
-async def aserve(registry: ToolRegistry, transport: ServeTransport = "stdio", *,
-                 host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp",
-                 name: str | None = None, include_deferred: bool = False,
-                 json_response: bool = False, stateless: bool = False) -> None:
-    """Async :func:`serve` (runs until cancelled, or until stdin closes for stdio)."""
-    server = build_server(registry, name=name, include_deferred=include_deferred)
-    if transport == "stdio":
+def _options(registry: ToolRegistry, transport: str | None, options: dict[str, Any]
+             ) -> ServeOptions:
+    """The ``[tool.toolregistry.plugins.mcp.serve]`` table with ``options`` on top."""
+    table: Any = None
+    config = getattr(registry, "config", None)
+    if config is not None:
+        table = config.plugin_table("mcp").get("serve")
+    resolved = ServeOptions.resolve(table, transport=transport, **options)
+    if table and config is not None and config.path is not None:
+        # Files named in the configuration are relative to the configuration file.
+        base = Path(config.path).parent
+        for entry in resolved.tokens if "tokens" not in options else ():
+            if entry.file is not None:
+                entry.file = str(base / Path(entry.file).expanduser())
+        if resolved.tls_cert is not None and "tls_cert" not in options:
+            resolved.tls_cert = str(base / Path(resolved.tls_cert).expanduser())
+        if resolved.tls_key is not None and "tls_key" not in options:
+            resolved.tls_key = str(base / Path(resolved.tls_key).expanduser())
+    return resolved
+
+
+def server_for(registry: ToolRegistry, options: ServeOptions) -> Server[Any]:
+    """:func:`build_server` as ``options`` say."""
+    scopes: dict[str, Access] = {}
+    if options.oauth is not None:
+        scopes = {name: rule.access() for name, rule in options.oauth.scopes.items()}
+    authenticated = options.transport == "streamable-http" and (
+        options.auth != "none" or options.token_verifier is not None)
+    return build_server(registry, name=options.name, include_deferred=options.include_deferred,
+                        tool_log_level=options.tool_log_level, scopes=scopes,
+                        authenticated=authenticated)
+
+
+async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None, *,
+                 ready: Any = None, **options: Any) -> None:
+    """Async :func:`serve` (runs until cancelled, or until stdin closes for stdio).
+
+    ``ready`` (optional): called with the URL once an HTTP server listens."""
+    opts = _options(registry, transport, options)
+    server = server_for(registry, opts)
+    if opts.transport == "stdio":
         from mcp.server.stdio import stdio_server
 
         log.info("mcp.serving", transport="stdio", tools=len(registry))
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
         return
-    if transport != "streamable-http":
-        raise ValueError(f"serve(transport={transport!r}): use 'stdio' or 'streamable-http'")
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host,
-                                     json_response=json_response, stateless_http=stateless)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    log.info("mcp.serving", transport="streamable-http", url=f"http://{host}:{port}{path}",
-             tools=len(registry))
+    from ._http import http_app, uvicorn_options
+
+    app = http_app(server, opts)
+    config = uvicorn.Config(app, host=opts.host, port=opts.port, **uvicorn_options(opts))
+    scheme = "https" if opts.tls_cert else "http"
+    url = f"{scheme}://{opts.host}:{opts.port}{opts.path}"
+    log.info("mcp.serving", transport="streamable-http", url=url, tools=len(registry),
+             auth=opts.auth)
     await uvicorn.Server(config).serve()
 
 
-def serve(registry: ToolRegistry, transport: ServeTransport = "stdio", *,
-          host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp",
-          name: str | None = None, include_deferred: bool = False,
-          json_response: bool = False, stateless: bool = False) -> None:
+def serve(registry: ToolRegistry, transport: ServeTransport | None = None,
+          **options: Any) -> None:
     """Serve every tool of ``registry`` as an MCP server; blocks until the server stops.
 
     ``transport="stdio"`` speaks MCP on stdin/stdout (nothing else may write to stdout);
-    ``"streamable-http"`` listens on ``http://host:port{path}`` (loopback by default, with
-    the SDK's DNS-rebinding protection). Deferred tools are hidden unless
-    ``include_deferred=True`` (discovery finds them).
+    ``"streamable-http"`` listens on ``http://host:port{path}``. ``options`` are the fields
+    of :class:`ServeOptions` (``host``, ``port``, ``auth``, ``tokens``, ``oauth``,
+    ``allowed_hosts``, ``tls_cert``, ...), on top of ``[tool.toolregistry.plugins.mcp.serve]``.
+    A non-loopback address is refused without authentication; Host and Origin are checked
+    on every bind. Deferred tools are hidden unless ``include_deferred=True``.
     """
     import anyio
 
-    anyio.run(lambda: aserve(registry, transport, host=host, port=port, path=path, name=name,
-                             include_deferred=include_deferred, json_response=json_response,
-                             stateless=stateless))
+    anyio.run(lambda: aserve(registry, transport, **options))
 
 
 def main(argv: list[str] | None = None) -> int:

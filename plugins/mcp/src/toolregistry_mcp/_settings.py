@@ -3,7 +3,7 @@ kernel validates the table when the configuration is loaded, through ``settings_
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,9 @@ class MCPSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     timeout: float = Field(60.0, gt=0, description="seconds per tool call")
+    serve: dict[str, Any] = Field(default_factory=dict,
+                                  description="[tool.toolregistry.plugins.mcp.serve]: how "
+                                              "`toolregistry serve` serves (ServeOptions)")
     connect_timeout: float = Field(30.0, gt=0, alias="connect-timeout",
                                    description="seconds to start a server and finish the handshake")
     max_result_chars: int = Field(100_000, ge=0, alias="max-result-chars",

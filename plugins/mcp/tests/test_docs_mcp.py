@@ -1,0 +1,81 @@
+"""The examples of docs/mcp.md hold: the configuration tables are served as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolregistry import ToolRegistry
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "mcp.md"
+
+
+def _blocks(kind: str) -> list[str]:
+    if not DOCS.exists():  # the plugin tested outside this repository
+        pytest.skip(f"{DOCS} not present")
+    return re.findall(rf"```{kind}\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
+
+
+def _table(marker: str) -> str:
+    return next(b for b in _blocks("toml") if marker in b)
+
+
+def test_the_bearer_table_serves_as_documented(tmp_path: Path, procs: Any,
+                                               registry: ToolRegistry) -> None:
+    port = procs.free_port()
+    table = _table('auth = "bearer"').replace("port = 8765", f"port = {port}")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.toolregistry]\n[[tool.toolregistry.sources]]\nkind = \"python\"\n"
+        "target = \"doc_tools\"\n" + table, encoding="utf-8")
+    (tmp_path / "doc_tools.py").write_text(textwrap.dedent('''
+        from toolregistry import ToolMetadata
+        from toolregistry.decorators import tool
+
+        __all__ = ["lookup", "search_docs", "drop_table"]
+
+        @tool(metadata=ToolMetadata(tags=["read_only"]))
+        def lookup(key: str) -> str:
+            """Look a key up."""
+            return f"value of {key}"
+
+        def search_docs(query: str) -> str:
+            """Search the docs."""
+            return f"found {query}"
+
+        def drop_table(name: str) -> str:
+            """Drop a table."""
+            return f"dropped {name}"
+    '''), encoding="utf-8")
+    (tmp_path / "reader.token").write_text("reader-token-value\n", encoding="utf-8")
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(tmp_path),
+           "TOOLS_ADMIN_TOKEN": "admin-token-value"}
+    with procs.listening([sys.executable, "-m", "toolregistry_mcp", "serve", "--config",
+                          str(tmp_path / "pyproject.toml")], port, "/mcp", cwd=tmp_path,
+                         env=env, stderr=subprocess.PIPE) as url:
+        admin = registry.register_from_mcp(
+            url, namespace="a", headers={"Authorization": "Bearer admin-token-value"})
+        assert sorted(t.name for t in admin) == ["a-drop_table", "a-lookup", "a-search_docs"]
+        reader = registry.register_from_mcp(
+            url, namespace="r", headers={"Authorization": "Bearer reader-token-value"})
+        assert sorted(t.name for t in reader) == ["r-lookup", "r-search_docs"]
+        with pytest.raises(Exception, match="failed to start or connect"):
+            registry.register_from_mcp(url, namespace="n",
+                                       headers={"Authorization": "Bearer nope"})
+
+
+def test_the_oauth_table_is_valid() -> None:
+    from toolregistry_mcp import ServeOptions
+
+    table = tomllib.loads(_table('auth = "oauth"'))["tool"]["toolregistry"]["plugins"]["mcp"]
+    options = ServeOptions.resolve(table["serve"])
+    assert options.auth == "oauth" and options.oauth is not None
+    assert options.oauth.scopes["tools:read"].access().tags == {"read_only"}
+    assert options.oauth.scopes["tools:admin"].access().everything
