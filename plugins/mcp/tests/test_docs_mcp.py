@@ -79,3 +79,19 @@ def test_the_oauth_table_is_valid() -> None:
     assert options.auth == "oauth" and options.oauth is not None
     assert options.oauth.scopes["tools:read"].access().tags == {"read_only"}
     assert options.oauth.scopes["tools:admin"].access().everything
+
+
+def test_the_progress_examples_run_as_documented(tmp_path: Path, registry: ToolRegistry,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    served, client = (b for b in _blocks("python")
+                      if "report_progress" in b or "srv-index" in b)
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+    script = tmp_path / "index_server.py"
+    script.write_text(served + "\nfrom toolregistry_mcp import serve\n\nserve(registry)\n",
+                      encoding="utf-8")
+    registry.register_from_mcp({"command": sys.executable, "args": [str(script)],
+                                "cwd": str(tmp_path)}, namespace="srv")
+    exec(compile(client, "mcp.md:progress", "exec"), {"registry": registry})
+    out = capsys.readouterr().out.splitlines()
+    # A burst may be coalesced to its latest value; the last one always arrives.
+    assert out[-1] == "2.0 2.0 b.txt" and set(out) <= {"1.0 2.0 a.txt", "2.0 2.0 b.txt"}

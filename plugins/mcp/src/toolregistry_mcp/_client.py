@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import mcp_types
     from mcp.client.session import ClientSession
 
+    from toolregistry.types import ProgressReporter
+
 __all__ = ["MCPClient", "MCPConnectError"]
 
 ToolsChanged = Callable[["MCPClient"], Awaitable[None]]
@@ -298,11 +300,14 @@ class MCPClient:
         return self.run_on_session_loop(self._list_tools())  # type: ignore[no-any-return]
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
-                  timeout: float | None = None) -> mcp_types.CallToolResult:
+                  timeout: float | None = None, progress: ProgressReporter | None = None
+                  ) -> mcp_types.CallToolResult:
         """Call a tool and return the SDK's ``CallToolResult`` (``isError`` results included;
-        transport failures and timeouts raise :class:`~toolregistry.errors.ToolCallError`)."""
+        transport failures and timeouts raise :class:`~toolregistry.errors.ToolCallError`).
+        ``progress(progress, total, message)`` receives the server's progress notifications
+        (from the session's thread)."""
         return self.run_on_session_loop(  # type: ignore[no-any-return]
-            self._call_tool(name, arguments, timeout))
+            self._call_tool(name, arguments, timeout, progress))
 
     def close(self) -> None:
         """End the session and the server process. Idempotent."""
@@ -340,10 +345,11 @@ class MCPClient:
             self._list_tools())
 
     async def acall_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
-                         timeout: float | None = None) -> mcp_types.CallToolResult:
+                         timeout: float | None = None, progress: ProgressReporter | None = None
+                         ) -> mcp_types.CallToolResult:
         """Async :meth:`call_tool`; cancelling the awaiting task sends MCP cancellation."""
         return await self.arun_on_session_loop(  # type: ignore[no-any-return]
-            self._call_tool(name, arguments, timeout))
+            self._call_tool(name, arguments, timeout, progress))
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
@@ -628,10 +634,13 @@ class MCPClient:
         return types.ListToolsResult(tools=good, next_cursor=next_cursor
                                      if isinstance(next_cursor, str) else None)
 
-    def _raw_options(self, conn: _Connection, timeout: float | None = None) -> Any:
+    def _raw_options(self, conn: _Connection, timeout: float | None = None,
+                     on_progress: Any = None) -> Any:
         from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 
         opts: dict[str, Any] = {}
+        if on_progress is not None:
+            opts["on_progress"] = on_progress
         if conn.init is not None:
             opts["headers"] = {MCP_PROTOCOL_VERSION_HEADER: conn.init.protocol_version}
         if timeout is not None:
@@ -639,10 +648,24 @@ class MCPClient:
         return opts
 
     async def _call_tool(self, name: str, arguments: dict[str, Any] | None,
-                         timeout: float | None) -> mcp_types.CallToolResult:
+                         timeout: float | None, progress: ProgressReporter | None = None
+                         ) -> mcp_types.CallToolResult:
         import mcp_types as types
 
         limit = timeout if timeout is not None else self.timeout
+        on_progress = None
+        if progress is not None:
+            report = progress
+
+            async def forward(progress: float, total: float | None, message: str | None
+                              ) -> None:
+                try:
+                    report(progress, total, message)
+                except Exception as exc:  # the application's callback; the call goes on
+                    log.warning("mcp.progress_callback_failed",
+                                error=f"{type(exc).__name__}: {exc}")
+
+            on_progress = forward
         attempts: tuple[int, ...] = (1, 2)
         live = self._conn
         if (self.persistent and live is not None and not live.dead and not live.lenient
@@ -650,7 +673,8 @@ class MCPClient:
             # The common case, without the session context manager's own cost per call.
             try:
                 return await live.session.call_tool(name, arguments or {},
-                                                    read_timeout_seconds=limit)
+                                                    read_timeout_seconds=limit,
+                                                    progress_callback=on_progress)
             except Exception as exc:
                 if not self._session_expired(live, exc):
                     raise self._call_error(name, exc, limit) from None
@@ -666,11 +690,12 @@ class MCPClient:
                         assert conn.dispatcher is not None
                         raw = await conn.dispatcher.send_raw_request(
                             "tools/call", {"name": name, "arguments": arguments or {}},
-                            self._raw_options(conn, limit))
+                            self._raw_options(conn, limit, on_progress))
                         return types.CallToolResult.model_validate(raw, by_name=False)
                     # The SDK's per-request timeout sends notifications/cancelled when it fires.
                     return await session.call_tool(name, arguments or {},
-                                                   read_timeout_seconds=limit)
+                                                   read_timeout_seconds=limit,
+                                                   progress_callback=on_progress)
                 except Exception as exc:
                     if attempt == 1 and self._session_expired(conn, exc):
                         continue

@@ -36,11 +36,14 @@ if TYPE_CHECKING:
     import mcp_types
 
     from toolregistry import ToolRegistry
+    from toolregistry.types import ProgressReporter
 
 __all__ = ["MCPSettings", "MCPSource", "aload", "arefresh", "load", "refresh", "sources"]
 
 PLUGIN = "mcp"
 _STATE_KEY = "sources"
+# The keyword the kernel passes each call's ToolContext under (not an MCP argument name).
+_CONTEXT = "__toolregistry_context__"
 
 AcceptChanges = bool | Mapping[str, str]
 """``True``: every pending version; ``{registry tool name: pending_hash}``: exactly those."""
@@ -230,6 +233,7 @@ class MCPSource:
             # async API awaits it (no worker thread in between).
             callable=self._callable(tool.name),
             acallable=self._acallable(tool.name),
+            context_param=_CONTEXT,
             metadata=metadata,
             provenance=Provenance(kind="mcp", detail=self.client.display,
                                   original_name=tool.name, plugin=PLUGIN),
@@ -241,7 +245,8 @@ class MCPSource:
         source = self
 
         def call_mcp_tool(**arguments: Any) -> Any:
-            return source.call(original, arguments)
+            context = arguments.pop(_CONTEXT, None)
+            return source.call(original, arguments, progress=getattr(context, "progress", None))
 
         call_mcp_tool.__name__ = normalize_name(original)
         call_mcp_tool.__qualname__ = f"MCP {self.client.display}: {original}"
@@ -251,20 +256,27 @@ class MCPSource:
         source = self
 
         async def acall_mcp_tool(**arguments: Any) -> Any:
-            return await source.acall(original, arguments)
+            context = arguments.pop(_CONTEXT, None)
+            return await source.acall(original, arguments,
+                                      progress=getattr(context, "progress", None))
 
         acall_mcp_tool.__name__ = normalize_name(original)
         acall_mcp_tool.__qualname__ = f"MCP {self.client.display}: {original}"
         return acall_mcp_tool
 
-    def call(self, original: str, arguments: dict[str, Any]) -> Any:
-        """Call a tool of this server by its MCP name, blocking; returns the converted result."""
-        result = self.client.call_tool(original, arguments, timeout=self.timeout)
+    def call(self, original: str, arguments: dict[str, Any], *,
+             progress: ProgressReporter | None = None) -> Any:
+        """Call a tool of this server by its MCP name, blocking; returns the converted result.
+        The server's progress notifications go to ``progress``."""
+        result = self.client.call_tool(original, arguments, timeout=self.timeout,
+                                       progress=progress)
         return self._convert(original, result)
 
-    async def acall(self, original: str, arguments: dict[str, Any]) -> Any:
+    async def acall(self, original: str, arguments: dict[str, Any], *,
+                    progress: ProgressReporter | None = None) -> Any:
         """Call a tool of this server by its MCP name; returns the converted result."""
-        result = await self.client.acall_tool(original, arguments, timeout=self.timeout)
+        result = await self.client.acall_tool(original, arguments, timeout=self.timeout,
+                                              progress=progress)
         return self._convert(original, result)
 
     def _convert(self, original: str, result: Any) -> Any:

@@ -21,13 +21,17 @@ from typing import Any
 
 from toolregistry.plugin import log
 
-__all__ = ["LEVELS", "CallChannel", "forwarding_logs", "level_number", "mcp_level"]
+__all__ = ["LEVELS", "CallChannel", "forwarding_logs", "level_number", "mcp_level",
+           "want_level"]
 
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _NUMBERS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": 25,
             "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
             "alert": 60, "emergency": 70}
 MAX_LOG_CHARS = 8000  # one forwarded record's text, at most
+# The serving machinery's own records (the kernel's call events, the SDK's transport) are not
+# the tool's: they stay in the server's log.
+_MACHINERY = ("toolregistry", "mcp", "mcp_types", "uvicorn", "sse_starlette")
 
 _channel: ContextVar[CallChannel | None] = ContextVar("toolregistry_mcp_call", default=None)
 
@@ -82,6 +86,9 @@ class CallChannel:
     def record(self, record: logging.LogRecord) -> None:
         """A log record emitted during the call."""
         if self._min_level is None or record.levelno < self._min_level:
+            return
+        name = record.name
+        if name.split(".", 1)[0] in _MACHINERY:
             return
         level = mcp_level(record.levelno)
         if self._allowed is not None and level not in self._allowed:
@@ -175,6 +182,16 @@ class _Forward(logging.Handler):
 _handler = _Forward()
 _lock = threading.Lock()
 _state: dict[str, Any] = {"users": 0}
+
+
+def want_level(levelno: int) -> None:
+    """A client asked for records down to ``levelno`` (``logging/setLevel``): while serving,
+    lower the root logger's level so that such records exist at all (restored when serving
+    ends)."""
+    root = logging.getLogger()
+    with _lock:
+        if _state["users"] > 0 and root.getEffectiveLevel() > levelno:
+            root.setLevel(levelno)
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ from toolregistry.types import reporting_progress
 
 from ._access import EVERYTHING, NOTHING, Access
 from ._convert import to_call_result
-from ._notify import CallChannel, forwarding_logs, level_number
+from ._notify import CallChannel, forwarding_logs, level_number, want_level
 from ._serve_config import ServeOptions
 
 if TYPE_CHECKING:
@@ -140,7 +140,8 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         return out
 
     async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        levels[connection(ctx)] = level_number(params.level)
+        levels[connection(ctx)] = number = level_number(params.level)
+        want_level(number)
         return types.EmptyResult()
 
     async def announce() -> None:

@@ -1,4 +1,5 @@
-"""A registry served over streamable HTTP with the options given as JSON in argv[1]:
+"""A registry served over streamable HTTP with the options given as JSON in argv[1] (or over
+stdio with ``--stdio``):
 tools in two namespaces with tags, one that reports progress and logs, one that is slow."""
 
 from __future__ import annotations
@@ -62,5 +63,8 @@ def slow(seconds: float) -> str:
 
 
 if __name__ == "__main__":
-    options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    serve(registry, "streamable-http", **options)
+    if sys.argv[1:] == ["--stdio"]:
+        serve(registry)
+    else:
+        options = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+        serve(registry, "streamable-http", **options)
