@@ -89,7 +89,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     loop_ref: dict[str, asyncio.AbstractEventLoop] = {}
     # logging/setLevel, per connection (the per-request session proxies share it).
     levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-    default_level = None if tool_log_level is None else level_number(tool_log_level)
+    default_level = None if tool_log_level in (None, "off") else level_number(tool_log_level)
     grants = dict(scopes or {})
 
     def connection(ctx: Any) -> Any:

@@ -99,10 +99,10 @@ class ServeOptions(BaseModel):
     retry_interval: int | None = Field(1000, ge=0, alias="retry-interval",
                                        description="milliseconds a client waits before "
                                                    "reconnecting a dropped stream")
-    tool_log_level: LogLevel | None = Field(
+    tool_log_level: LogLevel | Literal["off"] | None = Field(
         "info", alias="tool-log-level",
         description="lowest level of tools' log records forwarded (and the root logger's "
-                    "level while serving, when higher); None: forward none")
+                    "level while serving, when higher); 'off' (or None): forward none")
 
     @classmethod
     def resolve(cls, table: dict[str, Any] | BaseModel | None = None,
