@@ -100,7 +100,7 @@ def test_bad_tokens_are_clean_401s(web: Any, protected: dict[str, Any]) -> None:
     foreign = token(issuer, "machine", "machine-secret", "tools:admin",
                     "http://127.0.0.1:9/other")
     short = token(issuer, "shortlived", "shortlived-secret", "tools:admin", resource)
-    time.sleep(2.2)  # the short-lived token has expired (leeway 0)
+    time.sleep(3.2)  # the short-lived (2 s) token has expired (leeway 0)
     bad = {
         "wrong audience": foreign,
         "expired": short,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from toolregistry.errors import ToolCallError
+from toolregistry.errors import ConfigError, ToolCallError
 from toolregistry.plugin import log
 
 from . import _loop
@@ -136,6 +136,52 @@ class _Connection:
     dispatcher: Any = None  # the session's JSON-RPC dispatcher (for the lenient path)
     lenient: bool = False  # the server's listing fails the SDK's validation
     pid: int | None = None  # a stdio server's process (and process group) id
+    refused: tuple[int, str] | None = None  # an HTTP 401 / 403 and its WWW-Authenticate
+
+
+def _refusals(conn: _Connection) -> Callable[[Any], Awaitable[None]]:
+    """An httpx response hook keeping the server's last 401 / 403 (the SDK reports them as
+    a bare "Server returned an error response")."""
+
+    async def hook(response: Any) -> None:
+        # A 403 (insufficient scope) says more than the 401 that may follow a failed step-up.
+        if response.status_code in (401, 403) and (conn.refused is None
+                                                   or conn.refused[0] != 403):
+            conn.refused = (response.status_code,
+                            str(response.headers.get("www-authenticate", "")))
+
+    return hook
+
+
+def _oauth_error(exc: BaseException | None) -> str | None:
+    """The SDK's OAuth client error behind ``exc`` (its cause or context), if any."""
+    from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError
+
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, (OAuthFlowError, OAuthRegistrationError)):
+            return f"{type(exc).__name__}: {str(exc)[:500]}"
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        else:
+            exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def _refusal_hint(refused: tuple[int, str], have_auth: bool) -> str:
+    status, challenge = refused
+    said = f" (WWW-Authenticate: {challenge[:300]})" if challenge else ""
+    if status == 401:
+        todo = ("the credentials were not accepted: check the token or the OAuth client, or "
+                "delete the stored tokens to sign in again" if have_auth else
+                "give it credentials: auth = { grant = \"authorization_code\" } (OAuth, a "
+                "user signs in) or { grant = \"client_credentials\", client-id = ..., "
+                "client-secret-env = ..., issuer = ... }, or headers = { Authorization = "
+                "\"Bearer ...\" }")
+        return f"answered HTTP 401 Unauthorized{said}: it requires authentication; {todo}"
+    return (f"answered HTTP 403 Forbidden{said}: the credentials are valid but not allowed "
+            "(a missing scope: ask for it with auth.scope, or use another account)")
 
 
 def _first_error(exc: BaseException) -> BaseException:
@@ -191,12 +237,23 @@ class MCPClient:
         session_loop: str = "background",
         command_prefix: tuple[str, ...] = (),
         protect_parent: bool = False,
+        auth: Any = None,
     ) -> None:
         if session_loop not in SESSION_LOOPS:
             raise ValueError(f"session_loop must be one of {', '.join(map(repr, SESSION_LOOPS))}"
                              f", not {session_loop!r}")
         self.spec: ServerSpec = parse_server(server, headers=headers, env=env, cwd=cwd,
                                              transport=transport)
+        self._auth: Any = None
+        if auth is not None:
+            if self.spec.transport == "stdio":
+                raise ConfigError(f"MCP server {self.spec.display}: auth= is for HTTP servers "
+                                  "(a stdio server is given its credentials in env=)")
+            from ._oauth import build_auth
+
+            # An httpx Auth of the application's own, or the options of ours.
+            self._auth = auth if hasattr(auth, "async_auth_flow") else \
+                build_auth(self.spec.url or "", auth)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.persistent = persistent
@@ -425,6 +482,11 @@ class MCPClient:
         elif isinstance(exc, FileNotFoundError):
             first = (self.command_prefix or (self.spec.command,))[0]
             what = f"could not be started: command {first!r} was not found"
+        elif conn.refused is not None:
+            what = _refusal_hint(conn.refused, self._auth is not None)
+            oauth = _oauth_error(exc)
+            if oauth is not None:
+                what += f"; signing in with the authorization server failed: {oauth}"
         else:
             what = f"failed to start or connect ({type(exc).__name__}: {exc})"
         msg = f"MCP server {self.display} {what}"
@@ -519,17 +581,26 @@ class MCPClient:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            async with (
-                create_mcp_http_client(headers=dict(spec.headers) or None) as http,
-                streamable_http_client(spec.url or "", http_client=http,
-                                       max_sse_event_size=self.max_message_bytes) as streams,
-            ):
-                yield streams
+            async with create_mcp_http_client(headers=dict(spec.headers) or None,
+                                              auth=self._auth) as http:
+                http.event_hooks["response"].append(_refusals(conn))
+                async with streamable_http_client(
+                        spec.url or "", http_client=http,
+                        max_sse_event_size=self.max_message_bytes) as streams:
+                    yield streams
         else:
             from mcp.client.sse import sse_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            def factory(headers: dict[str, str] | None = None, timeout: Any = None,
+                        auth: Any = None) -> Any:
+                http = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+                http.event_hooks["response"].append(_refusals(conn))
+                return http
 
             async with sse_client(spec.url or "", headers=dict(spec.headers) or None,
-                                  timeout=self.connect_timeout) as streams:
+                                  timeout=self.connect_timeout, auth=self._auth,
+                                  httpx_client_factory=factory) as streams:
                 yield streams
 
     async def _on_message(self, message: Any) -> None:

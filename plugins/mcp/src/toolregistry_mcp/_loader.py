@@ -571,7 +571,7 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = Fa
 _OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
             "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
             "session_loop", "max_message_bytes", "screening", "command_prefix",
-            "protect_parent", "ordering")
+            "protect_parent", "ordering", "auth")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -610,6 +610,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         command_prefix=_strings("command_prefix",
                                 options.get("command_prefix", settings.command_prefix)),
         protect_parent=bool(options.get("protect_parent", settings.protect_parent)),
+        auth=options.get("auth"),
     )
     try:
         listed = await client.alist_tools()

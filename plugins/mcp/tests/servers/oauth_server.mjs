@@ -4,7 +4,7 @@
 // by authorization code with PKCE (the login and consent are answered by the test as a user
 // would, through the provider's own interaction pages), refreshes them, and registers
 // clients dynamically (RFC 7591). Access tokens live $TOKEN_TTL seconds (default 300; the
-// client 'shortlived' gets tokens of one second).
+// client 'shortlived' gets tokens of two seconds).
 import Provider from "oidc-provider";
 
 const port = Number(process.env.PORT);
@@ -60,15 +60,14 @@ const provider = new Provider(issuer, {
           scope: scopes.join(" "),
           audience: indicator,
           accessTokenFormat: "jwt",
-          accessTokenTTL: client.clientId === "shortlived" ? 1 : ttl,
+          accessTokenTTL: client.clientId === "shortlived" ? 2 : ttl,
           jwt: { sign: { alg: "RS256" } },
         };
       },
     },
   },
-  // Refresh tokens for public clients of the code flow too.
-  issueRefreshToken: async (ctx, client, code) =>
-    client.grantTypeAllowed("refresh_token") && code.scopes.has("offline_access"),
+  // Refresh tokens for every client registered for the refresh_token grant.
+  issueRefreshToken: async (ctx, client) => client.grantTypeAllowed("refresh_token"),
   loadExistingGrant: async (ctx) => {
     // Consent given once is consent given: grant what the client asked for.
     const grantId = ctx.oidc.result?.consent?.grantId ||
@@ -85,7 +84,7 @@ const provider = new Provider(issuer, {
   },
   ttl: {
     AccessToken: ttl,
-    ClientCredentials: (ctx, token, client) => (client.clientId === "shortlived" ? 1 : ttl),
+    ClientCredentials: (ctx, token, client) => (client.clientId === "shortlived" ? 2 : ttl),
   },
 });
 provider.proxy = false;

@@ -1,0 +1,308 @@
+"""Connecting to OAuth-protected MCP servers: the ``auth`` option of an MCP source, turned into
+the SDK's own OAuth client (``OAuthClientProvider``: discovery through Protected Resource
+Metadata, dynamic client registration, authorization code with PKCE, refresh; or
+``ClientCredentialsOAuthProvider`` for machine-to-machine), with tokens kept in a private
+file (mode 0600) unless the application gives its own storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import webbrowser
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolregistry.errors import ConfigError
+from toolregistry.plugin import import_target, log
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+__all__ = ["ClientAuth", "FileTokenStorage", "build_auth", "default_token_dir"]
+
+
+def default_token_dir() -> Path:
+    """``$XDG_STATE_HOME/toolregistry/mcp-oauth`` (else ``~/.local/state/...``)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "toolregistry" / "mcp-oauth"
+
+
+class FileTokenStorage:
+    """The SDK's ``TokenStorage`` in one JSON file per server and client, readable only by its
+    owner (the folder 0700, the file 0600, replaced atomically)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser()
+        self._lock = threading.Lock()
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError:
+            log.warning("mcp.token_file_unreadable", path=str(self.path))
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, key: str, value: Any) -> None:
+        with self._lock:
+            data = self._read()
+            data[key] = value
+            folder = self.path.parent
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tokens-")  # created 0600
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(data, fh)
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+
+    async def get_tokens(self) -> OAuthToken | None:
+        from mcp.shared.auth import OAuthToken
+
+        raw = self._read().get("tokens")
+        try:
+            return OAuthToken.model_validate(raw) if raw else None
+        except ValidationError:
+            return None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        raw = self._read().get("client")
+        try:
+            return OAuthClientInformationFull.model_validate(raw) if raw else None
+        except ValidationError:
+            return None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self._write("client", client_info.model_dump(mode="json", exclude_none=True))
+
+
+class ClientAuth(BaseModel):
+    """The ``auth`` option of an MCP source (``register_from_mcp(url, auth={...})`` or
+    ``auth = {...}`` in ``[[tool.toolregistry.sources]]``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True,
+                              arbitrary_types_allowed=True)
+
+    grant: Literal["authorization_code", "client_credentials"] = Field(
+        "authorization_code", description="authorization_code (a user signs in, PKCE) or "
+                                          "client_credentials (machine to machine)")
+    client_id: str | None = Field(None, alias="client-id",
+                                  description="a pre-registered client (default: dynamic "
+                                              "client registration)")
+    client_secret: str | None = Field(None, alias="client-secret",
+                                      description="prefer client-secret-env")
+    client_secret_env: str | None = Field(None, alias="client-secret-env",
+                                          description="environment variable holding the secret")
+    issuer: str | None = Field(None, description="the authorization server the client belongs "
+                                                 "to (required for client_credentials)")
+    scope: str | None = Field(None, description="space-separated scopes to ask for")
+    redirect_uri: str = Field("http://127.0.0.1:33418/callback", alias="redirect-uri",
+                              description="loopback address the browser is sent back to")
+    client_name: str = Field("toolregistry", alias="client-name")
+    token_store: str | None = Field(None, alias="token-store",
+                                    description="file for tokens (default: a private file "
+                                                "under ~/.local/state/toolregistry/mcp-oauth)")
+    open_browser: bool = Field(True, alias="open-browser",
+                               description="open the sign-in page (else it is only logged)")
+    callback_timeout: float = Field(300.0, gt=0, alias="callback-timeout",
+                                    description="seconds to wait for the browser's redirect")
+    # Python API only: hand the sign-in to the application (a UI, a test's user agent).
+    redirect_handler: Any = Field(None, alias="redirect-handler", exclude=True)
+    callback_handler: Any = Field(None, alias="callback-handler", exclude=True)
+    storage: Any = Field(None, exclude=True, description="a TokenStorage of the application's")
+
+    def secret(self) -> str | None:
+        if self.client_secret_env:
+            value = os.environ.get(self.client_secret_env, "")
+            if not value:
+                raise ConfigError(f"MCP auth: environment variable {self.client_secret_env} "
+                                  "(client-secret-env) is not set or empty")
+            return value
+        return self.client_secret
+
+
+def _store(config: ClientAuth, server_url: str) -> Any:
+    if config.storage is not None:
+        storage = config.storage
+        if isinstance(storage, str):
+            storage = import_target(storage, "MCP auth: storage")
+        return storage
+    if config.token_store:
+        return FileTokenStorage(config.token_store)
+    key = hashlib.sha256(f"{server_url}\n{config.client_id or ''}\n{config.grant}".encode())
+    return FileTokenStorage(default_token_dir() / f"{key.hexdigest()[:24]}.json")
+
+
+def build_auth(server_url: str, value: ClientAuth | Mapping[str, Any]) -> Any:
+    """The SDK's ``httpx2.Auth`` for ``server_url`` as ``value`` says; errors name the option."""
+    try:
+        config = value if isinstance(value, ClientAuth) else ClientAuth.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"MCP auth option {where!r}: {first['msg']}") from None
+    storage = _store(config, server_url)
+    if config.grant == "client_credentials":
+        from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+        secret = config.secret()
+        if not (config.client_id and secret and config.issuer):
+            raise ConfigError("MCP auth: client_credentials needs client-id, a secret "
+                              "(client-secret-env) and the issuer it belongs to")
+        return ClientCredentialsOAuthProvider(
+            server_url=server_url, storage=storage, client_id=config.client_id,
+            client_secret=secret, scope=config.scope, issuer=config.issuer)
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+
+    redirect, callback = config.redirect_handler, config.callback_handler
+    if (redirect is None) != (callback is None):
+        raise ConfigError("MCP auth: give both redirect_handler and callback_handler, or "
+                          "neither (then the browser is sent to a loopback redirect_uri)")
+    if redirect is None:
+        redirect, callback = _browser_flow(config)
+    metadata = OAuthClientMetadata(
+        redirect_uris=[config.redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"], client_name=config.client_name, scope=config.scope,
+        token_endpoint_auth_method="client_secret_basic" if config.client_secret
+        or config.client_secret_env else "none")
+    if config.client_id:
+        storage = _PreRegistered(storage, OAuthClientInformationFull(
+            client_id=config.client_id, client_secret=config.secret(),
+            redirect_uris=[config.redirect_uri],  # type: ignore[list-item]
+            grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+            token_endpoint_auth_method=metadata.token_endpoint_auth_method,
+            scope=config.scope))
+    return OAuthClientProvider(server_url=server_url, client_metadata=metadata,
+                               storage=storage, redirect_handler=redirect,
+                               callback_handler=callback)
+
+
+class _PreRegistered:
+    """A storage whose client is the configured one (no dynamic registration)."""
+
+    def __init__(self, inner: Any, client: OAuthClientInformationFull) -> None:
+        self._inner = inner
+        self._client = client
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return await self._inner.get_tokens()  # type: ignore[no-any-return]
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        await self._inner.set_tokens(tokens)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self._client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self._client = client_info
+
+
+def _browser_flow(config: ClientAuth) -> tuple[Callable[[str], Awaitable[None]],
+                                               Callable[[], Awaitable[Any]]]:
+    """Send the user's browser to the sign-in page; take the code at the loopback
+    ``redirect_uri`` (RFC 8252 §7.3)."""
+    parts = urlsplit(config.redirect_uri)
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise ConfigError("MCP auth: redirect-uri must be a loopback http:// address "
+                          f"(e.g. http://127.0.0.1:33418/callback), got {config.redirect_uri!r}")
+    state: dict[str, Any] = {}
+
+    async def redirect(url: str) -> None:
+        state["server"] = await _CallbackServer.start(parts.hostname or "127.0.0.1",
+                                                      parts.port or 80, parts.path or "/")
+        log.warning("mcp.oauth_sign_in", url=url)
+        if config.open_browser:
+            webbrowser.open(url)
+
+    async def callback() -> Any:
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        server: _CallbackServer = state.pop("server")
+        try:
+            query = await asyncio.wait_for(server.result, config.callback_timeout)
+        finally:
+            server.close()
+        if "error" in query:
+            raise ConfigError(f"MCP auth: the authorization server refused: {query['error']} "
+                              f"{query.get('error_description', '')}".rstrip())
+        return AuthorizationCodeResult(code=query.get("code", ""), state=query.get("state"),
+                                       iss=query.get("iss"))
+
+    return redirect, callback
+
+
+class _CallbackServer(asyncio.Protocol):
+    """A one-request HTTP listener for the authorization redirect."""
+
+    def __init__(self, path: str, result: asyncio.Future[dict[str, str]]) -> None:
+        self.path = path
+        self.result = result
+        self.server: asyncio.Server | None = None
+
+    @classmethod
+    async def start(cls, host: str, port: int, path: str) -> _CallbackServer:
+        loop = asyncio.get_running_loop()
+        protocol = cls(path, loop.create_future())
+        protocol.server = await loop.create_server(lambda: _Request(protocol), host, port)
+        return protocol
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+class _Request(asyncio.Protocol):
+    def __init__(self, owner: _CallbackServer) -> None:
+        self.owner = owner
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if b"\r\n" not in self.buffer or self.transport is None:
+            if len(self.buffer) > 16384 and self.transport is not None:
+                self.transport.close()
+            return
+        line = self.buffer.split(b"\r\n", 1)[0].decode("latin-1")
+        method, _, rest = line.partition(" ")
+        target = rest.rsplit(" ", 1)[0]
+        url = urlsplit(target)
+        if method != "GET" or url.path != self.owner.path:
+            self.transport.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            self.transport.close()
+            return
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        body = b"Signed in. You can close this window."
+        self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+        self.transport.close()
+        if not self.owner.result.done():
+            self.owner.result.set_result(query)

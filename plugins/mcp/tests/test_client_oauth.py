@@ -1,0 +1,183 @@
+"""Connecting to OAuth-protected MCP servers: client credentials, authorization code with PKCE
+and dynamic client registration (a user signing in through a browser: ``$BROWSER`` is a real
+HTTP user agent), token refresh, the private token file, and what a 401 / 403 says. The server
+is a served registry; the authorization server panva's oidc-provider, both on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolregistry import ToolRegistry
+from toolregistry_mcp import MCPConnectError
+
+USER_AGENT = Path(__file__).parent / "servers" / "user_agent.py"
+
+
+@pytest.fixture
+def protected(web: Any, procs: Any, oidc_provider_js: Path, authorization_server: Any
+              ) -> Iterator[dict[str, str]]:
+    port = procs.free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    with authorization_server(oidc_provider_js, resource, TOKEN_TTL="3") as issuer:
+        options = {"port": port, "auth": "oauth", "oauth": {
+            "issuer": issuer, "leeway": 0,
+            "scopes": {"tools:admin": {}, "tools:read": {"tags": ["read_only"]}}}}
+        with web.served(options, procs):
+            yield {"issuer": issuer, "resource": resource}
+
+
+def test_client_credentials(protected: dict[str, str], registry: ToolRegistry,
+                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MACHINE_SECRET", "machine-secret")
+    store = tmp_path / "state" / "tokens.json"
+    tools = registry.register_from_mcp(protected["resource"], namespace="m", auth={
+        "grant": "client_credentials", "client-id": "machine",
+        "client-secret-env": "MACHINE_SECRET", "issuer": protected["issuer"],
+        "scope": "tools:admin", "token-store": str(store)})
+    assert len(tools) == 6
+    assert registry.invoke("m-files-delete", {"path": "x"}).content == "deleted x"
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.parent.stat().st_mode) == 0o700
+    assert "access_token" in store.read_text(encoding="utf-8")
+
+
+def test_client_credentials_gets_a_new_token_when_one_expires(
+        protected: dict[str, str], registry: ToolRegistry, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHORT_SECRET", "shortlived-secret")
+    registry.register_from_mcp(protected["resource"], namespace="s", auth={
+        "grant": "client_credentials", "client_id": "shortlived",
+        "client_secret_env": "SHORT_SECRET", "issuer": protected["issuer"],
+        "scope": "tools:read", "token_store": str(tmp_path / "t.json")}, persistent=False)
+    first = (tmp_path / "t.json").read_text(encoding="utf-8")
+    time.sleep(3.2)  # the two-second token has expired
+    assert registry.invoke("s-files-read", {"path": "p"}).content == "contents of p"
+    assert (tmp_path / "t.json").read_text(encoding="utf-8") != first
+
+
+def test_authorization_code_with_pkce_registration_and_refresh(
+        protected: dict[str, str], registry: ToolRegistry, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, procs: Any) -> None:
+    signed_in = tmp_path / "browser.log"
+    monkeypatch.setenv("BROWSER", f"{sys.executable} {USER_AGENT} %s")
+    monkeypatch.setenv("USER_AGENT_LOG", str(signed_in))
+    store = tmp_path / "code.json"
+    auth = {"scope": "tools:admin", "token-store": str(store),
+            "redirect-uri": f"http://127.0.0.1:{procs.free_port()}/callback"}
+    tools = registry.register_from_mcp(protected["resource"], namespace="u", auth=auth,
+                                       persistent=False)
+    assert len(tools) == 6
+    lines = signed_in.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 and "code=" in lines[0] and "state=" in lines[0]
+    saved = store.read_text(encoding="utf-8")
+    assert '"client_id"' in saved and '"refresh_token"' in saved  # registered; refreshable
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    time.sleep(3.5)  # the access token (3 s) has expired: refreshed, no second sign-in
+    assert registry.invoke("u-files-read", {"path": "q"}).content == "contents of q"
+    assert len(signed_in.read_text(encoding="utf-8").splitlines()) == 1
+    # A new registry with the same token store signs in no more.
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+    with ToolRegistry(config=tmp_path / "pyproject.toml") as again:
+        assert len(again.register_from_mcp(protected["resource"], auth=auth)) == 6
+    assert len(signed_in.read_text(encoding="utf-8").splitlines()) == 1
+
+
+def test_401_names_the_server_the_status_and_what_to_do(web: Any, procs: Any,
+                                                        registry: ToolRegistry) -> None:
+    options = {"auth": "bearer", "tokens": [{"name": "a", "env": "THE_TOKEN"}]}
+    with web.served(options, procs, env={"THE_TOKEN": "sekrit"}) as (host, port):
+        url = f"http://{host}:{port}/mcp"
+        with pytest.raises(MCPConnectError) as caught:
+            registry.register_from_mcp(url)
+        message = str(caught.value)
+        assert url in message and "401 Unauthorized" in message
+        assert "auth = " in message and "Authorization" in message
+        with pytest.raises(MCPConnectError, match="credentials were not accepted"):
+            registry.register_from_mcp(url, auth=_static_bearer("wrong"))
+        assert registry.register_from_mcp(url, auth=_static_bearer("sekrit"))
+
+
+def _token(issuer: str, client: str, secret: str, scope: str, resource: str) -> str:
+    import base64
+    import json
+    import urllib.parse
+    import urllib.request
+
+    body = urllib.parse.urlencode({"grant_type": "client_credentials", "scope": scope,
+                                   "resource": resource}).encode()
+    basic = base64.b64encode(f"{client}:{secret}".encode()).decode()
+    request = urllib.request.Request(f"{issuer}/token", data=body, headers={
+        "Authorization": f"Basic {basic}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(json.load(response)["access_token"])
+
+
+def test_403_and_failed_sign_ins_say_why(procs: Any, web: Any, oidc_provider_js: Path,
+                                         authorization_server: Any, registry: ToolRegistry,
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    port = procs.free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    monkeypatch.setenv("READER_SECRET", "reader-secret")
+    with authorization_server(oidc_provider_js, resource) as issuer:
+        options = {"port": port, "auth": "oauth",
+                   "oauth": {"issuer": issuer, "required_scopes": ["tools:admin"]}}
+        with web.served(options, procs):
+            # A valid token without the required scope.
+            reader = _token(issuer, "reader", "reader-secret", "tools:read", resource)
+            with pytest.raises(MCPConnectError, match=r"403 Forbidden.*insufficient_scope"):
+                registry.register_from_mcp(resource, auth=_static_bearer(reader))
+            # A client that may not have that scope: the authorization server's answer.
+            with pytest.raises(MCPConnectError,
+                               match=r"signing in with the authorization server failed: "
+                                     r"OAuthTokenError.*invalid_scope"):
+                registry.register_from_mcp(resource, auth={
+                    "grant": "client_credentials", "client_id": "reader",
+                    "client_secret_env": "READER_SECRET", "issuer": issuer,
+                    "scope": "tools:read", "token_store": str(tmp_path / "r.json")})
+
+
+def test_bad_auth_options_are_config_errors(registry: ToolRegistry) -> None:
+    from toolregistry.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="auth option 'grant'"):
+        registry.register_from_mcp("http://127.0.0.1:9/mcp", auth={"grant": "password"})
+    with pytest.raises(ConfigError, match="client_credentials needs"):
+        registry.register_from_mcp("http://127.0.0.1:9/mcp",
+                                   auth={"grant": "client_credentials"})
+    with pytest.raises(ConfigError, match="NOT_SET_HERE"):
+        registry.register_from_mcp("http://127.0.0.1:9/mcp", auth={
+            "grant": "client_credentials", "client_id": "x",
+            "client_secret_env": "NOT_SET_HERE", "issuer": "http://127.0.0.1:9"})
+    with pytest.raises(ConfigError, match="for HTTP servers"):
+        registry.register_from_mcp({"command": sys.executable, "args": ["-V"]},
+                                   auth={"grant": "client_credentials"})
+
+
+def _static_bearer(token: str) -> Any:
+    """An httpx Auth of the application's own (any ``httpx2.Auth`` is accepted as ``auth=``)."""
+    import httpx2
+
+    class StaticBearer(httpx2.Auth):
+        def auth_flow(self, request: Any) -> Any:
+            request.headers["Authorization"] = f"Bearer {token}"
+            yield request
+
+    return StaticBearer()
+
+
+def test_default_token_dir_is_private_state(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    from toolregistry_mcp._oauth import default_token_dir
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert default_token_dir() == tmp_path / "toolregistry" / "mcp-oauth"
+    assert os.fspath(default_token_dir()).startswith(str(tmp_path))
