@@ -273,11 +273,17 @@ class ToolRegistry:
         """Stop injecting ``toolcall_reason`` (tools with ``think_augment=True`` keep it)."""
         self.set_setting("think_augment", False)
 
-    def enable_tool_discovery(self, field_weights: Mapping[str, float] | None = None) -> None:
-        """Register the ``discover_tools`` tool (needs toolregistry-discovery)."""
+    def enable_tool_discovery(self, field_weights: Mapping[str, float] | None = None, *,
+                              semantic: Any = None) -> None:
+        """Register the ``discover_tools`` tool (needs toolregistry-discovery).
+
+        ``semantic``: ``True`` or the plugin's ``SemanticOptions`` turns on hybrid retrieval
+        (``False`` turns it off; ``None`` leaves it to ``[tool.toolregistry.plugins.discovery]``).
+        """
         self._require_for("tool_discovery")
         self.set_setting("tool_discovery", True,
-                         field_weights=dict(field_weights) if field_weights else None)
+                         field_weights=dict(field_weights) if field_weights else None,
+                         semantic=semantic)
 
     def disable_tool_discovery(self) -> None:
         """Remove the ``discover_tools`` tool."""

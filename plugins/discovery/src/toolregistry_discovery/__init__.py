@@ -10,6 +10,7 @@ from toolregistry.plugin import lazy_exports
 if TYPE_CHECKING:
     from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
     from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Hit
+    from ._semantic import SemanticOptions, WordLlamaEmbedder
 
 # numpy and the index load on first use, so that loading the plugin stays cheap.
 _LAZY = {
@@ -18,6 +19,8 @@ _LAZY = {
     "DEFAULT_FIELD_WEIGHTS": "._index",
     "BM25FIndex": "._index",
     "Hit": "._index",
+    "SemanticOptions": "._semantic",
+    "WordLlamaEmbedder": "._semantic",
 }
 
 
@@ -28,5 +31,7 @@ __all__ = [
     "DISCOVER_TOOLS_NAME",
     "BM25FIndex",
     "Hit",
+    "SemanticOptions",
     "ToolDiscoveryTool",
+    "WordLlamaEmbedder",
 ]

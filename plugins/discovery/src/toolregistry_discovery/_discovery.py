@@ -7,19 +7,30 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from toolregistry.plugin import log
 
+from ._analysis import analyze_query
 from ._fields import FIELDS, fold_name, tool_texts
 from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Texts
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry
 
+    from ._semantic import SemanticOptions, SemanticSearch
+
 __all__ = ["DISCOVER_TOOLS_NAME", "INFRASTRUCTURE_TOOLS", "ToolDiscoveryTool"]
+
 
 DISCOVER_TOOLS_NAME = "discover_tools"
 INFRASTRUCTURE_TOOLS = frozenset({DISCOVER_TOOLS_NAME})
 """Tools the plugin registers itself; never indexed, never returned."""
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
 
 def merge_field_weights(field_weights: Mapping[str, float] | None) -> dict[str, float]:
     """The default weights with ``field_weights`` applied on top (unknown fields are errors)."""
@@ -48,6 +59,9 @@ class ToolDiscoveryTool:
     ``field_weights`` overrides some or all of their default weights. Built once here;
     call :meth:`rebuild_index` after changing the registry (the ``discover_tools`` tool
     registered by ``registry.enable_tool_discovery()`` follows changes by itself).
+
+    ``semantic`` (``True`` or a :class:`SemanticOptions`; needs the ``semantic`` extra)
+    adds dense retrieval, fused with BM25F; tools are embedded when the index is built.
     """
 
     def __init__(
@@ -58,12 +72,23 @@ class ToolDiscoveryTool:
         k1: float = 1.5,
         b: float = 0.75,
         delta: float = 1.0,
+        semantic: bool | SemanticOptions | None = None,
     ) -> None:
         self._registry = registry
         self._folded: tuple[int, dict[str, str]] | None = None
         self.field_weights = merge_field_weights(field_weights)
         assert tuple(self.field_weights) == FIELDS  # tool_texts() fills fields in this order
         self._index = BM25FIndex(self.field_weights, k1=k1, b=b, delta=delta)
+        self._semantic: SemanticSearch | None = None
+        if semantic:
+            from ._semantic import SemanticOptions, SemanticSearch
+
+            if semantic is True:
+                semantic = SemanticOptions()
+            if not isinstance(semantic, SemanticOptions):
+                raise TypeError(f"semantic must be True, False or a SemanticOptions, "
+                                f"got {semantic!r}")
+            self._semantic = SemanticSearch(semantic)
         self.rebuild_index()
 
     @property
@@ -76,15 +101,31 @@ class ToolDiscoveryTool:
         """The underlying BM25F index."""
         return self._index
 
+    @property
+    def semantic(self) -> SemanticSearch | None:
+        """The dense side of hybrid retrieval (``None`` when it is off)."""
+        return self._semantic
+
+    def close(self) -> None:
+        """Close the embedding cache (the index stays usable; the cache reopens no more)."""
+        if self._semantic is not None:
+            self._semantic.close()
+
     # -- indexing ------------------------------------------------------------------------
 
     def rebuild_index(self) -> None:
         """Re-index every enabled tool of the registry from scratch."""
         self._index.clear()
         terms = self._index.term_ids
-        self._index.add_texts((tool.name, tool_texts(tool, terms))
-                              for tool in self._registry.get_tools()
-                              if tool.name not in INFRASTRUCTURE_TOOLS)
+        docs = [(tool.name, tool_texts(tool, terms)) for tool in self._registry.get_tools()
+                if tool.name not in INFRASTRUCTURE_TOOLS]
+        self._index.add_texts(docs)
+        if self._semantic is not None:
+            from ._semantic import embedding_text
+
+            self._semantic.clear()
+            self._semantic.stage((name, embedding_text(texts)) for name, texts in docs)
+            self._semantic.flush()
         log.debug("discovery.indexed", registry=self._registry.name, tools=len(self._index))
 
     def refresh(self, names: Iterable[str]) -> None:
@@ -98,15 +139,23 @@ class ToolDiscoveryTool:
                 continue
             tool = self._registry.get_tool(name)
             if tool is None or not self._registry.is_enabled(name):
-                self._index.remove(name)
+                self.forget((name,))
             else:
                 fresh.append((name, tool_texts(tool, self._index.term_ids)))
         self._index.add_texts(fresh)
+        if self._semantic is not None and fresh:
+            from ._semantic import embedding_text
+
+            # Embedded together when the next query needs them.
+            self._semantic.stage((name, embedding_text(texts)) for name, texts in fresh)
 
     def forget(self, names: Iterable[str]) -> None:
         """Drop ``names`` from the index."""
+        names = list(names)
         for name in names:
             self._index.remove(name)
+        if self._semantic is not None:
+            self._semantic.remove(names)
 
     # -- searching -----------------------------------------------------------------------
 
@@ -184,16 +233,15 @@ class ToolDiscoveryTool:
         out: list[dict[str, Any]] = []
         fetch = top_k
         while True:
-            hits = self._index.search(query, fetch)
+            hits = self._ranked(query, fetch)
             out = []
-            for hit in hits:
-                tool = self._live_tool(hit.key)
+            for key, score, hybrid in hits:
+                tool = self._live_tool(key)
                 if tool is None:  # changed since the last rebuild_index()
                     continue
-                result = self._result(tool, round(hit.score, 4), tool.metadata.defer,
-                                      api_format)
+                result = self._result(tool, round(score, 4), tool.metadata.defer, api_format)
                 if explain:
-                    result["explain"] = self._index.explain(hit.key, query)
+                    result["explain"] = self._explain(key, query, hybrid)
                 out.append(result)
                 if len(out) == top_k:
                     break
@@ -203,6 +251,51 @@ class ToolDiscoveryTool:
         if not out:
             log.debug("discovery.no_match", query=query)
         return out
+
+    def _ranked(self, query: str, limit: int) -> list[tuple[str, float, dict[str, Any] | None]]:
+        """(key, score, the hybrid detail for ``explain`` or ``None``) for the ``limit``
+        best tools."""
+        semantic = self._semantic
+        if semantic is None:
+            return [(h.key, h.score, None) for h in self._index.search(query, limit)]
+        from ._semantic import fuse
+
+        depth = max(50, 4 * limit)
+        lexical = [(h.key, h.score) for h in self._index.search(query, depth)]
+        weight = semantic.options.weight
+        # The dense side joins only for a query with a word that may anchor a hit (as for
+        # BM25F) in a language the embedder covers: otherwise BM25F answers alone.
+        dense = None
+        if weight <= 0:
+            skipped = "semantic weight is 0"
+        elif not any(analyze_query(query).values()):
+            skipped = "no query word may anchor a hit"
+        elif not semantic.covers(query):
+            skipped = "the embedder does not cover this query's language"
+        else:
+            dense = semantic.rank(query, depth)
+            skipped = "" if dense is not None else "no tool or no query vector"
+        out: list[tuple[str, float, dict[str, Any] | None]] = []
+        for hit in fuse(lexical, dense, semantic, weight, limit):
+            detail: dict[str, Any] = {
+                "lexical_rank": hit.lexical_rank,
+                "lexical_score": round(hit.lexical_score, 4),
+            }
+            if dense is None:
+                detail["dense_skipped"] = skipped
+            else:
+                rank = hit.dense_rank
+                if rank is None and hit.similarity is not None:  # beyond the candidates
+                    rank = int(np.count_nonzero(dense.similarities > hit.similarity)) + 1
+                detail.update(dense_rank=rank, dense_similarity=_round(hit.similarity, 4),
+                              dense_z=_round(hit.z, 3))
+            detail["fused"] = round(hit.score, 4)
+            out.append((hit.key, hit.score, detail))
+        return out
+
+    def _explain(self, key: str, query: str, hybrid: dict[str, Any] | None) -> dict[str, Any]:
+        lexical = self._index.explain(key, query)
+        return lexical if hybrid is None else {**lexical, **hybrid}
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
         """At most ``limit`` enabled tool names close to the unknown ``name``.

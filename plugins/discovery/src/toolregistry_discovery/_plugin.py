@@ -18,10 +18,13 @@ from toolregistry.tool import Provenance
 from toolregistry.types import ToolContext
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from toolregistry import ToolRegistry
     from toolregistry.events import ChangeEvent
 
     from ._discovery import ToolDiscoveryTool
+    from ._semantic import SemanticOptions
 
 # The index (and numpy) load when discovery is first used, not when the plugin loads.
 DISCOVER_TOOLS_NAME = "discover_tools"
@@ -100,7 +103,27 @@ def make_discover_tool(discoverer: ToolDiscoveryTool) -> Tool:
     )
 
 
-def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None) -> None:
+def _semantic_options(registry: ToolRegistry, asked: Any) -> SemanticOptions | None:
+    """What ``enable_tool_discovery(semantic=...)`` asked for (``True``: as configured),
+    else the configuration's ``semantic``."""
+    from ._semantic import SemanticOptions
+    from ._settings import DiscoverySettings
+
+    if isinstance(asked, SemanticOptions):
+        return asked
+    if asked is not None and not isinstance(asked, bool):
+        raise TypeError(f"enable_tool_discovery(semantic=...) takes True, False or a "
+                        f"SemanticOptions, got {asked!r}")
+    settings = registry.plugin_settings(PLUGIN_NAME, DiscoverySettings)
+    if asked is False or (asked is None and not settings.semantic):
+        return None
+    options = settings.semantic_options()
+    assert isinstance(options, SemanticOptions)
+    return options
+
+
+def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None,
+            semantic: Any = None) -> None:
     existing = registry.get_tool(DISCOVER_TOOLS_NAME)
     if existing is not None and existing.provenance.plugin != PLUGIN_NAME:
         raise ToolNameCollisionError(
@@ -111,7 +134,11 @@ def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None) -
         )
     from ._discovery import ToolDiscoveryTool
 
-    discoverer = ToolDiscoveryTool(registry, field_weights=field_weights)
+    discoverer = ToolDiscoveryTool(registry, field_weights=field_weights,
+                                   semantic=_semantic_options(registry, semantic))
+    previous = _state(registry).get(_STATE_KEY)
+    if previous is not None:
+        previous.close()
     _state(registry)[_STATE_KEY] = discoverer
     registry.register(make_discover_tool(discoverer), replace=True)
     log.info("discovery.enabled", registry=registry.name, tools=len(discoverer.index))
@@ -119,7 +146,10 @@ def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None) -
 
 def _disable(registry: ToolRegistry) -> None:
     state = _state(registry)
-    had = state.pop(_STATE_KEY, None) is not None
+    discoverer = state.pop(_STATE_KEY, None)
+    had = discoverer is not None
+    if had:
+        discoverer.close()
     tool = registry.get_tool(DISCOVER_TOOLS_NAME)
     if tool is not None and tool.provenance.plugin == PLUGIN_NAME:
         registry.unregister(DISCOVER_TOOLS_NAME)
@@ -135,7 +165,7 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
         if details.get("setting") != "tool_discovery":
             return
         if details.get("value"):
-            _enable(registry, details.get("field_weights"))
+            _enable(registry, details.get("field_weights"), details.get("semantic"))
         else:
             _disable(registry)
         return
@@ -151,6 +181,14 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
     elif event.names:
         # register, enable, disable, metadata, namespace, rename: re-read just these tools.
         discoverer.refresh(event.names)
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """``[tool.toolregistry.plugins.discovery]``, validated when the configuration is loaded."""
+    from ._settings import DiscoverySettings
+
+    return DiscoverySettings
 
 
 @hookimpl

@@ -1,0 +1,507 @@
+"""Dense retrieval fused with BM25F (the ``semantic`` extra).
+
+An *embedder* is any callable from a list of texts to one vector per text (a sequence of
+sequences of floats, or a 2-D array). It may have ``model_id`` (a string naming the model and
+its version: vectors cached on disk under it) and ``covers(text) -> bool`` (whether it
+understands a query; a query it does not cover is answered by BM25F alone).
+
+Tools are embedded in batches, each distinct text once: vectors come from the on-disk cache
+(SQLite, float16, keyed by a hash of the model id and the text) or from the embedder, and are
+kept L2-normalised as float32 rows of one matrix, so a query is one matrix-vector product
+(exact search; numpy has no fast float16 or int8 product). Changes are collected and embedded
+together when the next query needs them.
+
+Fusion: ``lexical / best lexical + weight * z / 10`` over the union of both sides' candidates,
+where ``z`` is a tool's cosine similarity to the query in standard deviations above the mean
+over all tools (a z of 10, a clear hit, weighs as much as the best BM25F hit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from attrs import frozen
+
+from toolregistry.plugin import import_target, log
+
+__all__ = ["DenseIndex", "EmbeddingCache", "SemanticOptions", "SemanticSearch",
+           "WordLlamaEmbedder", "default_cache_path", "embedding_text"]
+
+Embedder = Callable[[list[str]], Any]
+
+INSTALL_HINT = "install the extra: pip install 'toolregistry-discovery[semantic]'"
+_Z_SCALE = 10.0
+
+
+def default_cache_path() -> Path:
+    """``$XDG_CACHE_HOME/toolregistry/discovery-embeddings.sqlite3`` (``~/.cache`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolregistry" / "discovery-embeddings.sqlite3"
+
+
+@frozen
+class SemanticOptions:
+    """Hybrid retrieval settings.
+
+    ``embedder``: an embedder, or its import path (``"pkg.module:attr"``; a class there is
+    instantiated without arguments), or ``None`` for the default :class:`WordLlamaEmbedder`.
+    ``cache``: ``True`` for :func:`default_cache_path`, a file path, or ``False`` for none.
+    ``weight``: how much the dense side counts against BM25F (``>= 0``; 0 turns it off).
+    """
+
+    embedder: str | Embedder | None = None
+    cache: bool | str | Path = True
+    weight: float = 1.0
+
+    def __attrs_post_init__(self) -> None:
+        w = self.weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ValueError(f"semantic weight must be a finite number >= 0, got {w!r}")
+        e = self.embedder
+        if e is not None and not isinstance(e, str) and not callable(e):
+            raise TypeError(f"semantic embedder must be a callable (texts -> vectors), an "
+                            f"import path 'pkg.module:attr' or None, got {e!r}")
+        if not isinstance(self.cache, (bool, str, Path)):
+            raise TypeError(f"semantic cache must be true, false or a file path, "
+                            f"got {self.cache!r}")
+
+
+# ----------------------------------------------------------------------------- embedders
+
+_IDENT_SPLIT = re.compile(r"[_\-./:]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def embedding_text(texts: Sequence[str | tuple[str, ...]]) -> str:
+    """The text a tool is embedded from: its index fields (``_fields.tool_texts``) except
+    tags, identifiers split into words (``get_weather`` reads as "get weather")."""
+    names, description, hint, _tags, params, param_texts = texts
+    parts: list[str] = []
+    for name in (names,) if isinstance(names, str) else names:
+        parts.append(_IDENT_SPLIT.sub(" ", name))
+    parts += [str(description), str(hint)]
+    parts += [_IDENT_SPLIT.sub(" ", p) for p in params]
+    parts += list(param_texts)
+    return " ".join(p for p in parts if p)
+
+
+def _is_latin(ch: str) -> bool:
+    return ch < "\u0250"  # Basic Latin to Latin Extended-B
+
+
+class WordLlamaEmbedder:
+    """WordLlama's ``l2_supercat`` static embeddings (256 dimensions), read offline from
+    the weights and tokenizer that the ``wordllama`` wheel ships.
+
+    A text's vector is the mean of its tokens' vectors, as ``WordLlama.embed`` computes it.
+    The files are read with ``tokenizers`` and ``safetensors`` without importing
+    ``wordllama``: importing it configures the root logger (``logging.basicConfig``), and its
+    loader downloads from the model hub unless told otherwise. The model was trained on
+    English, so :meth:`covers` accepts text that is mostly Latin script.
+    """
+
+    CONFIG = "l2_supercat"
+    DIM = 256
+
+    def __init__(self, batch_size: int = 256) -> None:
+        spec = importlib.util.find_spec("wordllama")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError(
+                f"semantic discovery's default embedder needs the wordllama package: "
+                f"{INSTALL_HINT}")
+        try:
+            from safetensors import safe_open
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - wordllama depends on both
+            raise ModuleNotFoundError(f"{exc}: {INSTALL_HINT}") from exc
+        root = Path(next(iter(spec.submodule_search_locations)))
+        weights = root / "weights" / f"{self.CONFIG}_{self.DIM}.safetensors"
+        vocab = root / "tokenizers" / f"{self.CONFIG}_tokenizer_config.json"
+        for path in (weights, vocab):
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"wordllama at {root} does not ship {path.relative_to(root)}; "
+                    f"reinstall it ({INSTALL_HINT})")
+        self._tokenizer = Tokenizer.from_file(str(vocab))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        with safe_open(str(weights), framework="np") as fh:
+            table = fh.get_tensor("embedding.weight")  # float16, kept as shipped
+        if table.ndim != 2 or table.shape[1] != self.DIM:
+            raise ValueError(f"unexpected embedding table {table.shape} in {weights}")
+        self._table = table
+        self.batch_size = max(1, int(batch_size))
+        self.model_id = f"wordllama-{metadata.version('wordllama')}/{self.CONFIG}_{self.DIM}"
+
+    @property
+    def dim(self) -> int:
+        return self.DIM
+
+    def covers(self, text: str) -> bool:
+        """Whether most letters of ``text`` are Latin script (what the model knows)."""
+        letters = [c for c in text if c.isalpha()]
+        return sum(map(_is_latin, letters)) * 2 >= len(letters)
+
+    def __call__(self, texts: list[str]) -> Any:
+        table = self._table
+        last = table.shape[0] - 1
+        out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            encoded = self._tokenizer.encode_batch(texts[start : start + self.batch_size],
+                                                   add_special_tokens=False)
+            lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64,
+                                  count=len(encoded))
+            if not lengths.any():
+                continue
+            ids = np.fromiter((i for e in encoded for i in e.ids), dtype=np.int64,
+                              count=int(lengths.sum()))
+            np.clip(ids, 0, last, out=ids)
+            vectors = table[ids].astype(np.float32)
+            rows = np.flatnonzero(lengths)
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
+            sums = np.add.reduceat(vectors, starts, axis=0)
+            out[start + rows] = sums / lengths[rows, None].astype(np.float32)
+        return out
+
+
+def resolve_embedder(spec: str | Embedder | None) -> tuple[Embedder, str | None]:
+    """The embedder ``spec`` names and its cache id (``None``: not cached on disk)."""
+    if spec is None:
+        default = WordLlamaEmbedder()
+        return default, default.model_id
+    if isinstance(spec, str):
+        target = import_target(spec, "semantic discovery embedder")
+        if isinstance(target, type):
+            target = target()
+        if not callable(target):
+            raise TypeError(f"semantic discovery embedder {spec!r} is not callable "
+                            f"(texts -> vectors): {target!r}")
+        model_id = getattr(target, "model_id", None)
+        return target, str(model_id) if model_id else spec
+    model_id = getattr(spec, "model_id", None)
+    return spec, str(model_id) if model_id else None
+
+
+def _as_matrix(raw: Any, n: int, source: str) -> Any:
+    try:
+        vectors = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{source} returned something that is not numbers: {exc}") from None
+    if vectors.ndim != 2 or vectors.shape[0] != n or vectors.shape[1] == 0:
+        raise ValueError(f"{source} must return one vector per text ({n} texts): got an "
+                         f"array of shape {vectors.shape}")
+    if not np.isfinite(vectors).all():
+        raise ValueError(f"{source} returned NaN or infinite values")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    vectors /= norms
+    return vectors
+
+
+# ----------------------------------------------------------------------------- disk cache
+
+class EmbeddingCache:
+    """Vectors on disk by key (a hash of model id and text), float16, in one SQLite file
+    that several processes may share. Failures to read or write are logged, never raised:
+    the cache only saves time."""
+
+    _CHUNK = 500
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False,
+                                 isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=OFF")  # a lost entry is only embedded again
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, "
+                       "vec BLOB NOT NULL) WITHOUT ROWID")
+            self._db = db
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("discovery.embedding_cache_unavailable", path=str(self.path),
+                        error=f"{type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def key(model_id: str, text: str) -> bytes:
+        return hashlib.blake2b(f"{model_id}\0{text}".encode(), digest_size=16).digest()
+
+    def get_many(self, keys: Sequence[bytes], dim: int | None) -> dict[bytes, Any]:
+        found: dict[bytes, Any] = {}
+        if self._db is None or not keys:
+            return found
+        try:
+            with self._lock:
+                for at in range(0, len(keys), self._CHUNK):
+                    chunk = keys[at : at + self._CHUNK]
+                    rows = self._db.execute(
+                        f"SELECT key, vec FROM vectors WHERE key IN "
+                        f"({','.join('?' * len(chunk))})", chunk).fetchall()
+                    for key, blob in rows:
+                        vec = np.frombuffer(blob, dtype="<f2")
+                        if vec.size and (dim is None or vec.size == dim):
+                            found[bytes(key)] = vec
+        except sqlite3.Error as exc:
+            log.warning("discovery.embedding_cache_read_failed", path=str(self.path),
+                        error=str(exc))
+        return found
+
+    def put_many(self, items: Iterable[tuple[bytes, Any]]) -> None:
+        if self._db is None:
+            return
+        rows = [(key, np.asarray(vec, dtype="<f2").tobytes()) for key, vec in items]
+        if not rows:
+            return
+        try:
+            with self._lock:
+                self._db.execute("BEGIN")
+                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            log.warning("discovery.embedding_cache_write_failed", path=str(self.path),
+                        error=str(exc))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+# ----------------------------------------------------------------------------- index
+
+class DenseIndex:
+    """Unit vectors by key in one float32 matrix (rows grow by doubling; a removed row is
+    filled by the last one)."""
+
+    def __init__(self) -> None:
+        self._matrix: Any = None
+        self._keys: list[str] = []
+        self._row: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def dim(self) -> int | None:
+        return None if self._matrix is None else int(self._matrix.shape[1])
+
+    def set(self, keys: Sequence[str], vectors: Any) -> None:
+        if not keys:
+            return
+        if self._matrix is None:
+            self._matrix = np.zeros((max(64, len(keys)), vectors.shape[1]), dtype=np.float32)
+        elif vectors.shape[1] != self._matrix.shape[1]:
+            raise ValueError(f"the embedder changed dimension: {vectors.shape[1]} after "
+                             f"{self._matrix.shape[1]}")
+        for key, vec in zip(keys, vectors):
+            row = self._row.get(key)
+            if row is None:
+                row = len(self._keys)
+                if row == self._matrix.shape[0]:
+                    grown = np.zeros((2 * row, self._matrix.shape[1]), dtype=np.float32)
+                    grown[:row] = self._matrix
+                    self._matrix = grown
+                self._keys.append(key)
+                self._row[key] = row
+            self._matrix[row] = vec
+
+    def remove(self, key: str) -> None:
+        row = self._row.pop(key, None)
+        if row is None:
+            return
+        last = len(self._keys) - 1
+        if row != last:
+            moved = self._keys[last]
+            self._keys[row] = moved
+            self._row[moved] = row
+            self._matrix[row] = self._matrix[last]
+        self._keys.pop()
+
+    def clear(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def similarities(self, query: Any) -> Any:
+        """Cosine similarity of ``query`` (a unit vector) to every row, in row order."""
+        if not self._keys:
+            return np.empty(0, dtype=np.float32)
+        return self._matrix[: len(self._keys)] @ query
+
+    def key_of(self, row: int) -> str:
+        return self._keys[row]
+
+    def row_of(self, key: str) -> int | None:
+        return self._row.get(key)
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self._matrix is None else int(self._matrix.nbytes)
+
+
+@frozen
+class DenseRanking:
+    """One query's dense side: similarity and z-score per row, rows best first."""
+
+    similarities: Any
+    z: Any
+    order: Any  # the top rows, best first
+
+
+class SemanticSearch:
+    """The dense side of hybrid discovery: embedder, disk cache, index, pending changes."""
+
+    def __init__(self, options: SemanticOptions) -> None:
+        self.options = options
+        self.embedder, self.model_id = resolve_embedder(options.embedder)
+        self._source = f"embedder {options.embedder or 'WordLlamaEmbedder'}"
+        cache_path: Path | None = None
+        if options.cache is True:
+            cache_path = default_cache_path()
+        elif options.cache not in (False, ""):
+            cache_path = Path(str(options.cache))
+        self.cache = EmbeddingCache(cache_path) if cache_path and self.model_id else None
+        self.index = DenseIndex()
+        self._pending: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self.stats = {"embedded": 0, "from_cache": 0}
+
+    def covers(self, query: str) -> bool:
+        covers = getattr(self.embedder, "covers", None)
+        return bool(covers(query)) if callable(covers) else True
+
+    def stage(self, items: Iterable[tuple[str, str]]) -> None:
+        """Tools (key, text) to (re-)embed before the next query."""
+        with self._lock:
+            self._pending.update(items)
+
+    def remove(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._pending.pop(key, None)
+                self.index.remove(key)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pending.clear()
+            self.index.clear()
+
+    def flush(self) -> None:
+        """Embed what is staged: each distinct text once, from the cache where it is there."""
+        with self._lock:
+            if not self._pending:
+                return
+            pending = self._pending
+            by_text: dict[str, list[str]] = {}
+            for key, text in pending.items():
+                by_text.setdefault(text, []).append(key)
+            texts = list(by_text)
+            vectors: dict[str, Any] = {}
+            cache_keys: dict[str, bytes] = {}
+            if self.cache is not None and self.model_id:
+                cache_keys = {t: EmbeddingCache.key(self.model_id, t) for t in texts}
+                hits = self.cache.get_many(list(cache_keys.values()), self.index.dim)
+                for t, k in cache_keys.items():
+                    if k in hits:
+                        vectors[t] = hits[k]
+                self.stats["from_cache"] += len(vectors)
+            missing = [t for t in texts if t not in vectors]
+            if missing:
+                fresh = _as_matrix(self.embedder(missing), len(missing), self._source)
+                self.stats["embedded"] += len(missing)
+                vectors.update(zip(missing, fresh))
+                if self.cache is not None:
+                    self.cache.put_many((cache_keys[t], vectors[t]) for t in missing)
+            keys = [k for t in texts for k in by_text[t]]
+            matrix = np.stack([vectors[t] for t in texts for _ in by_text[t]])
+            matrix = matrix.astype(np.float32, copy=False)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            self.index.set(keys, matrix / norms)
+            self._pending = {}
+
+    def rank(self, query: str, n: int) -> DenseRanking | None:
+        """The dense side for ``query`` (its ``n`` best rows), ``None`` when it has nothing
+        to say: an empty index, or a query whose vector is zero."""
+        self.flush()
+        with self._lock:
+            if len(self.index) == 0:
+                return None
+            qvec = _as_matrix(self.embedder([query]), 1, self._source)[0]
+            if not qvec.any():
+                return None
+            sims = self.index.similarities(qvec)
+            std = float(sims.std())
+            z = (sims - float(sims.mean())) / std if std > 0 else np.zeros_like(sims)
+            n = min(n, sims.size)
+            top = np.argpartition(-sims, n - 1)[:n]
+            order = top[np.lexsort((top, -sims[top]))]
+            return DenseRanking(sims, z, order)
+
+    def row_of(self, key: str) -> int | None:
+        return self.index.row_of(key)
+
+    def key_of(self, row: int) -> str:
+        return self.index.key_of(row)
+
+    def memory_bytes(self) -> int:
+        return self.index.nbytes
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+@frozen
+class FusedHit:
+    key: str
+    score: float
+    lexical_rank: int | None
+    lexical_score: float
+    dense_rank: int | None
+    similarity: float | None
+    z: float | None
+
+
+def fuse(lexical: Sequence[tuple[str, float]], dense: DenseRanking | None,
+         search: SemanticSearch, weight: float, limit: int) -> list[FusedHit]:
+    """The ``limit`` best of both sides' candidates by ``lexical / best lexical +
+    weight * z / 10``; candidates only the dense side found need ``z > 0``. Without a dense
+    side this is the lexical ranking itself."""
+    best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
+    cands: dict[str, list[Any]] = {}
+    for rank, (key, score) in enumerate(lexical, 1):
+        cands[key] = [score / best, rank, score, None]
+    if dense is not None:
+        for rank, row in enumerate(dense.order.tolist(), 1):
+            key = search.key_of(row)
+            entry = cands.get(key)
+            if entry is None:
+                if dense.z[row] <= 0:
+                    continue
+                entry = cands[key] = [0.0, None, 0.0, None]
+            entry[3] = rank
+    out: list[FusedHit] = []
+    for key, (norm, lrank, lscore, drank) in cands.items():
+        sim = z = None
+        fused = norm
+        if dense is not None:
+            row = search.row_of(key)
+            if row is not None:
+                sim, z = float(dense.similarities[row]), float(dense.z[row])
+                fused += weight * z / _Z_SCALE
+        out.append(FusedHit(key, fused, lrank, lscore, drank, sim, z))
+    inf = math.inf
+    out.sort(key=lambda h: (-h.score, h.lexical_rank or inf, h.dense_rank or inf))
+    return out[:limit]
