@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Tool-discovery benchmark: retrieval quality on BFCL and speed at 10,000 tools.
+"""Tool-discovery benchmark: retrieval quality on BFCL, speed at 1k-100k tools, hybrid retrieval.
 
 One command, from the repository root::
 
     python benchmarks/discovery_bench.py            # add --quick for a shorter speed run
+    python benchmarks/discovery_bench.py --only quality,semantic   # some sections
 
 It creates (once) two virtual environments under ``.bench-venvs/`` (ignored by git):
 
-* ``discovery``: this checkout's ``core`` + ``plugins/discovery``, ``bm25s``, and the
+* ``discovery``: this checkout's ``core`` + ``plugins/discovery[semantic]``, ``bm25s``, and the
   Berkeley Function Calling Leaderboard data from the PyPI package ``bfcl-eval``
   (installed with ``--no-deps``: only its JSON Lines data files are read);
 * ``toolregistry-0.19``: PyPI ``toolregistry==0.19.0`` alone (same import name as ours, so
@@ -30,6 +31,15 @@ query time over the same BFCL queries, index memory as the bytes still allocated
 building (``tracemalloc``). 0.19 runs up to 10,000 tools (``--old-at-100k`` adds 100,000).
 Targets: build <= 0.20x of 0.19 and query <= 0.05x; at 100,000 tools build <= 3 s and
 query <= 1 ms.
+
+Hybrid retrieval (issue 25): BM25F alone vs BM25F fused with the default dense side
+(WordLlama, read offline from its wheel) on the BFCL pool above (the tuning set) and on the
+paraphrase set written for the tests (``plugins/discovery/tests/data/paraphrases.json``);
+then at 10,000 tools (the BFCL pool repeated), each side in a fresh process per round:
+index build cold (model load and every tool embedded, no disk cache) and warm (vectors from
+the disk cache), query median and 95th percentile, and the resident memory the dense side
+adds. Targets: recall@5 and MRR >= BM25F + 2 points on BFCL; query <= 2 ms, embedding
+10,000 tools <= 10 s and <= 50 MiB extra memory at 10,000 tools.
 """
 
 from __future__ import annotations
@@ -87,7 +97,7 @@ def ensure_environments() -> None:
     CACHE.mkdir(exist_ok=True)
     (CACHE / ".gitignore").write_text("*\n")
     _ensure_venv(MAIN_VENV, [
-        ["-e", str(ROOT / "core"), "-e", str(ROOT / "plugins" / "discovery"), BM25S],
+        ["-e", str(ROOT / "core"), "-e", f"{ROOT / 'plugins' / 'discovery'}[semantic]", BM25S],
         ["--no-deps", BFCL_EVAL],
     ])
     _ensure_venv(OLD_VENV, [[OLD_TOOLREGISTRY]])
@@ -210,12 +220,25 @@ def _ours_registry(tools: list[dict[str, Any]]) -> Any:
     return reg
 
 
-def run_ours(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]], top_k: int
-             ) -> list[list[str]]:
-    from toolregistry_discovery import ToolDiscoveryTool
+def run_ours(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]], top_k: int,
+             *, semantic: bool = False) -> list[list[str]]:
+    from toolregistry_discovery import SemanticOptions, ToolDiscoveryTool
 
-    d = ToolDiscoveryTool(_ours_registry(tools))
+    d = ToolDiscoveryTool(_ours_registry(tools),
+                          semantic=SemanticOptions(cache=False) if semantic else None)
     return [[r["name"] for r in d.discover(q, top_k=top_k)] for q, _ in queries]
+
+
+PARAPHRASES = ROOT / "plugins" / "discovery" / "tests" / "data" / "paraphrases.json"
+
+
+def load_paraphrases() -> tuple[list[dict[str, Any]], list[tuple[str, list[str]]]]:
+    data = json.loads(PARAPHRASES.read_text(encoding="utf-8"))
+    tools = [{"name": t["name"], "original_name": t["name"], "description": t["description"],
+              "parameters": {"type": "object", "properties": {
+                  k: {"type": "string", "description": v} for k, v in t["params"].items()}}}
+             for t in data["tools"]]
+    return tools, [(q, [want]) for q, want in data["queries"]]
 
 
 def run_bm25s(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]], top_k: int
@@ -404,6 +427,111 @@ def scale_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
     return rows
 
 
+# ----------------------------------------------------------------------------- hybrid
+
+_SEMANTIC_WORKER = r'''
+import json, statistics, sys, time
+
+job = json.load(open(sys.argv[1], encoding="utf-8"))
+sys.path.insert(0, job["benchmarks"])
+import _common as c
+from toolregistry import Tool, ToolRegistry
+from toolregistry_discovery import SemanticOptions, ToolDiscoveryTool
+
+reg = ToolRegistry(config=job["empty_config"])
+reg.register_tools([Tool(name=t["name"], description=t["description"], parameters=t["parameters"],
+                         callable=lambda **kw: None) for t in job["tools"]])
+base = c.settled_rss()
+out = {}
+t0, c0 = time.perf_counter(), time.process_time()
+if job["side"] == "hybrid":
+    d = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=job["cache"]))
+    assert d.semantic.stats["embedded"] == len(job["tools"]), d.semantic.stats
+else:
+    d = ToolDiscoveryTool(reg)
+out["build_cold"], out["build_cold_cpu"] = time.perf_counter() - t0, time.process_time() - c0
+times = []
+for q in job["queries"]:
+    t0 = time.perf_counter()
+    d.discover(q, top_k=5)
+    times.append(time.perf_counter() - t0)
+out["rss"] = c.settled_rss() - base  # one index built, queried
+out["query_median"] = statistics.median(times)
+out["query_p95"] = sorted(times)[int(0.95 * (len(times) - 1))]
+if job["side"] == "hybrid":  # a restart: the same tools, vectors from the disk cache
+    d.close()
+    t0 = time.perf_counter()
+    d = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=job["cache"]))
+    out["build_warm"] = time.perf_counter() - t0
+    assert d.semantic.stats["from_cache"] == len(job["tools"]), d.semantic.stats
+c.emit_result(out)
+'''
+
+
+def semantic_job(side: str, tools: list[dict[str, Any]], queries: list[str], round_: int
+                 ) -> dict[str, Any]:
+    worker = CACHE / "semantic_worker.py"
+    worker.write_text(_SEMANTIC_WORKER, encoding="utf-8")
+    cache = CACHE / f"embeddings-{round_}.sqlite3"
+    for leftover in CACHE.glob(f"embeddings-{round_}.sqlite3*"):
+        leftover.unlink()
+    job = CACHE / f"semantic-{side}.json"
+    job.write_text(json.dumps({
+        "side": side, "tools": tools, "queries": queries, "cache": str(cache),
+        "benchmarks": str(Path(__file__).parent), "empty_config": str(CACHE / "empty.toml"),
+    }), encoding="utf-8")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(_python(MAIN_VENV)), str(worker), str(job)], capture_output=True,
+                          text=True, env=env, cwd=str(CACHE))
+    for leftover in CACHE.glob(f"embeddings-{round_}.sqlite3*"):
+        leftover.unlink()
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(c.RESULT_MARK):
+            return dict(json.loads(line[len(c.RESULT_MARK):]))
+    raise RuntimeError(f"{side} semantic worker failed:\n{proc.stderr[-3000:]}")
+
+
+def semantic_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
+                  queries: list[str]) -> list[c.Row]:
+    big = scale_tools(tools, args.semantic_tools)
+    samples: dict[str, dict[str, list[float]]] = {"BM25F": {}, "hybrid": {}}
+
+    def run(side: str, round_: int) -> None:
+        c.log(f"hybrid at {len(big):,} tools: {side}, round {round_ + 1}")
+        for key, value in semantic_job(side.lower(), big, queries, round_).items():
+            samples[side].setdefault(key, []).append(value)
+
+    c.interleave(["hybrid", "BM25F"], args.rounds, run)
+    extra = [h - b for h, b in zip(samples["hybrid"]["rss"], samples["BM25F"]["rss"])]
+
+    def col(key: str) -> dict[str, list[float]]:
+        return {side: got[key] for side, got in samples.items() if key in got}
+
+    n = f"{len(big):,}"
+    return [
+        c.Row(f"{n} tools: index build, cold (hybrid: model load + embedding every tool)",
+              col("build_cold"), target="hybrid <= 10 s",
+              check=lambda m: m["hybrid"] <= 10.0),
+        c.Row(f"{n} tools: index build, cold, CPU", col("build_cold_cpu")),
+        c.Row(f"{n} tools: index build, warm (vectors from the disk cache)", col("build_warm")),
+        c.Row(f"{n} tools: query median", col("query_median"), target="hybrid <= 2 ms",
+              check=lambda m: m["hybrid"] <= 2e-3),
+        c.Row(f"{n} tools: query p95", col("query_p95")),
+        c.Row(f"{n} tools: memory after building (RSS growth)", col("rss"), unit="bytes"),
+        c.Row(f"{n} tools: memory the dense side adds", {"hybrid": extra}, unit="bytes",
+              target="<= 50 MiB", check=lambda m: m["hybrid"] <= 50 * 2**20),
+    ]
+
+
+def print_quality(title: str, rows: list[tuple[str, dict[str, float]]]) -> None:
+    print()
+    print(title)
+    print(f"  {'system':<42}{'recall@1':>10}{'recall@5':>10}{'MRR':>8}")
+    for label, m in rows:
+        print(f"  {label:<42}{m['recall@1']:>10.3f}{m['recall@5']:>10.3f}{m['mrr']:>8.3f}")
+
+
 # ----------------------------------------------------------------------------- report
 
 def worker(args: argparse.Namespace) -> None:
@@ -411,36 +539,54 @@ def worker(args: argparse.Namespace) -> None:
     tools, queries = load_bfcl()
     top_k = 5
     speed_queries = [q for q, _ in queries[: args.queries]]
-
     t0 = time.perf_counter()
-    ours = run_ours(tools, queries, top_k)
-    plain = run_bm25s(tools, queries, top_k)
-    old = run_old(tools, queries, top_k)
 
-    rows = [
-        ("toolregistry-discovery (this repo)", metrics(ours, queries)),
-        ("toolregistry 0.19.0 discovery (defaults)", metrics(old["default"], queries)),
-        ("toolregistry 0.19.0, min_score_ratio=0", metrics(old["ratio0"], queries)),
-        ("plain BM25 (bm25s, name+desc+params)", metrics(plain, queries)),
-    ]
-    print()
-    print(f"Quality: BFCL v4 {', '.join(CATEGORIES)}")
-    print(f"  {len(tools)} distinct tools, {len(queries)} queries, top {top_k}")
-    print(f"  {'system':<42}{'recall@1':>10}{'recall@5':>10}{'MRR':>8}")
-    for label, m in rows:
-        print(f"  {label:<42}{m['recall@1']:>10.3f}{m['recall@5']:>10.3f}{m['mrr']:>8.3f}")
-    ours_r5 = rows[0][1]["recall@5"]
-    best_other = max(m["recall@5"] for _, m in rows[1:])
-    print(f"  recall@5 margin over the best other system: {100 * (ours_r5 - best_other):+.1f} points")
+    if "quality" in args.only:
+        ours = run_ours(tools, queries, top_k)
+        plain = run_bm25s(tools, queries, top_k)
+        old = run_old(tools, queries, top_k)
+        rows = [
+            ("toolregistry-discovery (this repo)", metrics(ours, queries)),
+            ("toolregistry 0.19.0 discovery (defaults)", metrics(old["default"], queries)),
+            ("toolregistry 0.19.0, min_score_ratio=0", metrics(old["ratio0"], queries)),
+            ("plain BM25 (bm25s, name+desc+params)", metrics(plain, queries)),
+        ]
+        print_quality(f"Quality: BFCL v4 {', '.join(CATEGORIES)}\n"
+                      f"  {len(tools)} distinct tools, {len(queries)} queries, top {top_k}", rows)
+        ours_r5 = rows[0][1]["recall@5"]
+        best_other = max(m["recall@5"] for _, m in rows[1:])
+        print(f"  recall@5 margin over the best other system: "
+              f"{100 * (ours_r5 - best_other):+.1f} points")
 
-    table = scale_rows(args, tools, speed_queries)
-    c.print_table(
-        f"Speed: index build (median of {args.repeat} builds per process) and query "
-        f"({len(speed_queries)} BFCL queries), {args.rounds} interleaved fresh-process "
-        "round(s) per side", table, ["ours", "0.19"])
-    live, without = one_by_one(scale_tools(tools, 10_000))
-    print(f"  registering 10,000 tools one by one: {live:.2f} s with discovery on, "
-          f"{without:.2f} s without")
+    if "semantic" in args.only:
+        bm25f = metrics(run_ours(tools, queries, top_k), queries)
+        hybrid = metrics(run_ours(tools, queries, top_k, semantic=True), queries)
+        print_quality(f"Hybrid retrieval (BM25F + WordLlama l2_supercat_256): BFCL v4, "
+                      f"{len(tools)} tools, {len(queries)} queries (the tuning set)",
+                      [("BM25F", bm25f), ("hybrid", hybrid)])
+        for key in ("recall@5", "mrr"):
+            gain = 100 * (hybrid[key] - bm25f[key])
+            print(f"  {key} gain: {gain:+.1f} points (target >= +2.0): "
+                  f"{'PASS' if gain >= 2.0 - 1e-9 else 'MISS'}")
+        p_tools, p_queries = load_paraphrases()
+        print_quality(f"Hybrid retrieval: paraphrase set, {len(p_tools)} tools, "
+                      f"{len(p_queries)} queries",
+                      [("BM25F", metrics(run_ours(p_tools, p_queries, top_k), p_queries)),
+                       ("hybrid", metrics(run_ours(p_tools, p_queries, top_k, semantic=True),
+                                          p_queries))])
+        c.print_table(f"Hybrid retrieval speed and memory ({len(speed_queries)} BFCL queries, "
+                      f"{args.rounds} interleaved fresh-process round(s) per side)",
+                      semantic_rows(args, tools, speed_queries), ["BM25F", "hybrid"])
+
+    if "scale" in args.only:
+        table = scale_rows(args, tools, speed_queries)
+        c.print_table(
+            f"Speed: index build (median of {args.repeat} builds per process) and query "
+            f"({len(speed_queries)} BFCL queries), {args.rounds} interleaved fresh-process "
+            "round(s) per side", table, ["ours", "0.19"])
+        live, without = one_by_one(scale_tools(tools, 10_000))
+        print(f"  registering 10,000 tools one by one: {live:.2f} s with discovery on, "
+              f"{without:.2f} s without")
     elapsed = time.perf_counter() - t0
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\n(measured in {elapsed:.0f} s; {c.machine_line()}, load average {load:.1f}: wall "
@@ -458,9 +604,17 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="BFCL queries timed")
     parser.add_argument("--old-at-100k", action="store_true",
                         help="time 0.19 at 100,000 tools too (slow: minutes)")
+    parser.add_argument("--only", type=lambda v: set(v.split(",")),
+                        default={"quality", "semantic", "scale"},
+                        help="sections, comma-separated: quality, semantic, scale")
+    parser.add_argument("--semantic-tools", type=int, default=10_000,
+                        help="tools in the hybrid speed and memory run")
     parser.add_argument("--quick", action="store_true",
                         help="1,000 and 10,000 tools, one round, 100 queries")
     args = parser.parse_args()
+    if args.only - {"quality", "semantic", "scale"}:
+        parser.error(f"--only: unknown section(s) {sorted(args.only - {'quality', 'semantic', 'scale'})}"
+                     "; choose from quality, semantic, scale")
     if args.quick:
         args.sizes = [n for n in args.sizes if n <= 10_000]
         args.rounds, args.queries = 1, min(args.queries, 100)

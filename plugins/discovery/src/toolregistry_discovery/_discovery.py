@@ -233,7 +233,7 @@ class ToolDiscoveryTool:
         out: list[dict[str, Any]] = []
         fetch = top_k
         while True:
-            hits = self._ranked(query, fetch)
+            hits = self._ranked(query, fetch, explain)
             out = []
             for key, score, hybrid in hits:
                 tool = self._live_tool(key)
@@ -252,8 +252,9 @@ class ToolDiscoveryTool:
             log.debug("discovery.no_match", query=query)
         return out
 
-    def _ranked(self, query: str, limit: int) -> list[tuple[str, float, dict[str, Any] | None]]:
-        """(key, score, the hybrid detail for ``explain`` or ``None``) for the ``limit``
+    def _ranked(self, query: str, limit: int, explain: bool
+                ) -> list[tuple[str, float, dict[str, Any] | None]]:
+        """(key, score, with ``explain`` the hybrid detail, else ``None``) for the ``limit``
         best tools."""
         semantic = self._semantic
         if semantic is None:
@@ -266,17 +267,23 @@ class ToolDiscoveryTool:
         # The dense side joins only for a query with a word that may anchor a hit (as for
         # BM25F) in a language the embedder covers: otherwise BM25F answers alone.
         dense = None
+        skipped = ""
         if weight <= 0:
             skipped = "semantic weight is 0"
         elif not any(analyze_query(query).values()):
             skipped = "no query word may anchor a hit"
         elif not semantic.covers(query):
             skipped = "the embedder does not cover this query's language"
-        else:
-            dense = semantic.rank(query, depth)
-            skipped = "" if dense is not None else "no tool or no query vector"
+        with semantic.lock:  # rows stay put between ranking and fusing
+            if not skipped:
+                dense = semantic.rank(query, depth)
+                if dense is None:
+                    skipped = "no tool is embedded, or the query has no vector"
+            fused = fuse(lexical, dense, semantic, weight, limit)
+        if not explain:
+            return [(hit.key, hit.score, None) for hit in fused]
         out: list[tuple[str, float, dict[str, Any] | None]] = []
-        for hit in fuse(lexical, dense, semantic, weight, limit):
+        for hit in fused:
             detail: dict[str, Any] = {
                 "lexical_rank": hit.lexical_rank,
                 "lexical_score": round(hit.lexical_score, 4),
