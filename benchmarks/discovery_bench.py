@@ -566,7 +566,7 @@ def worker(args: argparse.Namespace) -> None:
                       [("BM25F", bm25f), ("hybrid", hybrid)])
         for key in ("recall@5", "mrr"):
             gain = 100 * (hybrid[key] - bm25f[key])
-            print(f"  {key} gain: {gain:+.1f} points (target >= +2.0): "
+            print(f"  {key} gain: {gain:+.2f} points (target >= +2.0): "
                   f"{'PASS' if gain >= 2.0 - 1e-9 else 'MISS'}")
         p_tools, p_queries = load_paraphrases()
         print_quality(f"Hybrid retrieval: paraphrase set, {len(p_tools)} tools, "
