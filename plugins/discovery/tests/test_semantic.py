@@ -379,6 +379,12 @@ def test_configuration_turns_hybrid_on(tmp_path: Path, embedder_module: str) -> 
     reg.enable_tool_discovery(semantic=False)
     d = get_discoverer(reg)
     assert d is not None and d.semantic is None
+    # Closing the registry closes the embedding cache of a hybrid discoverer.
+    reg.enable_tool_discovery(semantic=True)
+    d = get_discoverer(reg)
+    assert d is not None and d.semantic is not None and d.semantic.cache is not None
+    reg.close()
+    assert d.semantic.cache._db is None
 
 
 def test_class_by_import_path_is_instantiated(tmp_path: Path, embedder_module: str) -> None:

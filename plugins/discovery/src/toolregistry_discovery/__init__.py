@@ -1,5 +1,6 @@
-"""toolregistry-discovery: find tools by exact name or by BM25F search, and reveal deferred
-tools on demand (``registry.enable_tool_discovery()`` registers ``discover_tools``)."""
+"""toolregistry-discovery: find tools by exact name or by BM25F search (fused with dense
+embeddings with the ``semantic`` extra), and reveal deferred tools on demand
+(``registry.enable_tool_discovery()`` registers ``discover_tools``)."""
 
 from __future__ import annotations
 

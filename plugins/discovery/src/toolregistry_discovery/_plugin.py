@@ -139,6 +139,8 @@ def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None,
     previous = _state(registry).get(_STATE_KEY)
     if previous is not None:
         previous.close()
+    if discoverer.semantic is not None:
+        registry.add_closer(discoverer.close)  # the embedding cache's connection
     _state(registry)[_STATE_KEY] = discoverer
     registry.register(make_discover_tool(discoverer), replace=True)
     log.info("discovery.enabled", registry=registry.name, tools=len(discoverer.index))
