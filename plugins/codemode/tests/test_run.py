@@ -298,3 +298,22 @@ def test_calls_that_do_not_fit_the_signature_raise_like_python(make_mode: MakeMo
             "(its parameters: region)") in result.text
     assert "list_cities() takes 1 positional argument but 2 were given" in result.text
     assert seen == [] and result.metadata["calls"] == []
+
+
+def test_each_tool_keeps_its_own_timeout_inside_programs(make_mode: MakeMode) -> None:
+    registry, _ = make_mode()
+
+    async def slow_lookup(key: str) -> str:
+        """Takes too long."""
+        await asyncio.sleep(5)
+        return key
+
+    registry.register(Tool.from_function(slow_lookup, metadata=ToolMetadata(timeout=0.3)))
+    code = ("try:\n    await slow_lookup('k')\nexcept TimeoutError as e:\n"
+            "    print('timed out:', e)\n'went on'")
+    result = registry.invoke("run_code", {"code": code})
+    assert result.ok, result.text
+    assert "timed out: slow_lookup() failed (timeout)" in result.text
+    assert result.text.endswith('result: "went on"')
+    assert result.metadata["calls"][0]["outcome"] == "timeout"
+    assert result.value.duration < 4
