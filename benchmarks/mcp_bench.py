@@ -81,7 +81,7 @@ class SdkOnThread:
 async def per_call(calls: int, rounds: int
                    ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Seconds per call_tool('echo'), wall clock and this process's CPU, every side connected
-    at once and measured in interleaved batches, in a shuffled order (machine load drifts then
+    at once and measured call by call in turn, in a shuffled order (machine load drifts then
     hit every side alike)."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import stdio_client
@@ -133,17 +133,24 @@ async def per_call(calls: int, rounds: int
             order = list(sides)
             shuffle = random.Random(6).shuffle
             for _ in range(rounds):
-                # A fresh order each round: whichever side runs right after the one that
-                # wakes a second thread must not always be the same side.
-                shuffle(order)
-                for key in order:
-                    fn = sides[key]
-                    used = time.process_time()
-                    started = time.perf_counter()
-                    for i in range(calls):
+                # Call by call, every side in turn (in a fresh order each time: whichever side
+                # runs right after the one that wakes a second thread must not always be the
+                # same): on a loaded machine the load then hits every side alike, where a
+                # block of calls per side would give each side its own load.
+                wall = dict.fromkeys(order, 0.0)
+                used = dict.fromkeys(order, 0.0)
+                for i in range(calls):
+                    shuffle(order)
+                    for key in order:
+                        fn = sides[key]
+                        cpu_start = time.process_time()
+                        started = time.perf_counter()
                         await fn(i)
-                    out[key].append((time.perf_counter() - started) / calls)
-                    cpu[key].append((time.process_time() - used) / calls)
+                        wall[key] += time.perf_counter() - started
+                        used[key] += time.process_time() - cpu_start
+                for key in order:
+                    out[key].append(wall[key] / calls)
+                    cpu[key].append(used[key] / calls)
     finally:
         await running.aclose()  # type: ignore[attr-defined]
         background.close()  # type: ignore[attr-defined]
