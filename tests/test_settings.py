@@ -36,20 +36,26 @@ def write(folder: Path, body: str, name: str = "pyproject.toml") -> Path:
     return path
 
 
-def _documented() -> dict[str, tuple[str | None, str]]:
-    """option -> (environment variable, default) from the table in docs/configuration.md."""
+def _documented() -> dict[str, tuple[str | None, str, str]]:
+    """option -> (environment variable, default, meaning) from the table in
+    docs/configuration.md (links in the meaning reduced to their text)."""
     text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| `([a-z-]+)` \| (`[A-Z_]+`|–) \| `([^`]*)` \|", text, re.M)
-    return {name: (None if env == "–" else env.strip("`"), default)
-            for name, env, default in rows}
+    rows = re.findall(r"^\| `([a-z-]+)` \| (`[A-Z_]+`|–) \| `([^`]*)` \| (.*) \|$", text, re.M)
+    return {name: (None if env == "–" else env.strip("`"), default,
+                   re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", meaning))
+            for name, env, default, meaning in rows}
 
 
 def test_settings_are_documented() -> None:
+    """Every option of the model is a row of the table, with its variable, its default and
+    its meaning (the model's text, which the page may follow with more)."""
     documented = _documented()
     options = {name.replace("_", "-"): info for name, info in Settings.options().items()}
     assert sorted(documented) == sorted(options), "docs/configuration.md and Settings differ"
     for name, info in options.items():
-        assert documented[name] == (info.env, info.default), name
+        env, default, meaning = documented[name]
+        assert (env, default) == (info.env, info.default), name
+        assert meaning.startswith(info.doc), (name, meaning, info.doc)
 
 
 def test_every_environment_variable_goes_through_the_model() -> None:

@@ -206,7 +206,7 @@ class Settings:
         doc="trace every hook call (pluggy's tracing) as `hook.trace` debug events")
     inline_calls: bool = _option(
         True, _bool, name="inline_calls", shown="true",
-        doc="on the main thread, run sync tools with a deadline inline under a watchdog "
+        doc="on the main thread, run a sync tool with a deadline inline under a watchdog "
             "signal instead of on a worker thread (see Execution)")
     sources: tuple[Mapping[str, Any], ...] = _option(
         (), _sources, name="sources", shown="[]", env=False, file_only=True,
