@@ -122,6 +122,10 @@ class ClientAuth(BaseModel):
     redirect_uri: str = Field("http://127.0.0.1:33418/callback", alias="redirect-uri",
                               description="loopback address the browser is sent back to")
     client_name: str = Field("toolregistry", alias="client-name")
+    client_metadata_url: str | None = Field(
+        None, alias="client-metadata-url",
+        description="an https URL where this client's metadata document is published: used "
+                    "as the client id by servers that support client ID metadata documents")
     token_store: str | None = Field(None, alias="token-store",
                                     description="file for tokens (default: a private file "
                                                 "under ~/.local/state/toolregistry/mcp-oauth)")
@@ -197,9 +201,13 @@ def build_auth(server_url: str, value: ClientAuth | Mapping[str, Any]) -> Any:
             grant_types=["authorization_code", "refresh_token"], response_types=["code"],
             token_endpoint_auth_method=metadata.token_endpoint_auth_method,
             scope=config.scope))
-    return OAuthClientProvider(server_url=server_url, client_metadata=metadata,
-                               storage=storage, redirect_handler=redirect,
-                               callback_handler=callback)
+    try:
+        return OAuthClientProvider(server_url=server_url, client_metadata=metadata,
+                                   storage=storage, redirect_handler=redirect,
+                                   callback_handler=callback,
+                                   client_metadata_url=config.client_metadata_url)
+    except ValueError as exc:  # the SDK's check of client_metadata_url
+        raise ConfigError(f"MCP auth: {exc}") from None
 
 
 class _PreRegistered:

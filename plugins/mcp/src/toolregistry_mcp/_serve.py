@@ -33,9 +33,14 @@ if TYPE_CHECKING:
     from toolregistry import ToolRegistry
     from toolregistry.events import ChangeEvent
 
-__all__ = ["ServeOptions", "aserve", "build_server", "main", "serve"]
+__all__ = ["REQUEST_KEY", "ServeOptions", "aserve", "build_server", "main", "serve"]
 
 ServeTransport = Literal["stdio", "streamable-http"]
+
+REQUEST_KEY = "mcp_request"
+"""A served tool that declares ``Annotated[Any, Injected("mcp_request")]`` receives the SDK's
+request context: ``session``, ``request_id``, ``meta``, ``request`` (the HTTP request, whose
+``scope["user"].access_token`` is the caller's verified token) and ``close_sse_stream``."""
 
 
 def _access(ctx: Any, scopes: dict[str, Access], authenticated: bool) -> Access:
@@ -124,7 +129,8 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         try:
             with channel.active(), reporting_progress(channel.progress if wants_progress
                                                       else None):
-                result = await registry.ainvoke(params.name, dict(params.arguments or {}))
+                result = await registry.ainvoke(params.name, dict(params.arguments or {}),
+                                                context={REQUEST_KEY: ctx})
         finally:
             await channel.aclose()
         wants_structured = tool is not None and tool.output_schema is not None

