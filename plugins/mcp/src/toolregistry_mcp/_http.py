@@ -8,14 +8,13 @@ combinations before anything listens.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from toolregistry.errors import ConfigError
 from toolregistry.plugin import import_target, log
 
 from ._events import EventStoreFactory, memory_events
-from ._verify import JWTVerifier, StaticTokens, TokenGrant, read_secret
+from ._verify import JWTVerifier, StaticTokens, TokenGrant, is_loopback, read_secret
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
@@ -24,19 +23,9 @@ if TYPE_CHECKING:
 
     from ._serve_config import ServeOptions
 
-__all__ = ["check_bind", "http_app", "is_loopback", "resource_url", "uvicorn_options"]
+__all__ = ["check_bind", "http_app", "resource_url", "uvicorn_options"]
 
 _WILDCARDS = ("0.0.0.0", "::", "")
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or an address in 127.0.0.0/8 or ``::1``."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _netloc_host(host: str) -> str:

@@ -33,7 +33,7 @@ from ._access import EVERYTHING, Access
 if TYPE_CHECKING:
     import jwt
 
-__all__ = ["GrantedToken", "JWTVerifier", "StaticTokens", "TokenGrant", "read_secret"]
+__all__ = ["GrantedToken", "JWTVerifier", "StaticTokens", "TokenGrant", "is_loopback", "read_secret"]
 
 MAX_TOKEN_CHARS = 8192
 """Longer bearer tokens are refused before any parsing."""
@@ -122,7 +122,8 @@ class StaticTokens:
 
 
 # --------------------------------------------------------------------------- OAuth / JWT
-def _is_loopback(host: str | None) -> bool:
+def is_loopback(host: str | None) -> bool:
+    """``localhost`` or an address in 127.0.0.0/8 or ``::1``."""
     if host is None:
         return False
     if host == "localhost":
@@ -136,7 +137,7 @@ def _is_loopback(host: str | None) -> bool:
 def check_https(url: str, what: str) -> str:
     """``url`` must be https (plain http only on loopback, for local development and tests)."""
     parts = urlsplit(url)
-    if parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(parts.hostname)):
+    if parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname)):
         return url
     raise ConfigError(f"{what} {url!r} must be an https:// URL (http:// only on loopback)")
 
