@@ -181,3 +181,20 @@ def test_default_token_dir_is_private_state(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert default_token_dir() == tmp_path / "toolregistry" / "mcp-oauth"
     assert os.fspath(default_token_dir()).startswith(str(tmp_path))
+
+
+def test_auth_from_a_configured_source(protected: dict[str, str], tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MACHINE_SECRET", "machine-secret")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        "[tool.toolregistry]\n[[tool.toolregistry.sources]]\nkind = \"mcp\"\n"
+        f"server = \"{protected['resource']}\"\nnamespace = \"cfg\"\n"
+        "auth = { grant = \"client_credentials\", client-id = \"machine\", "
+        "client-secret-env = \"MACHINE_SECRET\", "
+        f"issuer = \"{protected['issuer']}\", scope = \"tools:read\", "
+        "token-store = \"tokens.json\" }\n", encoding="utf-8")
+    with ToolRegistry.from_config(config) as registry:
+        assert registry.invoke("cfg-files-read", {"path": "z"}).content == "contents of z"
+    # A relative token store is relative to the configuration file.
+    assert stat.S_IMODE((tmp_path / "tokens.json").stat().st_mode) == 0o600

@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 import itertools
 import json
+import os
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -574,6 +575,18 @@ _OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace
             "protect_parent", "ordering", "auth")
 
 
+def _auth_option(auth: Any, base_dir: Any) -> Any:
+    """A relative ``token-store`` of a configured source is relative to the configuration."""
+    if not isinstance(auth, Mapping) or base_dir is None:
+        return auth
+    out = dict(auth)
+    for key in ("token_store", "token-store"):
+        value = out.get(key)
+        if isinstance(value, str) and not os.path.isabs(os.path.expanduser(value)):
+            out[key] = os.path.join(base_dir, value)
+    return out
+
+
 def _check_options(options: Mapping[str, Any]) -> None:
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
@@ -610,7 +623,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         command_prefix=_strings("command_prefix",
                                 options.get("command_prefix", settings.command_prefix)),
         protect_parent=bool(options.get("protect_parent", settings.protect_parent)),
-        auth=options.get("auth"),
+        auth=_auth_option(options.get("auth"), base_dir),
     )
     try:
         listed = await client.alist_tools()
