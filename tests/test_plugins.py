@@ -502,9 +502,9 @@ def test_hook_provider_formats(recorder: tuple[Recorder, ToolRegistry]) -> None:
 def test_every_hook_has_a_test() -> None:
     hooks = [n for n in dir(specs) if getattr(getattr(specs, n), "toolregistry_spec", None)]
     assert sorted(hooks) == sorted(toolregistry._plugins.HOOK_NAMES)
-    from tests import test_seams  # the executor's seams are tested there
+    from tests import test_context, test_seams  # the seams are tested there
 
-    tested = {*globals(), *vars(test_seams)}
+    tested = {*globals(), *vars(test_seams), *vars(test_context)}
     for name in hooks:
         assert any(t.startswith(f"test_hook_{name}") for t in tested), \
             f"hook {name!r} has no test_hook_{name}"

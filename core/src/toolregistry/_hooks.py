@@ -10,7 +10,7 @@ semantics (order, wrappers, first result) through a subset hook caller.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._log import log
@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
-    from .hookspecs import BatchObserver, CallObserver, Runner
+    from contextlib import AbstractContextManager
+
+    from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
@@ -87,6 +89,7 @@ class Hooks:
         self.has_schema_transform = bool(h.schema_transform.get_hookimpls())
         self.has_on_change = bool(h.on_change.get_hookimpls())
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
+        self.has_incoming_context = bool(h.incoming_context.get_hookimpls())
         self._direct_schema = self._caller("schema_transform", h.schema_transform.get_hookimpls())
         self._subsets: dict[tuple[str, frozenset[int]], HookCall] = {}
         self._interest = [impl for impl in h.call_hooks.get_hookimpls()
@@ -226,6 +229,67 @@ class Hooks:
             except Exception as exc:
                 self._failed("batch_observer", exc, plugin=impl.plugin_name)
         return tuple(observers)
+
+    def operation_observer(self, registry: ToolRegistry) -> tuple[OperationObserver, ...]:
+        """The operation observers of ``registry``, in pluggy's call order.
+
+        Error policy: an exception is logged (``hook.failed``) and that plugin observes no
+        operation.
+        """
+        observers: list[OperationObserver] = []
+        for impl in reversed(self._hook.operation_observer.get_hookimpls()):
+            try:
+                observer = self._call_impl(impl, registry=registry)
+                if observer is not None:
+                    observers.append(observer)
+            except Exception as exc:
+                self._failed("operation_observer", exc, plugin=impl.plugin_name)
+        return tuple(observers)
+
+    def operations_started(self, observers: Sequence[OperationObserver], name: str,
+                           attributes: dict[str, Any]) -> list[Any]:
+        """Tell ``observers`` operation ``name`` begins; their tokens.
+
+        Error policy: as :meth:`calls_started`.
+        """
+        tokens: list[Any] = []
+        for observer in observers:
+            try:
+                tokens.append(observer.operation_started(name, attributes))
+            except Exception as exc:
+                tokens.append(None)
+                self._observer_failed(observer, "operation_started", exc)
+        return tokens
+
+    def operations_finished(self, observers: Sequence[OperationObserver], name: str,
+                            attributes: dict[str, Any], error: BaseException | None,
+                            tokens: Sequence[Any]) -> None:
+        """Tell ``observers`` operation ``name`` ended (in reverse order of starting).
+
+        Error policy: as :meth:`calls_started`.
+        """
+        for observer, token in reversed(list(zip(observers, tokens))):
+            try:
+                observer.operation_finished(name, attributes, error, token)
+            except Exception as exc:
+                self._observer_failed(observer, "operation_finished", exc)
+
+    def incoming_context(self, registry: ToolRegistry, carrier: Mapping[str, str]
+                         ) -> list[AbstractContextManager[Any]]:
+        """The context managers that make ``carrier`` current (in pluggy's call order).
+
+        Error policy: an exception is logged (``hook.failed``) and that plugin's manager is
+        skipped; the request is served anyway.
+        """
+        managers: list[AbstractContextManager[Any]] = []
+        for impl in reversed(self._hook.incoming_context.get_hookimpls()):
+            try:
+                manager = self._call_impl(impl, registry=registry, carrier=carrier)
+                if manager is not None:
+                    managers.append(manager)
+            except Exception as exc:
+                self._failed("incoming_context", exc, plugin=impl.plugin_name)
+        return managers
 
     @staticmethod
     def _call_impl(impl: HookImpl, **kwargs: Any) -> Any:

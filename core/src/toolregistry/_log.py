@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _stdlib = logging.getLogger("toolregistry")
@@ -48,6 +49,29 @@ def _resolve() -> Any:
     return _fallback
 
 
+_context: tuple[Callable[[], Mapping[str, Any]], ...] = ()
+
+
+def add_log_context(provider: Callable[[], Mapping[str, Any]]) -> None:
+    """From now on every event also carries what ``provider()`` returns (e.g. the current
+    ``trace_id`` / ``span_id``; empty when there is none). Process-wide, idempotent; a
+    provider that raises adds nothing."""
+    global _context
+    if provider not in _context:
+        _context = (*_context, provider)
+
+
+def _with_context(kw: dict[str, Any]) -> dict[str, Any]:
+    for provider in _context:
+        try:
+            extra = provider()
+        except Exception:
+            continue
+        for key, value in extra.items():
+            kw.setdefault(key, value)
+    return kw
+
+
 def _enabled(level: int) -> bool:
     return _structlog_configured() or _stdlib.isEnabledFor(level)
 
@@ -57,19 +81,19 @@ class _Log:
 
     def debug(self, event: str, **kw: Any) -> None:
         if _enabled(logging.DEBUG):
-            _resolve().debug(event, **kw)
+            _resolve().debug(event, **(_with_context(kw) if _context else kw))
 
     def info(self, event: str, **kw: Any) -> None:
         if _enabled(logging.INFO):
-            _resolve().info(event, **kw)
+            _resolve().info(event, **(_with_context(kw) if _context else kw))
 
     def warning(self, event: str, **kw: Any) -> None:
         if _enabled(logging.WARNING):
-            _resolve().warning(event, **kw)
+            _resolve().warning(event, **(_with_context(kw) if _context else kw))
 
     def error(self, event: str, **kw: Any) -> None:
         if _enabled(logging.ERROR):
-            _resolve().error(event, **kw)
+            _resolve().error(event, **(_with_context(kw) if _context else kw))
 
     def is_debug(self) -> bool:
         """True when debug events would be emitted (skip building costly context otherwise)."""

@@ -208,6 +208,14 @@ class ToolRegistry:
                               f"{type(exc).__name__}: {exc}") from exc
 
     # ------------------------------------------------------------------ plugins and settings
+    def _operation_observers(self) -> tuple[Any, ...]:
+        """The plugins' operation observers (asked once, again after a plugin change)."""
+        cached = self.__dict__.get("_op_observers")
+        if cached is None or cached[0] != self._hooks.version:
+            cached = self._op_observers = (self._hooks.version,
+                                           self._hooks.operation_observer(self))
+        return cached[1]  # type: ignore[no-any-return]
+
     @property
     def plugins(self) -> PluginHost:
         """The plugin host: ``is_loaded(name)``, ``report()``, ``records``."""

@@ -11,7 +11,8 @@ documents every hook.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
@@ -35,6 +36,27 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 PER_TOOL_HOOKS = ("pre_invoke", "authorize", "post_invoke", "call_observer", "dispatch")
 """The hooks worked out per tool into its call plan; :func:`call_hooks` narrows them."""
+
+
+class OperationObserver(Protocol):
+    """Told about the registry's operations other than calls (returned by the
+    ``operation_observer`` hook): loading a source (``mcp.connect``, ``mcp.list_tools``,
+    ``openapi.fetch``, ``openapi.convert``), a discovery query (``discovery.query``), ...
+
+    Plugins announce them with :func:`toolregistry.plugin.operation`. ``operation_started``
+    runs in the context of the code doing the work, which it may change for the duration (a
+    span made current); ``attributes`` describe the operation (``toolregistry.source``,
+    ``discovery.hits`` ...) and may grow before it ends. ``operation_finished`` gets the final
+    attributes and the exception that ended the operation, if any. Exceptions from either are
+    logged once per observer and never fail the operation.
+    """
+
+    def operation_started(self, name: str, attributes: dict[str, Any]) -> Any:
+        """The operation begins; the return value comes back as ``token``."""
+
+    def operation_finished(self, name: str, attributes: dict[str, Any],
+                           error: BaseException | None, token: Any) -> None:
+        """The operation ended (``error``: what it raised, or ``None``)."""
 
 
 class CallObserver(Protocol):
@@ -282,4 +304,28 @@ def dispatch(registry: ToolRegistry, tool: Tool) -> Runner | None:
     deadlines, tools that must run alone, answers). An exception propagates to the tool's
     calls (each gets an ``execution`` error naming it): a call never silently runs where it
     was not meant to.
+    """
+
+
+@hookspec
+def operation_observer(registry: ToolRegistry) -> OperationObserver | None:
+    """An observer of ``registry``'s operations other than calls (:class:`OperationObserver`):
+    loading sources, discovery queries, whatever plugins announce with
+    :func:`toolregistry.plugin.operation`; or ``None``.
+
+    Called once per registry, and again after a plugin was added. An exception is logged and
+    that plugin observes no operation.
+    """
+
+
+@hookspec
+def incoming_context(registry: ToolRegistry, carrier: Mapping[str, str]
+                     ) -> AbstractContextManager[Any] | None:
+    """A context manager that makes ``carrier`` (what a remote caller sent along with a
+    request: W3C ``traceparent`` / ``tracestate``, a request id) current while the registry
+    serves the request, or ``None``.
+
+    Servers (the MCP plugin's ``serve``) enter every implementation's manager with
+    :func:`toolregistry.plugin.continuing` around a request's calls, so the calls continue
+    the caller's trace. An exception is logged and that plugin's manager is skipped.
     """

@@ -5,7 +5,8 @@ events, the kernel helpers.
 for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
-``Runner``); the values they exchange are in :mod:`toolregistry.types`.
+``Runner``, ``OperationObserver``), and the context seams (``operation``,
+``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``); the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
 """
@@ -16,10 +17,11 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
 from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
 from ._log import log
 from ._names import normalize_name
-from .hookspecs import BatchObserver, CallObserver, Runner, hookimpl
+from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner, hookimpl
 
 if TYPE_CHECKING:
     from .formats import (
@@ -43,10 +45,14 @@ __all__ = [
     "Definition",
     "Exporter",
     "Loader",
+    "OperationObserver",
     "ProviderFormat",
     "RawCall",
     "Runner",
     "SourceKind",
+    "add_carrier",
+    "add_log_context",
+    "continuing",
     "field",
     "has_field",
     "hookimpl",
@@ -54,6 +60,8 @@ __all__ = [
     "lazy_exports",
     "log",
     "normalize_name",
+    "operation",
+    "outgoing_context",
 ]
 
 
