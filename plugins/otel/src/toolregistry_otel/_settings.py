@@ -1,0 +1,35 @@
+"""``[tool.toolregistry.plugins.otel]``: content capture and attribute bounds."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PLUGIN_NAME = "otel"
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def capture_from_environment() -> bool:
+    return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class OtelSettings(BaseModel):
+    """Options of the otel plugin (TOML keys use dashes: ``capture-content``).
+
+    ``capture_content``: record tool arguments, results, the model's ``toolcall_reason`` and
+    discovery query texts on spans (the GenAI conventions' opt-in; unset: what
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says when the registry is made,
+    off unless it is ``true``).
+    ``max_attribute_length``: longer string attributes are cut to this many characters (with
+    a marker). ``trace_batches``: one parent span per batch of calls. ``trace_operations``:
+    spans for loading sources and for discovery queries. ``metrics``: record the metrics.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    capture_content: bool | None = None
+    max_attribute_length: int = Field(default=4096, ge=64, le=1_048_576)
+    trace_batches: bool = True
+    trace_operations: bool = True
+    metrics: bool = True
