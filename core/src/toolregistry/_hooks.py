@@ -18,13 +18,13 @@ from ._results import error_result
 from .types import ApprovalRequest, Decision
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from pluggy import HookImpl
 
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
-    from contextlib import AbstractContextManager
-
     from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner
     from .tool import Tool
     from .types import ToolCall, ToolResult

@@ -214,7 +214,7 @@ class ToolRegistry:
         if cached is None or cached[0] != self._hooks.version:
             cached = self._op_observers = (self._hooks.version,
                                            self._hooks.operation_observer(self))
-        return cached[1]  # type: ignore[no-any-return]
+        return cached[1]
 
     @property
     def plugins(self) -> PluginHost:

@@ -15,7 +15,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
-
 class Extra(SpanProcessor):
     """Span processors a test adds for its duration (the SDK cannot remove one)."""
 

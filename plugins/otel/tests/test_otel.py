@@ -290,9 +290,9 @@ def test_a_failing_exporter_never_fails_a_call(spans: InMemorySpanExporter,
 def test_bad_settings_are_refused_naming_the_option(tmp_path: Path) -> None:
     from toolregistry.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="max.attribute.length"):
+    with pytest.raises(ConfigError, match=r"max.attribute.length"):
         ToolRegistry(config=config(tmp_path, "max-attribute-length = 3"))
-    with pytest.warns(UserWarning, match="capture.contents.*did you mean 'capture-content'"):
+    with pytest.warns(UserWarning, match=r"capture.contents.*did you mean 'capture-content'"):
         ToolRegistry(config=config(tmp_path, "capture-contents = true"))
-    with pytest.raises(ConfigError, match="capture.contents"):
+    with pytest.raises(ConfigError, match=r"capture.contents"):
         ToolRegistry(config=config(tmp_path, "capture-contents = true"), strict_plugins=True)
