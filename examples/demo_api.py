@@ -11,6 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 PETS: dict[int, dict[str, Any]] = {1: {"id": 1, "name": "Tama", "tag": "cat"},
                                    2: {"id": 2, "name": "Pochi", "tag": "dog"}}
+RECEIVED_HEADERS: list[dict[str, str]] = []
+"""The headers of the last requests (at most 100), lower-case names: what tests check."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -22,7 +24,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _record(self) -> None:
+        RECEIVED_HEADERS.append({k.lower(): v for k, v in self.headers.items()})
+        del RECEIVED_HEADERS[:-100]
+
     def do_GET(self) -> None:
+        self._record()
         url = urlsplit(self.path)
         if url.path == "/pets":
             limit = int(parse_qs(url.query).get("limit", ["10"])[0])
@@ -35,6 +42,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(404, {"error": f"no pet at {url.path}"})
 
     def do_POST(self) -> None:
+        self._record()
         if urlsplit(self.path).path != "/pets":
             self._send(404, {"error": "not found"})
             return

@@ -74,7 +74,11 @@ class BrokenObserverPlugin:
 
 def test_hook_operation_observer_sees_start_end_and_attributes() -> None:
     events: list[tuple[Any, ...]] = []
-    first, second = OperationPlugin("a", events), OperationPlugin("b", events)
+
+    class Second(OperationPlugin):  # plugins are named after their class
+        pass
+
+    first, second = OperationPlugin("a", events), Second("b", events)
     reg = ToolRegistry(plugins=[first, second])
     with operation(reg, "source.load", {"url": "http://x"}) as attrs:
         attrs["tools"] = 3

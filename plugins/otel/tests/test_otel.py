@@ -190,7 +190,30 @@ def test_metrics_duration_calls_by_outcome_and_in_flight(
     reg.invoke("add", {"a": 1, "b": 2})
     reg.invoke("add", {"a": 1, "b": 2})
     reg.invoke("fail", {"message": "x"})
-    data = reader.get_metrics_data()
+    in_flight: dict[str, Any] = {}
+
+    def slow() -> str:
+        """Reports the calls in flight while it runs."""
+        in_flight.update(_points(reader.get_metrics_data()))
+        return "done"
+
+    reg.register(slow)
+    reg.invoke("slow", {})
+    points = _points(reader.get_metrics_data())
+    # calls by tool and outcome: the duration histogram's count
+    calls = {(dict(p.attributes)["gen_ai.tool.name"], dict(p.attributes)["toolregistry.outcome"]):
+             p.count for p in points["toolregistry.tool.call.duration"]}
+    assert calls[("add", "ok")] >= 2 and calls[("fail", "execution")] >= 1
+    assert all(p.sum >= 0 for p in points["toolregistry.tool.call.duration"])
+    during = {dict(p.attributes)["gen_ai.tool.name"]: p.value
+              for p in in_flight["toolregistry.tool.calls.active"]}
+    assert during["slow"] == 1
+    after = {dict(p.attributes)["gen_ai.tool.name"]: p.value
+             for p in points["toolregistry.tool.calls.active"]}
+    assert after["slow"] == 0 and after["add"] == 0
+
+
+def _points(data: Any) -> dict[str, list[Any]]:
     points: dict[str, list[Any]] = {}
     for rm in data.resource_metrics:
         for sm in rm.scope_metrics:
@@ -198,14 +221,7 @@ def test_metrics_duration_calls_by_outcome_and_in_flight(
                 continue
             for metric in sm.metrics:
                 points[metric.name] = list(metric.data.data_points)
-    calls = {(dict(p.attributes)["gen_ai.tool.name"], dict(p.attributes)["toolregistry.outcome"]):
-             p.value for p in points["toolregistry.tool.calls"]}
-    assert calls[("add", "ok")] >= 2 and calls[("fail", "execution")] >= 1
-    durations = {dict(p.attributes)["gen_ai.tool.name"]: p.count
-                 for p in points["toolregistry.tool.call.duration"]
-                 if dict(p.attributes)["toolregistry.outcome"] == "ok"}
-    assert durations["add"] >= 2
-    assert all(p.value == 0 for p in points["toolregistry.tool.calls.active"])
+    return points
 
 
 def test_operations_become_spans_with_content_opt_in(spans: InMemorySpanExporter,
@@ -214,7 +230,7 @@ def test_operations_become_spans_with_content_opt_in(spans: InMemorySpanExporter
     with operation(reg, "discovery.query", {"content.discovery.query.text": "weather",
                                             "discovery.top_k": 5}) as attrs:
         attrs["discovery.hits"] = 2
-    with pytest.raises(ConnectionError), operation(reg, "mcp.connect",
+    with pytest.raises(ConnectionError), operation(reg, "mcp.load",
                                                    {"server.address": "127.0.0.1"}):
         raise ConnectionError("refused")
     query, connect = spans.get_finished_spans()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolregistry.plugin import log
+from toolregistry.plugin import log, operation
 
 from ._analysis import analyze_query
 from ._fields import FIELDS, fold_name, tool_texts
@@ -224,6 +224,16 @@ class ToolDiscoveryTool:
             raise TypeError(f"discover() query must be a string, got {type(query).__name__}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"discover() top_k must be an integer >= 1, got {top_k!r}")
+        # observers (the otel plugin) see each query; its text is content (opt-in there)
+        with operation(self._registry, "discovery.query",
+                       {"content.discovery.query.text": query, "discovery.top_k": top_k}
+                       ) as attrs:
+            out = self._discover(query, top_k, explain, api_format)
+            attrs["discovery.hits"] = len(out)
+        return out
+
+    def _discover(self, query: str, top_k: int, explain: bool, api_format: str
+                  ) -> list[dict[str, Any]]:
         exact = self.exact_match(query)
         if exact is not None:
             result = self._result(exact, 1.0, True, api_format)

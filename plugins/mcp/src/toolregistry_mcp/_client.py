@@ -15,7 +15,7 @@ import os
 import threading
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -357,14 +357,15 @@ class MCPClient:
         return self.run_on_session_loop(self._list_tools())  # type: ignore[no-any-return]
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
-                  timeout: float | None = None, progress: ProgressReporter | None = None
-                  ) -> mcp_types.CallToolResult:
+                  timeout: float | None = None, progress: ProgressReporter | None = None,
+                  meta: Mapping[str, Any] | None = None) -> mcp_types.CallToolResult:
         """Call a tool and return the SDK's ``CallToolResult`` (``isError`` results included;
         transport failures and timeouts raise :class:`~toolregistry.errors.ToolCallError`).
         ``progress(progress, total, message)`` receives the server's progress notifications
-        (from the session's thread)."""
+        (from the session's thread); ``meta`` goes in the request's ``_meta`` (e.g. W3C
+        ``traceparent``)."""
         return self.run_on_session_loop(  # type: ignore[no-any-return]
-            self._call_tool(name, arguments, timeout, progress))
+            self._call_tool(name, arguments, timeout, progress, meta))
 
     def close(self) -> None:
         """End the session and the server process. Idempotent."""
@@ -402,11 +403,11 @@ class MCPClient:
             self._list_tools())
 
     async def acall_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
-                         timeout: float | None = None, progress: ProgressReporter | None = None
-                         ) -> mcp_types.CallToolResult:
+                         timeout: float | None = None, progress: ProgressReporter | None = None,
+                         meta: Mapping[str, Any] | None = None) -> mcp_types.CallToolResult:
         """Async :meth:`call_tool`; cancelling the awaiting task sends MCP cancellation."""
         return await self.arun_on_session_loop(  # type: ignore[no-any-return]
-            self._call_tool(name, arguments, timeout, progress))
+            self._call_tool(name, arguments, timeout, progress, meta))
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
@@ -719,9 +720,12 @@ class MCPClient:
         return opts
 
     async def _call_tool(self, name: str, arguments: dict[str, Any] | None,
-                         timeout: float | None, progress: ProgressReporter | None = None
+                         timeout: float | None, progress: ProgressReporter | None = None,
+                         meta: Mapping[str, Any] | None = None
                          ) -> mcp_types.CallToolResult:
         import mcp_types as types
+
+        request_meta: Any = dict(meta) if meta else None
 
         limit = timeout if timeout is not None else self.timeout
         on_progress = None
@@ -745,7 +749,8 @@ class MCPClient:
             try:
                 return await live.session.call_tool(name, arguments or {},
                                                     read_timeout_seconds=limit,
-                                                    progress_callback=on_progress)
+                                                    progress_callback=on_progress,
+                                                    meta=request_meta)
             except Exception as exc:
                 if not self._session_expired(live, exc):
                     raise self._call_error(name, exc, limit) from None
@@ -759,14 +764,17 @@ class MCPClient:
                         # The SDK re-lists tools to validate structured output, which fails
                         # for this server; call through the dispatcher, parse the result alone.
                         assert conn.dispatcher is not None
+                        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+                        if request_meta:
+                            params["_meta"] = request_meta
                         raw = await conn.dispatcher.send_raw_request(
-                            "tools/call", {"name": name, "arguments": arguments or {}},
-                            self._raw_options(conn, limit, on_progress))
+                            "tools/call", params, self._raw_options(conn, limit, on_progress))
                         return types.CallToolResult.model_validate(raw, by_name=False)
                     # The SDK's per-request timeout sends notifications/cancelled when it fires.
                     return await session.call_tool(name, arguments or {},
                                                    read_timeout_seconds=limit,
-                                                   progress_callback=on_progress)
+                                                   progress_callback=on_progress,
+                                                   meta=request_meta)
                 except Exception as exc:
                     if attempt == 1 and self._session_expired(conn, exc):
                         continue

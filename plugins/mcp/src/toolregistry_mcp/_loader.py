@@ -23,7 +23,7 @@ from toolregistry.errors import (
     ToolRegistrationError,
     ToolRejected,
 )
-from toolregistry.plugin import log, normalize_name
+from toolregistry.plugin import log, normalize_name, operation, outgoing_context
 from toolregistry.tool import Provenance
 
 from . import _loop
@@ -269,15 +269,18 @@ class MCPSource:
              progress: ProgressReporter | None = None) -> Any:
         """Call a tool of this server by its MCP name, blocking; returns the converted result.
         The server's progress notifications go to ``progress``."""
+        # in the call's own context: what the tracing plugins add (W3C traceparent) goes
+        # along in the request's _meta
         result = self.client.call_tool(original, arguments, timeout=self.timeout,
-                                       progress=progress)
+                                       progress=progress, meta=outgoing_context() or None)
         return self._convert(original, result)
 
     async def acall(self, original: str, arguments: dict[str, Any], *,
                     progress: ProgressReporter | None = None) -> Any:
         """Call a tool of this server by its MCP name; returns the converted result."""
         result = await self.client.acall_tool(original, arguments, timeout=self.timeout,
-                                              progress=progress)
+                                              progress=progress,
+                                              meta=outgoing_context() or None)
         return self._convert(original, result)
 
     def _convert(self, original: str, result: Any) -> Any:
@@ -758,7 +761,29 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     ``ordering`` (``"server"``, default: a batch's calls to this server's tools not declared
     read-only run in call order relative to its other calls; ``"none"``).
     """
-    return _loop.run(_aload(registry, server, options, _settings(registry)))
+    with operation(registry, "mcp.load", _load_attributes(server, options)) as attrs:
+        tools = _loop.run(_aload(registry, server, options, _settings(registry)))
+        attrs["toolregistry.tools"] = len(tools)
+    return tools
+
+
+def _load_attributes(server: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """What an ``mcp.load`` operation says about the server (never its env or headers)."""
+    from urllib.parse import urlsplit
+
+    if isinstance(server, Mapping):
+        where = str(server.get("command") or server.get("url") or "?")
+    else:
+        where = str(server)
+    if where.startswith(("http://", "https://")):
+        parts = urlsplit(where)
+        where = f"{parts.scheme}://{parts.hostname}{':' if parts.port else ''}" \
+                f"{parts.port or ''}{parts.path}"  # no credentials, no query
+        transport = options.get("transport") or ("sse" if parts.path.endswith("/sse")
+                                                 else "streamable-http")
+    else:
+        transport = "stdio"
+    return {"mcp.server": where, "mcp.transport": transport}
 
 
 async def aload(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
@@ -766,6 +791,10 @@ async def aload(registry: ToolRegistry, server: Any, **options: Any) -> list[Too
     ``session_loop="running"`` the session opens on the caller's event loop."""
     settings = _settings(registry)
     load = _aload(registry, server, options, settings)
-    if options.get("session_loop", settings.session_loop) == "running":
-        return await load
-    return await _loop.arun(load)
+    with operation(registry, "mcp.load", _load_attributes(server, options)) as attrs:
+        if options.get("session_loop", settings.session_loop) == "running":
+            tools = await load
+        else:
+            tools = await _loop.arun(load)
+        attrs["toolregistry.tools"] = len(tools)
+    return tools

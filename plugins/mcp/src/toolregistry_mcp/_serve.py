@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolregistry.plugin import log
+from toolregistry.plugin import continuing, log
 from toolregistry.types import reporting_progress
 
 from ._access import EVERYTHING, NOTHING, Access
@@ -126,9 +126,11 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         wants_progress = meta.get("progress_token", meta.get("progressToken")) is not None
         channel = CallChannel(ctx, min_level=levels.get(connection(ctx), default_level),
                               allowed=getattr(ctx.session, "_allowed_log_levels", None))
+        # the caller's trace context (W3C traceparent in _meta) continues around the call
+        carrier = {k: v for k, v in dict(meta).items() if isinstance(v, str)}
         try:
             with channel.active(), reporting_progress(channel.progress if wants_progress
-                                                      else None):
+                                                      else None), continuing(registry, carrier):
                 result = await registry.ainvoke(params.name, dict(params.arguments or {}),
                                                 context={REQUEST_KEY: ctx})
         finally:

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode, urljoin
 from attrs import frozen
 
 from toolregistry.errors import ToolCallError
-from toolregistry.plugin import log
+from toolregistry.plugin import log, outgoing_context
 
 from ._errors import OpenAPIError
 from ._operations import Operation, ParamSpec
@@ -598,6 +598,9 @@ class OperationCaller:
             )
         s = self.session
         req = prepare(self.op, self.base_url, kwargs, s.schemes, s.creds, s.headers)
+        # in the call's own context: what tracing plugins add (W3C traceparent / tracestate)
+        for key, value in outgoing_context().items():
+            req.headers.setdefault(key, value)
         request = client.build_request(req.method, req.url, params=req.params,
                                        headers=req.headers, content=req.content)
         log.debug("openapi.request", tool=self.op.name, method=req.method, url=req.url)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from attrs import frozen
 
-from toolregistry.plugin import log
+from toolregistry.plugin import log, operation
 from toolregistry.tool import Provenance, Tool, ToolMetadata, ToolTag
 
 from ._document import (
@@ -463,8 +463,24 @@ def load_openapi(registry: ToolRegistry, spec: Any, *, namespace: str | bool | N
     ``server_variables``, ``allow_remote_refs``, ``strict``, ``limits``,
     ``max_response_bytes``, ``verify``, ``defer``, ``replace``. See docs/openapi.md.
     """
-    tools, session, info = tools_from_openapi(spec, **options)
+    with operation(registry, "openapi.load", _load_attributes(spec)) as attrs:
+        tools, session, info = tools_from_openapi(spec, **options)
+        attrs["toolregistry.tools"] = len(tools)
     return _register(registry, tools, session, _namespace(namespace, info), replace)
+
+
+def _load_attributes(spec: Any) -> dict[str, Any]:
+    """What an ``openapi.load`` operation (fetching and converting) says about the document:
+    its URL without credentials or query, a file name, or ``dict``."""
+    if isinstance(spec, Mapping):
+        return {"openapi.spec": "dict"}
+    text = str(spec)
+    if text.startswith(("http://", "https://")):
+        parts = urlsplit(text)
+        port = f":{parts.port}" if parts.port else ""
+        return {"openapi.spec": f"{parts.scheme}://{parts.hostname}{port}{parts.path}",
+                "server.address": parts.hostname or ""}
+    return {"openapi.spec": Path(text).name}
 
 
 async def aload_openapi(registry: ToolRegistry, spec: Any, *,
@@ -472,7 +488,9 @@ async def aload_openapi(registry: ToolRegistry, spec: Any, *,
                         replace: bool = False, **options: Any) -> list[Tool]:
     """Async twin of :func:`load_openapi`: reading and conversion run in a worker thread, off
     the event loop (the tools are the same: a sync callable and an async twin)."""
-    tools, session, info = await asyncio.to_thread(tools_from_openapi, spec, **options)
+    with operation(registry, "openapi.load", _load_attributes(spec)) as attrs:
+        tools, session, info = await asyncio.to_thread(tools_from_openapi, spec, **options)
+        attrs["toolregistry.tools"] = len(tools)
     return _register(registry, tools, session, _namespace(namespace, info), replace)
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import threading
 import time
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import opentelemetry.metrics._internal as _metrics_api
+import opentelemetry.trace as _trace_api
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -31,15 +35,20 @@ SCOPE = "toolregistry-otel"
 CONTENT_PREFIX = "content."
 """Operation attributes whose key starts with this carry user or model content: recorded
 (without the prefix) only when content capture is on."""
-_CLIENT_OPERATIONS = frozenset({"mcp.connect", "mcp.list_tools", "openapi.fetch"})
+_CLIENT_OPERATIONS = frozenset({"mcp.load", "openapi.load"})
 _REMOTE_KINDS = frozenset({"mcp", "openapi", "langchain"})
+_UNKNOWN = object()
+# The API loads a provider named in the environment on first use of its getter.
+_TRACER_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_METER_ENV = "OTEL_PYTHON_METER_PROVIDER" in os.environ
 
 
 class _Switch:
     """Whether a real tracer / meter provider is installed (the API's proxies are not).
 
-    A provider is set once per process, so once found real it stays real; until then each
-    check is a call of the API's getter and an isinstance test.
+    A provider is set once per process, so once found real it stays real. Until then each
+    check reads the API's global (one module attribute; the public getter only when the
+    environment names a provider to load, which the getter then does).
     """
 
     __slots__ = ("meter", "tracer")
@@ -49,21 +58,27 @@ class _Switch:
         self.meter: metrics.Meter | None = None
 
     def tracing(self) -> trace.Tracer | None:
-        if self.tracer is None:
+        tracer = self.tracer
+        if tracer is None:
+            if getattr(_trace_api, "_TRACER_PROVIDER", _UNKNOWN) is None and not _TRACER_ENV:
+                return None  # the API's proxy: nobody installed a provider yet
             provider = trace.get_tracer_provider()
             if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
                 return None
-            self.tracer = provider.get_tracer(SCOPE, _version())
-        return self.tracer
+            tracer = self.tracer = provider.get_tracer(SCOPE, _version())
+        return tracer
 
     def metering(self) -> metrics.Meter | None:
-        if self.meter is None:
+        meter = self.meter
+        if meter is None:
+            if getattr(_metrics_api, "_METER_PROVIDER", _UNKNOWN) is None and not _METER_ENV:
+                return None
             provider = metrics.get_meter_provider()
             if isinstance(provider, metrics.NoOpMeterProvider) or \
                     type(provider).__name__ == "_ProxyMeterProvider":  # the API's default
                 return None
-            self.meter = provider.get_meter(SCOPE, _version())
-        return self.meter
+            meter = self.meter = provider.get_meter(SCOPE, _version())
+        return meter
 
 
 _SWITCH = _Switch()
@@ -78,18 +93,38 @@ def _version() -> str:
         return "0"
 
 
+class _InFlight:
+    """Calls in flight per (registry, tool), counted in Python and read by the SDK when it
+    collects (an observable up-down counter: nothing per call goes through the SDK)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: dict[tuple[tuple[str, str], ...], int] = {}
+
+    def add(self, key: tuple[tuple[str, str], ...], delta: int) -> None:
+        with self.lock:
+            self.counts[key] = self.counts.get(key, 0) + delta
+
+    def observe(self, options: Any) -> list[metrics.Observation]:
+        with self.lock:
+            items = list(self.counts.items())
+        return [metrics.Observation(value, dict(key)) for key, value in items]
+
+
+IN_FLIGHT = _InFlight()
+
+
 class _Instruments:
-    """The plugin's metrics (created once per meter)."""
+    """The plugin's metrics (created once per meter). Per call only the duration histogram
+    goes through the SDK: its count per (tool, outcome) is the number of calls."""
 
     def __init__(self, meter: metrics.Meter) -> None:
         self.duration = meter.create_histogram(
             "toolregistry.tool.call.duration", unit="s",
-            description="Duration of tool calls, from preparation to the final result.")
-        self.calls = meter.create_counter(
-            "toolregistry.tool.calls", unit="{call}",
-            description="Tool calls by tool and outcome (ok or the error kind).")
-        self.active = meter.create_up_down_counter(
-            "toolregistry.tool.calls.active", unit="{call}",
+            description="Duration of tool calls, by tool and outcome (ok or the error kind); "
+                        "its count is the number of calls.")
+        meter.create_observable_up_down_counter(
+            "toolregistry.tool.calls.active", callbacks=[IN_FLIGHT.observe], unit="{call}",
             description="Tool calls in flight.")
         self.discovery = meter.create_histogram(
             "toolregistry.discovery.query.duration", unit="s",
@@ -186,7 +221,8 @@ class Telemetry:
 class ToolObserver:
     """``execute_tool {gen_ai.tool.name}`` spans and the call metrics for one tool."""
 
-    __slots__ = ("metric_attributes", "span_name", "static", "telemetry")
+    __slots__ = ("flight_key", "metric_attributes", "outcome_attributes", "span_name", "static",
+                 "telemetry")
 
     def __init__(self, telemetry: Telemetry, tool: Tool) -> None:
         self.telemetry = telemetry
@@ -204,6 +240,8 @@ class ToolObserver:
         self.static["toolregistry.tool.source"] = kind
         self.metric_attributes = {"gen_ai.tool.name": tool.name,
                                   "toolregistry.registry": telemetry.registry_name}
+        self.flight_key = tuple(self.metric_attributes.items())
+        self.outcome_attributes: dict[str, dict[str, str]] = {}  # per outcome, made once
 
     def call_started(self, call: ToolCall) -> Any:
         tracer = _SWITCH.tracing()
@@ -220,7 +258,7 @@ class ToolObserver:
             # tool and what it calls, and goes away with the call's context.
             otel_context.attach(trace.set_span_in_context(span))
         if instruments is not None:
-            instruments.active.add(1, self.metric_attributes)
+            IN_FLIGHT.add(self.flight_key, 1)
         return span, instruments, time.perf_counter()
 
     def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
@@ -241,10 +279,12 @@ class ToolObserver:
                     span.set_attribute("toolregistry.toolcall_reason", t.bound(call.reason))
             span.end()
         if instruments is not None:
-            attributes = {**self.metric_attributes, "toolregistry.outcome": outcome}
+            attributes = self.outcome_attributes.get(outcome)
+            if attributes is None:
+                attributes = self.outcome_attributes[outcome] = {
+                    **self.metric_attributes, "toolregistry.outcome": outcome}
             instruments.duration.record(time.perf_counter() - started, attributes)
-            instruments.calls.add(1, attributes)
-            instruments.active.add(-1, self.metric_attributes)
+            IN_FLIGHT.add(self.flight_key, -1)
 
 
 class BatchObserver:
