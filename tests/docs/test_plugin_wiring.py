@@ -103,10 +103,11 @@ def test_every_plugin_has_its_session_lint_and_types() -> None:
 
 def test_every_plugin_is_listed_where_readers_choose_plugins() -> None:
     """The README's and installation.md's tables name every plugin; a plugin's page, once it
-    exists, is in the Plugins section of the site and in the API reference."""
+    exists, is in the Plugins section of the site, on the home page and in the API reference."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     install = (DOCS / "installation.md").read_text(encoding="utf-8")
     reference = (DOCS / "reference" / "plugins.md").read_text(encoding="utf-8")
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
     plugins_nav = _nav_section("Plugins")
     missing = []
     for name in PLUGINS:
@@ -120,6 +121,8 @@ def test_every_plugin_is_listed_where_readers_choose_plugins() -> None:
                 missing.append(f"mkdocs.yml, nav > Plugins: - <Title>: {name}.md")
             if f"::: toolregistry_{name}\n" not in reference:
                 missing.append(f"docs/reference/plugins.md: ::: toolregistry_{name}")
+            if f"]({name}.md)" not in index:
+                missing.append(f"docs/index.md, the Plugins paragraph: [<Title>]({name}.md)")
     assert not missing, "a plugin is missing from a page; add:\n" + "\n".join(missing)
 
 
