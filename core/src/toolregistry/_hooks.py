@@ -91,6 +91,9 @@ class Hooks:
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
         self.has_incoming_context = bool(h.incoming_context.get_hookimpls())
         self._direct_schema = self._caller("schema_transform", h.schema_transform.get_hookimpls())
+        # called on every registration: pluggy's dispatch costs more than most plugins' work
+        self._direct_register = self._plain("register", h.register.get_hookimpls(), first=True)
+        self._direct_on_change = self._plain("on_change", h.on_change.get_hookimpls())
         self._subsets: dict[tuple[str, frozenset[int]], HookCall] = {}
         self._interest = [impl for impl in h.call_hooks.get_hookimpls()
                           if not (impl.hookwrapper or impl.wrapper)]
@@ -98,6 +101,37 @@ class Hooks:
         self.version += 1
 
     # -- compiling ------------------------------------------------------------------------
+    def _plain(self, name: str, impls: Sequence[HookImpl], *, first: bool = False
+               ) -> HookCall:
+        """A call of hook ``name`` with pluggy's semantics for plain implementations --
+        last registered first, each given the arguments it names, an exception ends the call,
+        ``first``: the first non-``None`` result, else the list of them -- without pluggy's
+        dispatch; pluggy's own caller when there is a wrapper, none, or tracing is on."""
+        caller: HookCall = getattr(self._hook, name)
+        if not impls or self._trace or any(i.hookwrapper or i.wrapper for i in impls):
+            return caller
+        order = tuple((impl.function, tuple(impl.argnames)) for impl in reversed(impls))
+
+        if first:
+            def call_first(**kwargs: Any) -> Any:
+                for fn, argnames in order:
+                    result = fn(**{a: kwargs[a] for a in argnames})
+                    if result is not None:
+                        return result
+                return None
+
+            return call_first
+
+        def call_all(**kwargs: Any) -> list[Any]:
+            results = []
+            for fn, argnames in order:
+                result = fn(**{a: kwargs[a] for a in argnames})
+                if result is not None:
+                    results.append(result)
+            return results
+
+        return call_all
+
     def _caller(self, name: str, impls: Sequence[HookImpl]) -> HookCall | None:
         """A call of exactly ``impls`` (implementations of hook ``name``) with pluggy's
         semantics, or ``None`` when there are none."""
@@ -313,7 +347,7 @@ class Hooks:
         from .errors import ToolRejected
 
         try:
-            replacement = self._hook.register(registry=registry, tool=tool)
+            replacement = self._direct_register(registry=registry, tool=tool)
         except ToolRejected:
             raise
         except Exception as exc:
@@ -478,7 +512,7 @@ class Hooks:
         if not self.has_on_change:
             return
         try:
-            self._hook.on_change(registry=registry, event=event)
+            self._direct_on_change(registry=registry, event=event)
         except Exception as exc:
             self._failed("on_change", exc, kind=event.kind, names=list(event.names[:5]))
             raise
