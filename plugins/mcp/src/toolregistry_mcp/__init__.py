@@ -14,7 +14,8 @@ from toolregistry.plugin import lazy_exports
 if TYPE_CHECKING:
     from ._client import MCPClient, MCPConnectError
     from ._loader import MCPSource, aload, arefresh, load, refresh, sources
-    from ._serve import ServeOptions, aserve, build_server, serve
+    from ._oauth import ClientAuth, FileTokenStorage
+    from ._serve import REQUEST_KEY, ServeOptions, aserve, build_server, serve
     from ._settings import MCPSettings
 
 # Loaded on first use, so that loading the plugin stays cheap.
@@ -23,13 +24,18 @@ _LAZY = {
     **dict.fromkeys(("MCPSource", "aload", "arefresh", "load", "refresh", "sources"),
                     "._loader"),
     "MCPSettings": "._settings",
-    **dict.fromkeys(("ServeOptions", "aserve", "build_server", "serve"), "._serve"),
+    **dict.fromkeys(("REQUEST_KEY", "ServeOptions", "aserve", "build_server", "serve"),
+                    "._serve"),
+    **dict.fromkeys(("ClientAuth", "FileTokenStorage"), "._oauth"),
 }
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
+    "REQUEST_KEY",
+    "ClientAuth",
+    "FileTokenStorage",
     "MCPClient",
     "MCPConnectError",
     "MCPSettings",
