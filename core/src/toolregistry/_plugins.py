@@ -36,7 +36,7 @@ KERNEL = "toolregistry"
 # and commands the kernel keeps the name of the plugin to install (its distribution is
 # ``toolregistry-<plugin>``). Everything else about a plugin comes from the plugin.
 KIND_HINTS: Mapping[str, str] = {"mcp": "mcp", "openapi": "openapi", "langchain": "langchain"}
-COMMAND_HINTS: Mapping[str, str] = {"serve": "mcp"}
+COMMAND_HINTS: Mapping[str, str] = {"serve": "mcp", "inspect": "inspector", "log": "inspector"}
 
 
 def distribution_of(plugin: str) -> str:

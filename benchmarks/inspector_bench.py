@@ -1,0 +1,221 @@
+"""The inspector's performance targets (issue 23).
+
+Run: ``python benchmarks/inspector_bench.py [--quick]`` with an interpreter that has ``core``
+and ``plugins/inspector`` installed (``nox -s bench`` has both).
+
+* **log overhead**: ``registry.invoke`` of a trivial tool, inline on the calling thread, in
+  four registries of one process: the log off (``log = false``: the plugin loaded, observing
+  nothing), a no-op call observer (what the kernel's observer seam itself costs), the log in
+  memory, the log in memory and written to an SQLite file. Rounds are interleaved; the table
+  gives the median µs per call and what each adds to "log off". The log's own work is the
+  difference to the no-op observer, and is also timed alone (``call_started`` +
+  ``call_finished`` of the log's observer on one call, no registry): target ≤ 5 µs.
+* **1,000 calls/s**: calls paced at 1,000 per second for a few seconds into a registry with
+  the log file; after the last call, how long until every call is in the file (the writer
+  keeps up when this stays small and no call is missing).
+* **tools page**: the server-side time to render the tools page of a registry of 10,000
+  tools (target ≤ 300 ms), median of several requests through the ASGI app in process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class _Noop:
+    def call_started(self, call: Any) -> None:
+        return None
+
+    def call_finished(self, call: Any, result: Any, token: Any) -> None:
+        return None
+
+
+class _NoopPlugin:
+    """A call observer that does nothing: the kernel's seam alone."""
+
+    def __init__(self) -> None:
+        from toolregistry.plugin import hookimpl
+
+        def call_observer(tool: Any) -> _Noop:
+            return _Noop()
+
+        self.call_observer = hookimpl(call_observer)
+
+
+def _registry(folder: Path, table: str, plugins: tuple[Any, ...] = ()) -> Any:
+    from toolregistry import ToolRegistry
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "pyproject.toml"
+    config.write_text("[tool.toolregistry]\ninline-calls = true\n"
+                      "[tool.toolregistry.plugins.inspector]\n" + table, encoding="utf-8")
+    registry = ToolRegistry(config=config, plugins=plugins)
+
+    @registry.register
+    def echo(text: str, n: int = 1) -> str:
+        """Echo."""
+        return text
+
+    registry.invoke("echo", {"text": "warm"})
+    return registry
+
+
+def _per_call(registry: Any, calls: int) -> float:
+    invoke = registry.invoke
+    args = {"text": "hello", "n": 2}
+    start = time.perf_counter()
+    for _ in range(calls):
+        invoke("echo", args, call_id="c")
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def log_overhead(root: Path, rounds: int, calls: int) -> list[tuple[str, float, float]]:
+    sides: dict[str, Any] = {
+        "log off": _registry(root / "off", "log = false\n"),
+        "no-op observer (kernel seam)": _registry(root / "noop", "log = false\n",
+                                                  (_NoopPlugin(),)),
+        "log in memory": _registry(root / "mem", ""),
+        "log + SQLite file": _registry(root / "db", 'log-db = "calls.sqlite"\n'),
+    }
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    order = list(sides)
+    for r in range(rounds):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            times[name].append(_per_call(sides[name], calls))
+    for registry in sides.values():
+        registry.close()
+    base = statistics.median(times["log off"])
+    return [(name, statistics.median(t), statistics.median(t) - base) for name, t in times.items()]
+
+
+def observer_alone(rounds: int, calls: int) -> float:
+    """µs per call of the log's observer (``call_started`` + ``call_finished``), median."""
+    from toolregistry import ToolCall, ToolResult
+    from toolregistry_inspector import ExecutionLog
+
+    observer = ExecutionLog(10_000).observer
+    call = ToolCall(name="echo", arguments={"text": "hello", "n": 2}, id="c")
+    result = ToolResult(call_id="c", name="echo", content="hello", duration=1e-5)
+    started, finished = observer.call_started, observer.call_finished
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            finished(call, result, started(call))
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
+def paced(root: Path, seconds: float, rate: int) -> dict[str, float]:
+    from toolregistry_inspector import execution_log, query_log
+
+    registry = _registry(root / "paced", 'log-db = "calls.sqlite"\n')
+    log = execution_log(registry)
+    log.flush()
+    first = (query_log(log.db, limit=1) or [None])[-1]
+    total = int(seconds * rate)
+    start = time.perf_counter()
+    late = 0
+    for i in range(total):
+        due = start + i / rate
+        now = time.perf_counter()
+        if now < due:
+            time.sleep(due - now)
+        elif now - due > 0.05:
+            late += 1
+        registry.invoke("echo", {"text": f"call {i}"}, call_id=str(i))
+    sent = time.perf_counter()
+    log.flush()
+    lag = time.perf_counter() - sent
+    rows = query_log(log.db, after=first.seq if first else 0)
+    registry.close()
+    return {"calls": total, "rate": total / (sent - start), "in file": len(rows),
+            "flush lag ms": lag * 1000, "late calls": late}
+
+
+def tools_page(tools: int, requests: int) -> list[float]:
+    import asyncio
+
+    import httpx
+
+    from toolregistry import Tool, ToolRegistry
+    from toolregistry_inspector import create_app
+
+    registry = ToolRegistry()
+    params = {"type": "object", "properties": {"query": {"type": "string"}}}
+    registry.register_tools([
+        Tool(name=f"ns{i % 50}-tool_{i}", description=f"Tool number {i}: does thing {i}.",
+             parameters=params, callable=lambda query="": query)
+        for i in range(tools)])
+    app = create_app(registry, token="bench")
+    times: list[float] = []
+
+    async def run() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            for _ in range(requests + 1):
+                start = time.perf_counter()
+                response = await client.get("/tools?token=bench")
+                times.append((time.perf_counter() - start) * 1000)
+                response.raise_for_status()
+
+    asyncio.run(run())
+    registry.close()
+    return times[1:]  # the first request builds the caches
+
+
+def _table(title: str, header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+    print(f"\n{title}")
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for row in rows:
+        print(" | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", choices=["log", "paced", "page"], default=None)
+    args = parser.parse_args()
+    rounds, calls = (5, 2000) if args.quick else (15, 20000)
+    steps: dict[str, Callable[[Path], None]] = {}
+
+    def do_log(root: Path) -> None:
+        rows = log_overhead(root, rounds, calls)
+        _table(f"log overhead: registry.invoke, inline, median of {rounds} rounds x {calls} "
+               "calls", ("registry", "µs per call", "added to 'log off' (µs)"), rows)
+        own = observer_alone(rounds, calls * 5)
+        seam = rows[1][1]
+        print(f"the log over the no-op observer: {rows[2][1] - seam:.2f} µs (memory), "
+              f"{rows[3][1] - seam:.2f} µs (+ file); the log's observer alone: {own:.2f} µs")
+        print(f"target: the log adds <= 5 µs per call -> {'MET' if own <= 5 else 'MISSED'}")
+
+    def do_paced(root: Path) -> None:
+        result = paced(root, 2.0 if args.quick else 5.0, 1000)
+        _table("1,000 calls/s into the log file", tuple(result), [tuple(result.values())])
+        kept = result["in file"] == result["calls"] and result["flush lag ms"] < 1000
+        print(f"target: every call in the file, written within 1 s -> "
+              f"{'MET' if kept else 'MISSED'}")
+
+    def do_page(root: Path) -> None:
+        times = tools_page(10_000, 5 if args.quick else 15)
+        median = statistics.median(times)
+        _table("tools page, 10,000 tools, server-side (ASGI in process)",
+               ("requests", "median ms", "max ms"), [(len(times), median, max(times))])
+        print(f"target: <= 300 ms -> {'MET' if median <= 300 else 'MISSED'}")
+
+    steps = {"log": do_log, "paced": do_paced, "page": do_page}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, step in steps.items():
+            if args.only in (None, name):
+                step(Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

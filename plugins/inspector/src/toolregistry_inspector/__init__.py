@@ -1,0 +1,52 @@
+"""toolregistry-inspector: an execution log of every call a registry runs, and a local web
+UI over the registry.
+
+``execution_log(registry)`` is the registry's log (a ring buffer of the last calls, optionally
+written to an SQLite file that ``toolregistry log`` and ``query_log`` read);
+``[tool.toolregistry.plugins.inspector]`` configures it. See ``docs/inspector.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolregistry.plugin import lazy_exports
+
+if TYPE_CHECKING:
+    from toolregistry import ToolRegistry
+
+    from ._log import ExecutionLog, LogEntry, query_log, redact
+    from ._settings import InspectorSettings
+
+_LAZY = {
+    "ExecutionLog": "._log",
+    "LogEntry": "._log",
+    "query_log": "._log",
+    "redact": "._log",
+    "InspectorSettings": "._settings",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY)
+
+__all__ = [
+    "ExecutionLog",
+    "InspectorSettings",
+    "LogEntry",
+    "execution_log",
+    "query_log",
+    "redact",
+]
+
+
+def execution_log(registry: ToolRegistry) -> ExecutionLog:
+    """The execution log of ``registry`` (made on first use from its configuration).
+
+    Raises ``ValueError`` when the configuration turned the log off (``log = false``).
+    """
+    from ._log import get_log
+
+    found = get_log(registry)
+    if found is None:
+        raise ValueError(f"the execution log of registry {registry.name!r} is off "
+                         "([tool.toolregistry.plugins.inspector] log = false)")
+    return found

@@ -1,0 +1,535 @@
+"""The execution log: a bounded ring buffer of calls fed by the kernel's call observer seam,
+optionally written to SQLite by a background thread, and the query API over both.
+
+The observer's work per call is one tuple appended to a ``deque`` (and put on a queue when a
+file is configured): everything else (redaction, JSON, SQL) happens when the log is read or
+on the writer thread, so a logged call stays within the issue's 5 µs budget.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import json
+import math
+import sqlite3
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from queue import Empty, SimpleQueue
+from typing import TYPE_CHECKING, Any, Literal
+
+from attrs import frozen
+
+from toolregistry.plugin import log as events
+
+from ._settings import PLUGIN_NAME, InspectorSettings
+
+if TYPE_CHECKING:
+    from toolregistry import ToolCall, ToolRegistry, ToolResult
+
+ArgumentMode = Literal["redacted", "full"]
+
+# (seq, time, tool, call_id, arguments, outcome, duration, reason, error, approval, spool,
+#  format): what the observer keeps per call, turned into a LogEntry when read.
+_Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", Any, Any, Any, str]
+
+_STATE_KEY = "log"
+_create_lock = threading.Lock()
+
+
+@frozen
+class LogEntry:
+    """One logged call.
+
+    ``time``: when it started (seconds since the epoch); ``duration`` in seconds;
+    ``outcome``: ``"ok"`` or the error kind (``execution``, ``timeout``, ``denied``,
+    ``approval_required``, ...); ``error``: the error text the model got; ``arguments``: each
+    value redacted to its type and size (``"<str, 5 chars>"``) unless the log keeps them
+    ``"full"``; ``reason``: the model's ``toolcall_reason`` (think plugin); ``approval``: the
+    approval asked for a pending call (``id``, ``rule``, ``reason``, ``message``); ``spool``:
+    the spool handle of an output written to a file (spool plugin); ``format``: the provider
+    format the call came in; ``seq``: its number in this log (in the SQLite file: the row id).
+    """
+
+    seq: int
+    time: float
+    tool: str
+    call_id: str | None
+    arguments: dict[str, Any]
+    outcome: str
+    duration: float
+    reason: str | None = None
+    error: str | None = None
+    approval: dict[str, Any] | None = None
+    spool: str | None = None
+    format: str = "registry"
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.outcome == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return {"seq": self.seq, "time": self.time, "tool": self.tool, "call_id": self.call_id,
+                "arguments": self.arguments, "outcome": self.outcome,
+                "duration": self.duration, "reason": self.reason, "error": self.error,
+                "approval": self.approval, "spool": self.spool, "format": self.format}
+
+
+def redact(value: Any) -> str:
+    """An argument value as its type and size only: ``"<str, 5 chars>"``, ``"<int>"``,
+    ``"<list, 3 items>"``, ``"<object, 2 keys>"``."""
+    if value is None:
+        return "<null>"
+    if isinstance(value, bool):
+        return "<bool>"
+    if isinstance(value, int):
+        return "<int>"
+    if isinstance(value, float):
+        return "<float>"
+    if isinstance(value, str):
+        return f"<str, {len(value)} chars>"
+    if isinstance(value, Mapping):
+        return f"<object, {len(value)} keys>"
+    if isinstance(value, (list, tuple)):
+        return f"<list, {len(value)} items>"
+    return f"<{type(value).__name__}>"
+
+
+def _full(value: Any, max_chars: int) -> Any:
+    """The value itself when its JSON is short, else its JSON cut to ``max_chars``."""
+    text = json.dumps(value, default=repr, ensure_ascii=False)
+    if len(text) <= max_chars:
+        return json.loads(text)
+    return f"{text[:max_chars]}… ({len(text)} chars)"
+
+
+def shape_arguments(arguments: Any, mode: ArgumentMode, max_chars: int) -> dict[str, Any]:
+    """The arguments as the log shows them (``mode``: ``redacted`` or ``full``)."""
+    if not isinstance(arguments, Mapping):
+        return {} if arguments is None else {"(arguments)": redact(arguments)}
+    if mode == "full":
+        return {str(k): _full(v, max_chars) for k, v in arguments.items()}
+    return {str(k): redact(v) for k, v in arguments.items()}
+
+
+def _approval(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return dict(value)
+    data: dict[str, Any] = value.to_dict()
+    data.pop("arguments", None)  # the entry's own arguments (redacted) say what was asked
+    return data
+
+
+def _spool(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        handle = value.get("handle") or value.get("path")
+        return None if handle is None else str(handle)
+    return None if value is None else str(value)
+
+
+def _error(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return "\n".join(p.get("text", "") for p in value if isinstance(p, Mapping)
+                     and p.get("type") == "text")
+
+
+class _Filter:
+    """The conditions of one query, shared by the memory buffer and the SQLite file."""
+
+    def __init__(self, tool: str | None, outcome: str | None, since: float | None,
+                 call_id: str | None, after: int | None) -> None:
+        if outcome is not None and not isinstance(outcome, str):
+            raise TypeError(f"outcome must be a string such as 'ok' or 'error', got {outcome!r}")
+        self.tool = tool
+        self.outcome = outcome
+        self.since = since
+        self.call_id = call_id
+        self.after = after
+
+    def match(self, r: _Record) -> bool:
+        if self.after is not None and r[0] <= self.after:
+            return False
+        if self.since is not None and r[1] < self.since:
+            return False
+        if self.call_id is not None and r[3] != self.call_id:
+            return False
+        if self.outcome is not None:
+            if self.outcome == "error":
+                if r[5] == "ok":
+                    return False
+            elif r[5] != self.outcome:
+                return False
+        return self.tool is None or fnmatch.fnmatchcase(r[2], self.tool)
+
+    def sql(self) -> tuple[str, list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        if self.after is not None:
+            where.append("seq > ?")
+            params.append(self.after)
+        if self.since is not None:
+            where.append("time >= ?")
+            params.append(self.since)
+        if self.call_id is not None:
+            where.append("call_id = ?")
+            params.append(self.call_id)
+        if self.outcome == "error":
+            where.append("outcome != 'ok'")
+        elif self.outcome is not None:
+            where.append("outcome = ?")
+            params.append(self.outcome)
+        if self.tool is not None:
+            where.append("tool GLOB ?")
+            params.append(self.tool)
+        return (" WHERE " + " AND ".join(where)) if where else "", params
+
+
+class _Observer:
+    """The registry's call observer: one record per finished call, nothing else."""
+
+    __slots__ = ("_append", "_put", "_seq")
+
+    def __init__(self, execution_log: ExecutionLog) -> None:
+        self._append = execution_log._buffer.append
+        self._seq = execution_log._seq
+        self._put = execution_log._writer.put if execution_log._writer is not None else None
+
+    def call_started(self, call: ToolCall) -> float:
+        return time.time()
+
+    def call_finished(self, call: ToolCall, result: ToolResult, token: float) -> None:
+        error = result.error_kind
+        record = (next(self._seq), token, call.name, call.id, call.arguments,
+                  error or ("error" if result.is_error else "ok"), result.duration, call.reason,
+                  result.content if result.is_error else None, result.approval,
+                  result.metadata.get("spool") if result.metadata else None, call.format)
+        self._append(record)
+        if self._put is not None:
+            self._put(record)
+
+
+class ExecutionLog:
+    """The calls of one registry, newest last: ``execution_log(registry)``.
+
+    Memory holds the last ``size`` calls; with ``db`` they are also written to an SQLite file
+    (by a background thread; ``flush()`` waits for it), where ``query_log(db)`` and
+    ``toolregistry log`` read them from any process.
+    """
+
+    def __init__(self, size: int = 10_000, *, db: str | Path | None = None,
+                 arguments: ArgumentMode = "redacted", max_value_chars: int = 2000,
+                 retention_seconds: float = 7 * 86_400.0, max_rows: int = 1_000_000,
+                 registry_name: str = "registry") -> None:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(f"the execution log's size must be a positive integer, got {size!r}")
+        if arguments not in ("redacted", "full"):
+            raise ValueError(f"arguments must be 'redacted' or 'full', got {arguments!r}")
+        self.size = size
+        self.arguments: ArgumentMode = arguments
+        self.max_value_chars = max_value_chars
+        self._buffer: deque[_Record] = deque(maxlen=size)
+        self._seq = itertools.count(1)
+        self._writer = (_Writer(Path(db), self, retention_seconds, max_rows, registry_name)
+                        if db is not None else None)
+        self.observer = _Observer(self)
+
+    @property
+    def db(self) -> Path | None:
+        """The SQLite file the log is written to, if any."""
+        return self._writer.path if self._writer is not None else None
+
+    def __len__(self) -> int:
+        return len(self._buffer)
+
+    def entry(self, record: _Record) -> LogEntry:
+        seq, started, tool, call_id, arguments, outcome, duration, reason, error, approval, \
+            spool, fmt = record
+        return LogEntry(seq=seq, time=started, tool=tool, call_id=call_id,
+                        arguments=shape_arguments(arguments, self.arguments,
+                                                  self.max_value_chars),
+                        outcome=outcome, duration=duration, reason=reason, error=_error(error),
+                        approval=_approval(approval), spool=_spool(spool), format=fmt)
+
+    def entries(self, *, tool: str | None = None, outcome: str | None = None,
+                since: float | None = None, call_id: str | None = None,
+                after: int | None = None, limit: int | None = None) -> list[LogEntry]:
+        """The logged calls that match, oldest first (the last ``limit`` of them).
+
+        ``tool``: a name or glob (``"srv-*"``); ``outcome``: ``"ok"``, an error kind, or
+        ``"error"`` for every call that did not succeed; ``since``: a start time (epoch
+        seconds); ``after``: only entries with a larger ``seq`` (to follow the log).
+        """
+        where = _Filter(tool, outcome, since, call_id, after)
+        matched = [r for r in self._buffer.copy() if where.match(r)]
+        if limit is not None:
+            matched = matched[-limit:] if limit > 0 else []
+        return [self.entry(r) for r in matched]
+
+    def last(self) -> LogEntry | None:
+        """The newest entry (``None`` when empty)."""
+        try:
+            return self.entry(self._buffer[-1])
+        except IndexError:
+            return None
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per tool: calls, errors, and the median and largest duration (seconds)."""
+        by_tool: dict[str, list[_Record]] = {}
+        for r in self._buffer.copy():
+            by_tool.setdefault(r[2], []).append(r)
+        out = {}
+        for name, records in sorted(by_tool.items()):
+            durations = sorted(r[6] for r in records)
+            out[name] = {"calls": len(records),
+                         "errors": sum(r[5] != "ok" for r in records),
+                         "median": durations[len(durations) // 2], "max": durations[-1]}
+        return out
+
+    def clear(self) -> None:
+        """Forget the calls in memory (the SQLite file keeps its rows)."""
+        self._buffer.clear()
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait until every call logged so far is in the SQLite file (no-op without one)."""
+        if self._writer is not None:
+            self._writer.flush(timeout)
+
+    def close(self) -> None:
+        """Write what is queued and stop the writer thread (the registry's ``close()`` does)."""
+        if self._writer is not None:
+            self._writer.stop()
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    registry TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    call_id TEXT,
+    arguments TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    duration REAL NOT NULL,
+    reason TEXT,
+    error TEXT,
+    approval TEXT,
+    spool TEXT,
+    format TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
+CREATE INDEX IF NOT EXISTS calls_tool ON calls (tool);
+"""
+_COLUMNS = ("seq", "time", "registry", "tool", "call_id", "arguments", "outcome", "duration",
+            "reason", "error", "approval", "spool", "format")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    return conn
+
+
+class _Writer:
+    """Batches records from the observer into the SQLite file on a thread of its own, and
+    applies the retention (age, then row count) every few seconds."""
+
+    def __init__(self, path: Path, owner: ExecutionLog, retention_seconds: float,
+                 max_rows: int, registry_name: str) -> None:
+        self.path = path.expanduser().resolve()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
+        self._conn = conn
+        self._owner = weakref.ref(owner)
+        self._queue: SimpleQueue[Any] = SimpleQueue()
+        self.put = self._queue.put
+        self.retention = retention_seconds
+        self.max_rows = max_rows
+        self.registry_name = registry_name
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="toolregistry-inspector-log",
+                                        daemon=True)
+        self._thread.start()
+
+    def _rows(self, records: list[_Record], log: ExecutionLog | None) -> Iterator[tuple[Any, ...]]:
+        mode: ArgumentMode = log.arguments if log is not None else "redacted"
+        max_chars = log.max_value_chars if log is not None else 2000
+        for r in records:
+            _seq, started, tool, call_id, arguments, outcome, duration, reason, error, \
+                approval, spool, fmt = r
+            approval_dict = _approval(approval)
+            yield (started, self.registry_name, tool, call_id,
+                   json.dumps(shape_arguments(arguments, mode, max_chars), ensure_ascii=False),
+                   outcome, duration, reason, _error(error),
+                   None if approval_dict is None else json.dumps(approval_dict, default=repr),
+                   _spool(spool), fmt)
+
+    def _write(self, records: list[_Record]) -> None:
+        sql = ("INSERT INTO calls (time, registry, tool, call_id, arguments, outcome, duration,"
+               " reason, error, approval, spool, format) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN")
+                self._conn.executemany(sql, self._rows(records, self._owner()))
+        except sqlite3.Error as exc:
+            events.warning("inspector.log_write_failed", path=str(self.path), calls=len(records),
+                           error=f"{type(exc).__name__}: {exc}")
+
+    def _retain(self) -> None:
+        try:
+            self._conn.execute("DELETE FROM calls WHERE time < ?",
+                               (time.time() - self.retention,))
+            self._conn.execute("DELETE FROM calls WHERE seq <= (SELECT MAX(seq) FROM calls) - ?",
+                               (self.max_rows,))
+        except sqlite3.Error as exc:
+            events.warning("inspector.log_retention_failed", path=str(self.path),
+                           error=f"{type(exc).__name__}: {exc}")
+
+    def _run(self) -> None:
+        last_retention = 0.0
+        while True:
+            item = self._queue.get()
+            batch: list[_Record] = []
+            waiters: list[threading.Event] = []
+            stop = False
+            while True:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    waiters.append(item)
+                else:
+                    batch.append(item)
+                if len(batch) >= 2000:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except Empty:
+                    break
+            if batch:
+                self._write(batch)
+            now = time.monotonic()
+            if now - last_retention > 5.0 or stop:
+                self._retain()
+                last_retention = now
+            for waiter in waiters:
+                waiter.set()
+            if stop:
+                self._conn.close()
+                return
+
+    def flush(self, timeout: float) -> None:
+        if self._stopped:
+            return
+        done = threading.Event()
+        self.put(done)
+        if not done.wait(timeout):
+            raise TimeoutError(f"the execution log was not written to {self.path} "
+                               f"within {timeout} s")
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._queue.put(None)
+        self._thread.join(30.0)
+
+
+def query_log(db: str | Path, *, tool: str | None = None, outcome: str | None = None,
+              since: float | None = None, call_id: str | None = None,
+              after: int | None = None, limit: int | None = None,
+              registry: str | None = None) -> list[LogEntry]:
+    """The calls recorded in an SQLite log file (``log-db``), oldest first (the last
+    ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry`` name."""
+    path = Path(db).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no execution log file at {path}: a registry writes one when "
+                                "[tool.toolregistry.plugins.inspector] log-db names it")
+    where, params = _Filter(tool, outcome, since, call_id, after).sql()
+    if registry is not None:
+        where += (" AND" if where else " WHERE") + " registry = ?"
+        params.append(registry)
+    sql = f"SELECT {', '.join(_COLUMNS)} FROM calls{where} ORDER BY seq DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(max(limit, 0))
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+    try:
+        rows = conn.execute(sql, params).fetchall()
+    except sqlite3.Error as exc:
+        raise ValueError(f"{path} is not an execution log file: {exc}") from exc
+    finally:
+        conn.close()
+    return [_row_entry(row) for row in reversed(rows)]
+
+
+def _row_entry(row: Sequence[Any]) -> LogEntry:
+    seq, started, _registry, tool, call_id, arguments, outcome, duration, reason, error, \
+        approval, spool, fmt = row
+    return LogEntry(seq=seq, time=started, tool=tool, call_id=call_id,
+                    arguments=json.loads(arguments), outcome=outcome, duration=duration,
+                    reason=reason, error=error,
+                    approval=None if approval is None else json.loads(approval), spool=spool,
+                    format=fmt)
+
+
+def get_log(registry: ToolRegistry) -> ExecutionLog | None:
+    """The registry's execution log, made on first use from its configuration (``None`` when
+    ``log = false``)."""
+    state = registry.plugin_state(PLUGIN_NAME)
+    if _STATE_KEY in state:
+        found: ExecutionLog | None = state[_STATE_KEY]
+        return found
+    with _create_lock:
+        if _STATE_KEY not in state:
+            settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
+            made = None
+            if settings.log:
+                db = None
+                if settings.log_db is not None:
+                    # Relative to the configuration file, as `toolregistry log` reads it.
+                    db = Path(settings.log_db).expanduser()
+                    if not db.is_absolute() and registry.config.path is not None:
+                        db = registry.config.path.parent / db
+                made = ExecutionLog(settings.log_size, db=db,
+                                    arguments=settings.arguments,
+                                    max_value_chars=settings.max_value_chars,
+                                    retention_seconds=settings.log_retention_seconds,
+                                    max_rows=settings.log_max_rows,
+                                    registry_name=registry.name)
+                registry.add_closer(made.close)
+            state[_STATE_KEY] = made
+    result: ExecutionLog | None = state[_STATE_KEY]
+    return result
+
+
+def format_entry(entry: LogEntry) -> str:
+    """One line for a terminal: time, outcome, duration, tool, call id, arguments, and the
+    reason or error."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(entry.time))
+    millis = int(math.modf(entry.time)[0] * 1000)
+    args = json.dumps(entry.arguments, ensure_ascii=False)
+    line = (f"{stamp}.{millis:03d} {entry.outcome:<17} {entry.duration * 1000:9.1f} ms "
+            f"{entry.tool} [{entry.call_id or '-'}] {args}")
+    if entry.reason:
+        line += f"  reason: {entry.reason}"
+    if entry.error and not entry.ok:
+        line += "  error: " + entry.error.splitlines()[0][:200]
+    if entry.approval and entry.approval.get("id"):
+        line += f"  approval: {entry.approval['id']}"
+    if entry.spool:
+        line += f"  spool: {entry.spool}"
+    return line
+

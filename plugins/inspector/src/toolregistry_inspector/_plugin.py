@@ -1,0 +1,42 @@
+"""Hook implementations of the inspector plugin: the execution log observes every call
+(``call_observer``), the options table (``settings_model``) and the ``toolregistry inspect`` /
+``toolregistry log`` commands (``cli_commands``). Light to import: the web stack loads only
+when the UI is served."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolregistry.plugin import Command, hookimpl
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from toolregistry import Tool, ToolRegistry
+    from toolregistry.plugin import CallObserver
+
+
+@hookimpl
+def call_observer(registry: ToolRegistry, tool: Tool) -> CallObserver | None:
+    """The registry's execution log (``None`` when ``log = false``)."""
+    from ._log import get_log
+
+    found = get_log(registry)
+    return found.observer if found is not None else None
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """``[tool.toolregistry.plugins.inspector]``."""
+    from ._settings import InspectorSettings
+
+    return InspectorSettings
+
+
+@hookimpl
+def cli_commands() -> list[Command]:
+    """``toolregistry log`` (and ``toolregistry inspect``)."""
+    from . import _cli
+
+    return [Command(name="log", help=_cli.LOG_HELP, run=_cli.run_log,
+                    arguments=_cli.log_arguments)]

@@ -1,0 +1,36 @@
+"""``[tool.toolregistry.plugins.inspector]``: the execution log's and the web UI's options."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PLUGIN_NAME = "inspector"
+
+
+class InspectorSettings(BaseModel):
+    """Options of the inspector plugin (TOML keys use dashes: ``log-size``).
+
+    ``log``: keep an execution log of every call (``False``: the plugin observes nothing).
+    ``log_size``: how many calls the in-memory ring buffer keeps (oldest dropped first).
+    ``log_db``: an SQLite file the log is also written to (by a background thread), which
+    ``toolregistry log`` reads from another process. ``log_retention_seconds`` /
+    ``log_max_rows``: rows older or beyond that are deleted from the file.
+    ``arguments``: ``"redacted"`` (default) keeps each argument's type and size, never its
+    value; ``"full"`` keeps the values (JSON-encoded, cut at ``max_value_chars``).
+    ``host`` / ``port`` / ``read_only``: defaults of ``toolregistry inspect``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    log: bool = True
+    log_size: int = Field(default=10_000, ge=1, le=10_000_000)
+    log_db: str | None = None
+    log_retention_seconds: float = Field(default=7 * 86_400.0, gt=0)
+    log_max_rows: int = Field(default=1_000_000, ge=1)
+    arguments: Literal["redacted", "full"] = "redacted"
+    max_value_chars: int = Field(default=2000, ge=16)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    read_only: bool = False
