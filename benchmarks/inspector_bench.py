@@ -14,7 +14,8 @@ and ``plugins/inspector`` installed (``nox -s bench`` has both).
   the log file; after the last call, how long until every call is in the file (the writer
   keeps up when this stays small and no call is missing).
 * **tools page**: the server-side time to render the tools page of a registry of 10,000
-  tools (target ≤ 300 ms), median of several requests through the ASGI app in process.
+  tools (target ≤ 300 ms), median of several requests through the ASGI app in process
+  (the whole app: token check, filtering, the first page of 100 rows, HTML).
 """
 
 from __future__ import annotations
@@ -142,8 +143,6 @@ def paced(root: Path, seconds: float, rate: int) -> dict[str, float]:
 def tools_page(tools: int, requests: int) -> list[float]:
     import asyncio
 
-    import httpx
-
     from toolregistry import Tool, ToolRegistry
     from toolregistry_inspector import create_app
 
@@ -153,17 +152,35 @@ def tools_page(tools: int, requests: int) -> list[float]:
         Tool(name=f"ns{i % 50}-tool_{i}", description=f"Tool number {i}: does thing {i}.",
              parameters=params, callable=lambda query="": query)
         for i in range(tools)])
-    app = create_app(registry, token="bench")
+    app = create_app(registry, token="bench-token")
     times: list[float] = []
 
+    async def get(path: str) -> int:
+        """One GET through the ASGI app in process (no network, no client library)."""
+        scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
+                 "query_string": b"", "root_path": "", "scheme": "http", "http_version": "1.1",
+                 "headers": [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer bench-token")],
+                 "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+        status = 0
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+
+        await app(scope, receive, send)
+        return status
+
     async def run() -> None:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-            for _ in range(requests + 1):
-                start = time.perf_counter()
-                response = await client.get("/tools?token=bench")
-                times.append((time.perf_counter() - start) * 1000)
-                response.raise_for_status()
+        for _ in range(requests + 1):
+            start = time.perf_counter()
+            status = await get("/tools")
+            times.append((time.perf_counter() - start) * 1000)
+            if status != 200:
+                raise RuntimeError(f"the tools page answered {status}")
 
     asyncio.run(run())
     registry.close()

@@ -3,7 +3,9 @@ UI over the registry.
 
 ``execution_log(registry)`` is the registry's log (a ring buffer of the last calls, optionally
 written to an SQLite file that ``toolregistry log`` and ``query_log`` read);
-``[tool.toolregistry.plugins.inspector]`` configures it. See ``docs/inspector.md``.
+``[tool.toolregistry.plugins.inspector]`` configures it. ``serve(registry)`` (or
+``toolregistry inspect``) opens the web UI on loopback; ``create_app(registry)`` is its ASGI
+app. See ``docs/inspector.md``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ if TYPE_CHECKING:
     from toolregistry import ToolRegistry
 
     from ._log import ExecutionLog, LogEntry, query_log, redact
+    from ._server import InspectorServer, serve
     from ._settings import InspectorSettings
+    from ._web import create_app
 
 _LAZY = {
     "ExecutionLog": "._log",
@@ -24,17 +28,23 @@ _LAZY = {
     "query_log": "._log",
     "redact": "._log",
     "InspectorSettings": "._settings",
+    "InspectorServer": "._server",
+    "serve": "._server",
+    "create_app": "._web",
 }
 
 __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "ExecutionLog",
+    "InspectorServer",
     "InspectorSettings",
     "LogEntry",
+    "create_app",
     "execution_log",
     "query_log",
     "redact",
+    "serve",
 ]
 
 

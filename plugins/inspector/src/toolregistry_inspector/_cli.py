@@ -1,4 +1,5 @@
-"""``toolregistry log``: tail and filter the execution log file from a terminal."""
+"""``toolregistry log``: tail and filter the execution log file from a terminal;
+``toolregistry inspect``: serve the web UI over the configured registry."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
     from ._log import LogEntry
 
+INSPECT_HELP = "open a local web UI over the configured registry (tools, schemas, calls, log)"
 LOG_HELP = "show the calls recorded in the execution log file (log-db), or follow it"
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -120,3 +122,62 @@ def _newest(path: Path) -> int:
 
     newest = query_log(path, limit=1)
     return newest[-1].seq if newest else 0
+
+
+def inspect_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``inspect`` options (unset ones come from [tool.toolregistry.plugins.inspector])."""
+    p = parser
+    p.add_argument("--host", default=None, help="default: 127.0.0.1")
+    p.add_argument("--port", type=int, default=None, help="default: 8765 (0: any free port)")
+    p.add_argument("--read-only", action="store_true", default=None,
+                   help="no calls, approvals or reviews from the UI")
+    p.add_argument("--token-env", default=None, metavar="VAR",
+                   help="the token from environment variable VAR (default: a random one)")
+    p.add_argument("--token-file", default=None, metavar="PATH",
+                   help="the token from the first line of PATH")
+    p.add_argument("--allowed-host", action="append", dest="allowed_hosts", default=[],
+                   metavar="HOST", help="a Host header accepted besides loopback (repeatable)")
+    p.add_argument("--allowed-origin", action="append", dest="allowed_origins", default=[],
+                   metavar="ORIGIN", help="an Origin accepted besides the app's (repeatable)")
+    p.add_argument("--open", action="store_true", help="open the URL in a browser")
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    import os
+    from pathlib import Path
+
+    if args.token_env:
+        value = os.environ.get(args.token_env, "").strip()
+        if not value:
+            raise ConfigError(f"--token-env {args.token_env}: the variable is not set or empty")
+        return value
+    if args.token_file:
+        try:
+            lines = Path(args.token_file).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ConfigError(f"--token-file {args.token_file}: {exc.strerror}") from None
+        if not lines or not lines[0].strip():
+            raise ConfigError(f"--token-file {args.token_file}: the first line is empty")
+        return lines[0].strip()
+    return None
+
+
+def run_inspect(context: CommandContext) -> int:
+    """Serve the UI until interrupted."""
+    from ._server import serve
+    from ._settings import PLUGIN_NAME, InspectorSettings
+
+    args = context.args
+    registry = context.registry()
+    settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
+    try:
+        serve(registry, host=args.host or settings.host,
+              port=settings.port if args.port is None else args.port,
+              token=_token(args), read_only=bool(args.read_only or settings.read_only),
+              allowed_hosts=args.allowed_hosts, allowed_origins=args.allowed_origins,
+              open_browser=args.open)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    return 0

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from toolregistry import Tool, ToolRegistry
+    from toolregistry.events import ChangeEvent
     from toolregistry.plugin import CallObserver
 
 
@@ -23,6 +24,13 @@ def call_observer(registry: ToolRegistry, tool: Tool) -> CallObserver | None:
 
     found = get_log(registry)
     return found.observer if found is not None else None
+
+
+@hookimpl
+def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
+    """Tell open inspector pages that the registry changed (the search index is rebuilt)."""
+    for listener in registry.plugin_state("inspector").get("ui_listeners", ()):
+        listener(event)
 
 
 @hookimpl
@@ -39,4 +47,6 @@ def cli_commands() -> list[Command]:
     from . import _cli
 
     return [Command(name="log", help=_cli.LOG_HELP, run=_cli.run_log,
-                    arguments=_cli.log_arguments)]
+                    arguments=_cli.log_arguments),
+            Command(name="inspect", help=_cli.INSPECT_HELP, run=_cli.run_inspect,
+                    arguments=_cli.inspect_arguments)]

@@ -1,0 +1,459 @@
+"""The inspector's web app (Starlette): HTML rendered on the server with Jinja2, a little
+plain JavaScript for the live log, every asset packaged. ``create_app(registry)``.
+
+Security, on every request: the token (from the printed URL, then a same-site cookie, or an
+``Authorization: Bearer`` header); the ``Host`` header must name a loopback address or an
+allowed host (no DNS rebinding); an ``Origin`` header must be the app's own origin or an
+allowed one. Actions (POST) also need the page's CSRF token and are refused in read-only mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from . import _views
+from ._log import format_entry, get_log
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from toolregistry import ToolRegistry
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PAGE_SIZE = 100
+MAX_FORM_BYTES = 1 << 20
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+COOKIE = "toolregistry_inspector"
+
+
+def _hostname(value: str) -> str:
+    """``host`` of ``host:port`` / ``[::1]:port``, lowercased."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[: value.find("]") + 1]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class Guard:
+    """The ASGI middleware that checks the token, ``Host`` and ``Origin`` of every request."""
+
+    def __init__(self, app: ASGIApp, token: str, allowed_hosts: Iterable[str],
+                 allowed_origins: Iterable[str]) -> None:
+        self.app = app
+        self.token = token
+        self.hosts = {h.lower() for h in (*LOOPBACK, *allowed_hosts)}
+        self.origins = {o.rstrip("/").lower() for o in allowed_origins}
+        # Several inspectors on one host (different ports) keep their cookies apart.
+        self.cookie = f"{COOKIE}_{hashlib.sha256(token.encode()).hexdigest()[:8]}"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", ())}
+        host = headers.get("host", "")
+        if _hostname(host) not in self.hosts:
+            await _plain(send, 421, f"Host {host!r} is not accepted by this inspector (it "
+                                    "answers on loopback names and its --allowed-host values)")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin, host):
+            await _plain(send, 403, f"requests from origin {origin!r} are refused")
+            return
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        given = query.get("token")
+        if given is not None:
+            if not hmac.compare_digest(given.encode(), self.token.encode()):
+                await _plain(send, 403, "wrong token: open the URL toolregistry inspect printed")
+                return
+            if scope["method"] == "GET":
+                # Trade the token in the URL for a cookie, and drop it from the address bar.
+                rest = urlencode([(k, v) for k, v in parse_qsl(
+                    scope.get("query_string", b"").decode("latin-1")) if k != "token"])
+                location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
+                await send({"type": "http.response.start", "status": 303, "headers": [
+                    (b"location", location.encode("latin-1")),
+                    (b"set-cookie", (f"{self.cookie}={self.token}; Path=/; HttpOnly; "
+                                     "SameSite=Strict").encode("latin-1")),
+                    (b"cache-control", b"no-store")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        elif not self._has_token(headers):
+            await _plain(send, 403, "this inspector needs its token: open the URL "
+                                    "toolregistry inspect printed (…?token=…)")
+            return
+        scope.setdefault("state", {})["csrf"] = csrf_token(self.token)
+        await self.app(scope, receive, send)
+
+    def _has_token(self, headers: dict[str, str]) -> bool:
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return hmac.compare_digest(auth[7:].strip().encode(), self.token.encode())
+        for part in headers.get("cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == self.cookie:
+                return hmac.compare_digest(value.encode(), self.token.encode())
+        return False
+
+    def _origin_ok(self, origin: str, host: str) -> bool:
+        origin = origin.rstrip("/").lower()
+        if origin in self.origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and parts.netloc == host.lower()
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = (text + "\n").encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def csrf_token(token: str) -> str:
+    """The CSRF token of an inspector: derived from its secret token, so that a page of
+    another origin, which never sees the token, cannot forge an action."""
+    return hmac.new(token.encode(), b"toolregistry-inspector csrf", hashlib.sha256).hexdigest()
+
+
+class _Extensions:
+    """The other plugins the UI works with, reached through their public APIs when they are
+    loaded in the registry (the inspector never needs them)."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.registry = registry
+        self._discovery: Any = None
+        self._discovery_version = -1
+
+    def loaded(self, name: str) -> bool:
+        record = self.registry.plugins.records.get(name)
+        return record is not None and record.status == "loaded"
+
+    def policy(self) -> Any:
+        if not self.loaded("policy"):
+            return None
+        import importlib
+
+        return importlib.import_module("toolregistry_policy").get_policy(self.registry)
+
+    def discovery(self, version: int) -> Any:
+        if not self.loaded("discovery"):
+            return None
+        if self._discovery is None or self._discovery_version != version:
+            from toolregistry.tool_discovery import ToolDiscoveryTool
+
+            self._discovery = ToolDiscoveryTool(self.registry)
+            self._discovery_version = version
+        return self._discovery
+
+    def accept_change(self, name: str, version_hash: str) -> None:
+        import importlib
+
+        importlib.import_module("toolregistry_mcp").refresh(
+            self.registry, accept_changes={name: version_hash})
+
+
+def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: bool = False,
+               allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (),
+               token_counter: Callable[[str], int] | None = None) -> Starlette:
+    """The inspector's ASGI app over ``registry`` (serve it with any ASGI server, or use
+    :func:`serve`). ``token``: the secret every request must carry (default: a random one,
+    ``app.state.token``). ``read_only``: no calls, approvals or changes from the UI."""
+    import jinja2
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    if token is not None and (not isinstance(token, str) or len(token) < 8):
+        raise ValueError("the inspector's token must be a string of at least 8 characters")
+    secret = token or secrets.token_urlsafe(24)
+    count = token_counter or _views.estimate_tokens
+    env = jinja2.Environment(loader=jinja2.PackageLoader("toolregistry_inspector", "templates"),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["when"] = lambda t: time.strftime("%H:%M:%S", time.localtime(t)) + \
+        f".{int(math.modf(t)[0] * 1000):03d}"
+    env.filters["ms"] = lambda s: f"{s * 1000:.1f}"
+    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False,
+                                                        default=repr)
+    env.filters["short_json"] = lambda v: json.dumps(v, ensure_ascii=False, default=repr)
+    ext = _Extensions(registry)
+    state: dict[str, Any] = {"version": 0, "kept": {}, "calls": 0}
+
+    def bump(*_a: Any) -> None:
+        state["version"] += 1
+
+    registry_version = registry.plugin_state("inspector").setdefault("ui_listeners", [])
+    registry_version.append(bump)
+
+    def render(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
+        html = env.get_template(template).render(
+            request=request, csrf=request.scope["state"]["csrf"], read_only=read_only,
+            registry=registry, has_policy=ext.loaded("policy"), page=template.split(".", maxsplit=1)[0],
+            **ctx)
+        return HTMLResponse(html, status_code=status, headers={
+            "cache-control": "no-store", "x-frame-options": "DENY",
+            "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
+            "referrer-policy": "same-origin"})
+
+    async def form_of(request: Request) -> dict[str, str]:
+        # The UI's forms are urlencoded (no uploads): parsed here, with a size limit.
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise _Refused(413, f"a form of more than {MAX_FORM_BYTES} bytes is refused")
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/x-www-form-urlencoded":
+            raise _Refused(415, "actions take an application/x-www-form-urlencoded form")
+        values = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        if not hmac.compare_digest(values.get("csrf", "").encode(),
+                                   request.scope["state"]["csrf"].encode()):
+            raise _Refused(403, "the form's CSRF token is missing or wrong: reload the page")
+        if read_only:
+            raise _Refused(403, "this inspector is read-only (toolregistry inspect --read-only)")
+        return values
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/tools", status_code=303)
+
+    async def tools(request: Request) -> Response:
+        q = request.query_params
+        try:
+            page = max(int(q.get("page", "1")), 1)
+        except ValueError:
+            page = 1
+        selected = _views.select_tools(registry, q=q.get("q", ""),
+                                       namespace=q.get("namespace", ""),
+                                       kind=q.get("kind", ""), flag=q.get("flag", ""))
+        pages = max(math.ceil(len(selected) / PAGE_SIZE), 1)
+        page = min(page, pages)
+        rows = [_views.tool_row(registry, t)
+                for t in selected[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]]
+        everything = registry.get_tools(include_disabled=True)
+        namespaces = sorted({t.namespace or "" for t in everything} - {""})
+        kinds = sorted({t.provenance.kind for t in everything})
+        query = {k: v for k, v in q.items() if k != "page" and v}
+        return render(request, "tools.html", rows=rows, total=len(selected),
+                      all_tools=len(everything), page_no=page, pages=pages,
+                      namespaces=namespaces, kinds=kinds, query=query,
+                      qs=lambda n: urlencode({**query, "page": n}))
+
+    async def tool_page(request: Request, result: Any = None, status: int = 200,
+                        **extra: Any) -> Response:
+        name = request.path_params["name"]
+        tool = registry.get_tool(name)
+        if tool is None:
+            return render(request, "missing.html", status=404, name=name)
+        views = await run_in_threadpool(_views.tool_formats, registry, name, count)
+        return render(request, "tool.html", status=status, tool=tool,
+                      row=_views.tool_row(registry, tool), formats=views,
+                      fields=_views.form_fields(tool.parameters),
+                      api_formats=registry.formats.names("messages"),
+                      recent=_recent(name), result=result,
+                      tags=sorted(str(getattr(t, "value", t)) for t in tool.metadata.tags)
+                      + sorted(tool.metadata.custom_tags),
+                      disabled_reason=registry.disabled_reason(name), **extra)
+
+    def _recent(name: str) -> list[Any]:
+        log = get_log(registry)
+        return list(reversed(log.entries(tool=name, limit=10))) if log else []
+
+    async def call_tool(request: Request) -> Response:
+        name = request.path_params["name"]
+        tool = registry.get_tool(name)
+        if tool is None:
+            return render(request, "missing.html", status=404, name=name)
+        values = await form_of(request)
+        api_format = values.get("api_format") or "openai-chat"
+        raw = values.get("arguments_json", "").strip()
+        try:
+            if raw:
+                arguments = json.loads(raw)
+                if not isinstance(arguments, dict):
+                    raise ValueError("the arguments must be a JSON object")
+            else:
+                arguments = _views.read_form(_views.form_fields(tool.parameters), values)
+        except ValueError as exc:
+            return await tool_page(request, status=400, form_error=str(exc), form=values)
+        state["calls"] += 1
+        call_id = f"inspector-{state['calls']}"
+        result = await run_in_threadpool(registry.invoke, name, arguments, call_id=call_id)
+        call = {"id": call_id, "name": name, "arguments": arguments}
+        try:
+            messages: Any = registry.build_tool_call_messages([call], [result],
+                                                              api_format=api_format)
+        except Exception as exc:
+            messages = f"{type(exc).__name__}: {exc}"
+        return await tool_page(request, result={
+            "call_id": call_id, "arguments": arguments, "outcome": result.outcome,
+            "text": result.text, "duration": result.duration, "api_format": api_format,
+            "messages": messages, "metadata": result.metadata}, form=values)
+
+    async def formats(request: Request) -> Response:
+        include_deferred = request.query_params.get("deferred", "1") != "0"
+        names = registry.formats.names("schemas")
+        chosen = request.query_params.get("format") or names[0]
+        if chosen not in names:
+            chosen = names[0]
+        totals = await run_in_threadpool(_views.format_totals, registry, count,
+                                         include_deferred)
+        biggest = await run_in_threadpool(_views.largest, registry, chosen, count, 50,
+                                          include_deferred)
+        return render(request, "formats.html", totals=totals, biggest=biggest, chosen=chosen,
+                      names=names, include_deferred=include_deferred,
+                      estimated=token_counter is None)
+
+    async def search(request: Request) -> Response:
+        q = request.query_params.get("q", "").strip()
+        try:
+            k = min(max(int(request.query_params.get("k", "10")), 1), 100)
+        except ValueError:
+            k = 10
+        finder = ext.discovery(state["version"])
+        hits: list[dict[str, Any]] = []
+        error = None
+        if finder is None:
+            error = ("discovery search needs the discovery plugin: "
+                     "pip install toolregistry-discovery")
+        elif q:
+            hits = await run_in_threadpool(finder.discover, q, k, True)
+        return render(request, "search.html", q=q, k=k, hits=hits, error=error)
+
+    def _log_filters(request: Request) -> dict[str, Any]:
+        q = request.query_params
+        return {"tool": q.get("tool") or None, "outcome": q.get("outcome") or None}
+
+    async def log_page(request: Request) -> Response:
+        log = get_log(registry)
+        entries = list(reversed(log.entries(limit=200, **_log_filters(request)))) if log else []
+        return render(request, "log.html", entries=entries, log_on=log is not None,
+                      filters={k: v or "" for k, v in _log_filters(request).items()},
+                      last=max((e.seq for e in entries), default=0))
+
+    async def log_api(request: Request) -> Response:
+        log = get_log(registry)
+        if log is None:
+            return JSONResponse({"error": "the execution log is off"}, status_code=404)
+        try:
+            after = int(request.query_params.get("after", "0"))
+        except ValueError:
+            return JSONResponse({"error": "after must be an integer"}, status_code=400)
+        entries = log.entries(after=after, limit=500, **_log_filters(request))
+        return JSONResponse({"entries": [{**e.to_dict(), "line": format_entry(e)}
+                                         for e in entries]},
+                            headers={"cache-control": "no-store"})
+
+    async def approvals(request: Request, status: int = 200, **extra: Any) -> Response:
+        policy = ext.policy()
+        pending = [] if policy is None else policy.pending()
+        return render(request, "approvals.html", status=status, policy_on=policy is not None,
+                      pending=pending, **extra)
+
+    async def decide(request: Request) -> Response:
+        values = await form_of(request)
+        policy = ext.policy()
+        if policy is None:
+            raise _Refused(404, "approvals need the policy plugin: pip install "
+                                "toolregistry-policy")
+        approval_id = request.path_params["id"]
+        action = request.path_params["action"]
+        try:
+            if action == "approve":
+                edited = values.get("arguments", "").strip()
+                arguments = json.loads(edited) if edited else None
+                if arguments is not None and not isinstance(arguments, dict):
+                    raise ValueError("the edited arguments must be a JSON object")
+                await run_in_threadpool(_approve, policy, approval_id, arguments)
+            else:
+                await run_in_threadpool(policy.deny, approval_id,
+                                        values.get("reason") or "denied in the inspector")
+        except (LookupError, ValueError) as exc:
+            return await approvals(request, status=400, error=f"{approval_id}: {exc}")
+        return RedirectResponse("/approvals", status_code=303)
+
+    async def changes(request: Request, status: int = 200, **extra: Any) -> Response:
+        found = _views.pending_changes(registry)
+        for change in found:
+            change["kept"] = state["kept"].get(change["name"]) == change["hash"]
+        return render(request, "changes.html", status=status, changes=found,
+                      mcp_on=ext.loaded("mcp"), **extra)
+
+    async def review(request: Request) -> Response:
+        values = await form_of(request)
+        name = request.path_params["name"]
+        action = request.path_params["action"]
+        version = values.get("hash", "")
+        if action == "keep":
+            state["kept"][name] = version
+            return RedirectResponse("/changes", status_code=303)
+        if not ext.loaded("mcp"):
+            raise _Refused(404, "reviewing MCP changes needs the mcp plugin")
+        try:
+            await run_in_threadpool(ext.accept_change, name, version)
+        except Exception as exc:
+            return await changes(request, status=400,
+                                 error=f"{name}: {type(exc).__name__}: {exc}")
+        return RedirectResponse("/changes", status_code=303)
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, _Refused)
+        return render(request, "error.html", status=exc.status, message=exc.message)
+
+    import importlib.resources
+
+    static = StaticFiles(directory=str(importlib.resources.files("toolregistry_inspector")
+                                       / "static"))
+    routes = [
+        Route("/", home),
+        Route("/tools", tools),
+        Route("/tools/{name:path}/call", call_tool, methods=["POST"]),
+        Route("/tools/{name:path}", tool_page),
+        Route("/formats", formats),
+        Route("/search", search),
+        Route("/log", log_page),
+        Route("/api/log", log_api),
+        Route("/approvals", approvals),
+        Route("/approvals/{id}/{action:str}", decide, methods=["POST"]),
+        Route("/changes", changes),
+        Route("/changes/{name:path}/{action:str}", review, methods=["POST"]),
+        Mount("/static", app=static, name="static"),
+    ]
+    app = Starlette(routes=routes, exception_handlers={_Refused: refused}, middleware=[
+        Middleware(Guard, token=secret, allowed_hosts=tuple(allowed_hosts),
+                   allowed_origins=tuple(allowed_origins))])
+    app.state.token = secret
+    app.state.read_only = read_only
+    return app
+
+
+def _approve(policy: Any, approval_id: str, arguments: dict[str, Any] | None) -> Any:
+    if arguments is None:
+        return policy.approve(approval_id)
+    return policy.approve(approval_id, arguments=arguments)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message

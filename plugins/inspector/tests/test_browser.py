@@ -1,0 +1,179 @@
+"""The web UI in a real browser: Debian's chromium driven by Playwright (``executable_path``;
+Playwright's own browser download is not used). One browser for the module; each test saves a
+screenshot of the pages it visits (to ``$INSPECTOR_SCREENSHOTS`` or a temporary folder).
+
+Search, open a tool, run a call, see it in the log (live), keyboard navigation and form labels.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from toolregistry import Tool, ToolMetadata, ToolRegistry
+from toolregistry_inspector import InspectorServer, serve
+
+TOKEN = "browser-token-0123456789"
+
+
+def chromium_path() -> str:
+    """Debian's chromium (``apt-get install chromium``; ``.ci/run`` installs it)."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise RuntimeError("the browser tests need Debian's chromium: apt-get install -y chromium")
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = os.environ.get("INSPECTOR_SCREENSHOTS")
+    path = Path(folder) if folder else tmp_path_factory.mktemp("inspector-screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def app() -> Iterator[tuple[ToolRegistry, InspectorServer]]:
+    registry = ToolRegistry()
+
+    @registry.register(namespace="math")
+    def add(a: int, b: int = 2) -> int:
+        """Add two integers."""
+        return a + b
+
+    @registry.register
+    def get_weather(city: str, unit: Literal["c", "f"] = "c") -> str:
+        """The current weather in a city.
+
+        Args:
+            city: The city's name.
+            unit: Celsius or Fahrenheit.
+        """
+        return f"sunny in {city}, 21 {unit}"
+
+    registry.register(Tool(name="archive_mail", description="Archive old mail.",
+                           callable=lambda: "ok", metadata=ToolMetadata(defer=True)))
+    server = serve(registry, port=0, token=TOKEN, block=False, quiet=True)
+    assert server is not None
+    yield registry, server
+    server.close()
+    registry.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=chromium_path(),
+                                      args=["--no-sandbox", "--disable-gpu"])
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Any, app: Any) -> Iterator[Any]:
+    _, server = app
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.goto(server.url)  # the printed URL, token included
+    yield page
+    context.close()
+    assert errors == [], errors  # no script error, no refused asset (CSP, 403)
+
+
+def test_search_open_a_tool_run_it_and_see_it_live_in_the_log(page: Any, app: Any,
+                                                               shots: Path) -> None:
+    registry, server = app
+    from playwright.sync_api import expect
+
+    # The token was traded for a cookie and dropped from the address bar.
+    assert page.url == f"{server.base_url}/tools"
+    expect(page.locator("h1")).to_contain_text("3 of 3")
+    page.screenshot(path=str(shots / "tools.png"), full_page=True)
+
+    page.get_by_label("Name or description").fill("weather")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("table.tools tbody tr")).to_have_count(1)
+    page.get_by_role("link", name="get_weather").click()
+    expect(page.locator("h1")).to_have_text("get_weather")
+    expect(page.locator(".format h3")).to_contain_text(["openai-chat", "anthropic"])
+    page.screenshot(path=str(shots / "tool.png"), full_page=True)
+
+    page.get_by_label("city").fill("Kyoto")
+    page.get_by_label("unit").select_option('"f"')
+    page.get_by_label("Answer messages for").select_option("anthropic")
+    page.get_by_role("button", name="Run").click()
+    expect(page.locator(".result-text")).to_have_text("sunny in Kyoto, 21 f")
+    expect(page.locator(".messages")).to_contain_text("tool_result")
+    page.screenshot(path=str(shots / "try-it.png"), full_page=True)
+
+    page.get_by_role("link", name="Log", exact=True).click()
+    rows = page.locator("#log-table tbody tr")
+    expect(rows.first).to_contain_text("get_weather")
+    expect(rows.first).to_contain_text("ok")
+    before = rows.count()
+    # A call made by the application appears without a reload.
+    registry.invoke("math-add", {"a": 40}, call_id="live-1")
+    expect(rows).to_have_count(before + 1, timeout=10_000)
+    expect(rows.first).to_contain_text("live-1")
+    page.screenshot(path=str(shots / "log.png"), full_page=True)
+
+
+def test_other_pages_render(page: Any, app: Any, shots: Path) -> None:
+    from playwright.sync_api import expect
+
+    base = app[1].base_url
+    for path, heading in (("/formats", "What the model is sent"),
+                          ("/search?q=weather", "Discovery search"),
+                          ("/approvals", "Approvals"),
+                          ("/changes", "MCP tool changes waiting for review")):
+        page.goto(base + path)
+        expect(page.locator("h1")).to_have_text(heading)
+        page.screenshot(path=str(shots / f"{path.strip('/').split('?')[0]}.png"),
+                        full_page=True)
+    # Without the discovery plugin the search page says what to install.
+    page.goto(base + "/search?q=weather")
+    expect(page.get_by_role("alert")).to_contain_text("pip install toolregistry-discovery")
+
+
+def test_keyboard_navigation_and_labels(page: Any, app: Any) -> None:
+    from playwright.sync_api import expect
+
+    base = app[1].base_url
+    for path in ("/tools", "/tools/get_weather", "/log", "/formats", "/search"):
+        page.goto(base + path)
+        unlabeled = page.evaluate("""() => [...document.querySelectorAll(
+            'input:not([type=hidden]), select, textarea')].filter(
+            el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label'))
+            .map(el => el.name || el.id)""")
+        assert unlabeled == [], f"{path}: inputs without a label: {unlabeled}"
+    page.goto(base + "/tools")
+    # Tab reaches the skip link first; following it moves focus into the main content.
+    page.keyboard.press("Tab")
+    expect(page.locator(":focus")).to_have_text("Skip to content")
+    page.keyboard.press("Enter")
+    focused = page.evaluate("document.activeElement.id")
+    assert focused == "main"
+    # Then the nav is reachable by keyboard, in order.
+    page.goto(base + "/tools")
+    names = []
+    for _ in range(7):
+        page.keyboard.press("Tab")
+        names.append(page.evaluate("document.activeElement.textContent.trim()"))
+    assert names[1:7] == ["Tools", "Formats", "Search", "Log", "Approvals", "Changes"]
+    # The search field takes typing, and Enter submits the filter form.
+    page.get_by_label("Name or description").focus()
+    page.keyboard.type("add")
+    page.keyboard.press("Enter")
+    expect(page.locator("table.tools tbody tr")).to_have_count(1)
+    expect(page.locator("table.tools")).to_contain_text("math-add")
