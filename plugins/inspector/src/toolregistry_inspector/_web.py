@@ -377,6 +377,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                                 "toolregistry-policy")
         approval_id = request.path_params["id"]
         action = request.path_params["action"]
+        if action not in ("approve", "deny"):
+            raise _Refused(404, f"no action {action!r}: approve or deny")
         try:
             if action == "approve":
                 edited = values.get("arguments", "").strip()
@@ -385,9 +387,10 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                     raise ValueError("the edited arguments must be a JSON object")
                 await run_in_threadpool(_approve, policy, approval_id, arguments)
             else:
-                await run_in_threadpool(policy.deny, approval_id,
-                                        values.get("reason") or "denied in the inspector")
-        except (LookupError, ValueError) as exc:
+                await run_in_threadpool(lambda: policy.deny(
+                    approval_id, values.get("reason") or "denied in the inspector",
+                    approver="inspector"))
+        except (LookupError, ValueError, TypeError) as exc:
             return await approvals(request, status=400, error=f"{approval_id}: {exc}")
         return RedirectResponse("/approvals", status_code=303)
 
@@ -402,6 +405,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         values = await form_of(request)
         name = request.path_params["name"]
         action = request.path_params["action"]
+        if action not in ("accept", "keep"):
+            raise _Refused(404, f"no action {action!r}: accept or keep")
         version = values.get("hash", "")
         if action == "keep":
             state["kept"][name] = version
@@ -447,9 +452,9 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
 
 
 def _approve(policy: Any, approval_id: str, arguments: dict[str, Any] | None) -> Any:
-    if arguments is None:
-        return policy.approve(approval_id)
-    return policy.approve(approval_id, arguments=arguments)
+    """The policy plugin's ``approve`` (edited arguments are checked against the schema
+    there); the application resumes the call."""
+    return policy.approve(approval_id, arguments=arguments, approver="inspector")
 
 
 class _Refused(Exception):
