@@ -67,6 +67,15 @@ def test_search_shows_the_scores_per_field() -> None:
             page = client.get("/search", params={"q": "weather in a city"}).text
             assert page.index("get_weather") < page.index("Why: scores per field")
             assert "description" in page and "score" in page
+
+            @registry.register
+            def forecast_rain(city: str) -> str:
+                """Rain forecast for a city."""
+                return city
+
+            # The index follows the registry: a tool registered after the first search is found.
+            page = client.get("/search", params={"q": "rain forecast"}).text
+            assert "forecast_rain" in page
     finally:
         server.close()
         registry.close()

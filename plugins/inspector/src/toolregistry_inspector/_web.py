@@ -197,13 +197,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                                                         default=repr)
     env.filters["short_json"] = lambda v: json.dumps(v, ensure_ascii=False, default=repr)
     ext = _Extensions(registry)
-    state: dict[str, Any] = {"version": 0, "kept": {}, "calls": 0}
-
-    def bump(*_a: Any) -> None:
-        state["version"] += 1
-
-    registry_version = registry.plugin_state("inspector").setdefault("ui_listeners", [])
-    registry_version.append(bump)
+    state: dict[str, Any] = {"kept": {}, "calls": 0}
+    plugin_state = registry.plugin_state("inspector")  # "changes": counted by on_change
 
     def render(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
         html = env.get_template(template).render(
@@ -329,7 +324,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             k = min(max(int(request.query_params.get("k", "10")), 1), 100)
         except ValueError:
             k = 10
-        finder = ext.discovery(state["version"])
+        finder = ext.discovery(plugin_state.get("changes", 0))
         hits: list[dict[str, Any]] = []
         error = None
         if finder is None:
