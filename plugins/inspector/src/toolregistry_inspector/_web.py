@@ -134,8 +134,10 @@ def csrf_token(token: str) -> str:
 
 
 class _Extensions:
-    """The other plugins the UI works with, reached through their public APIs when they are
-    loaded in the registry (the inspector never needs them)."""
+    """The other plugins the UI works with, when they are loaded in the registry (the
+    inspector never needs them): the policy plugin's queue through its plugin state, discovery
+    through the kernel's ``toolregistry.tool_discovery``, and the mcp plugin's documented
+    ``refresh(accept_changes=)`` (there is no kernel hook for accepting a reviewed change)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
@@ -147,11 +149,11 @@ class _Extensions:
         return record is not None and record.status == "loaded"
 
     def policy(self) -> Any:
+        """The registry's policy, as the policy plugin publishes it in its plugin state (there
+        once the registry has a tool); ``None`` without the plugin."""
         if not self.loaded("policy"):
             return None
-        import importlib
-
-        return importlib.import_module("toolregistry_policy").get_policy(self.registry)
+        return self.registry.plugin_state("policy").get("policy")
 
     def discovery(self, version: int) -> Any:
         if not self.loaded("discovery"):
