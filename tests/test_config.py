@@ -166,6 +166,16 @@ def test_python_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "${UNSET_VAR_XYZ}"\n',
      "environment variable UNSET_VAR_XYZ is not set"),
     ("sources = 3\n", "sources must be an array of tables"),
+    # a string "false" used to count as true, and a number for a namespace was a raw TypeError
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
+     'replace = "false"\n', r"python source 'json:loads': replace must be true or false, "
+                           "got 'false'"),
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\nnamespace = 5\n',
+     r"python source 'json:loads': namespace must be a string, got 5"),
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
+     'namespace = true\n', r"namespace must be a string, got True \(true names a class's"),
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:JSONDecoder"\n'
+     'namespace = 1.5\n', r"namespace must be a string or true \(the class's name\), got 1.5"),
 ])
 def test_bad_sources_are_named(tmp_path: Path, body: str, message: str) -> None:
     cfg = write(tmp_path, "[tool.toolregistry]\n" + body)
@@ -450,3 +460,21 @@ def test_a_relative_configuration_path_means_the_file_after_a_chdir(
     with ToolRegistry.from_config(project / "pyproject.toml") as registry:
         assert registry.invoke("ping", {}).content == "pong"
     sys.modules.pop("rel_tools")
+
+
+def test_a_class_source_named_after_its_class(tmp_path: Path) -> None:
+    (tmp_path / "ns_tools.py").write_text(textwrap.dedent('''
+        class Greeter:
+            def hello(self) -> str:
+                return "hi"
+    '''))
+    cfg = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "ns_tools:Greeter"
+        namespace = true
+        replace = false
+    """)
+    with ToolRegistry.from_config(cfg) as registry:
+        assert registry.list_tools() == ["Greeter-hello"]
+    sys.modules.pop("ns_tools")

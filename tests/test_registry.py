@@ -116,6 +116,10 @@ def test_register_from_class(registry: ToolRegistry) -> None:
 
     with pytest.raises(ToolRegistrationError, match="pass an instance"):
         registry.register_from_class(NeedsArgs)
+    with pytest.raises(ToolRegistrationError, match="namespace must be a str, got 5"):
+        registry.register_from_class(Calculator, namespace=5)  # type: ignore[arg-type]
+    with pytest.raises(ToolRegistrationError, match="namespace must be a str, got 5"):
+        registry.register(lambda: 1, name="one", namespace=5)  # type: ignore[arg-type]
     registry.register_from_class(NeedsArgs("secret"), namespace="keys")
     assert registry.invoke("keys-get").text == "secret"
 

@@ -226,7 +226,8 @@ def test_max_workers_must_be_at_least_one(where: str, value: Any, tmp_path: Path
     ("tool-discovery = {field-weights = {name = -1}}", "field-weights must be a table of finite"),
     ("tool-discovery = {weights = 1}", "unknown key"),
     ("plugins = [1, 2]", "plugins must be a table of plugin tables"),
-    ("plugins = {spool = 3}", r"plugins entry 'spool' must be a table \(\[tool.toolregistry"),
+    ("plugins = {spool = 3}", r"plugins entry 'spool' must be a table "
+                              r"\(\[tool.toolregistry.plugins.spool\]\), got \{'spool': 3\}$"),
     ("sources = {kind = 'python'}", "sources must be an array of tables"),
 ])
 def test_wrong_types_are_refused_when_the_file_is_loaded(body: str, message: str,

@@ -375,6 +375,8 @@ class ToolRegistry:
     def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
         if self._closed:
             raise ToolRegistrationError(f"registry {self.name!r} is closed")
+        if namespace is not None and not isinstance(namespace, str):
+            raise ToolRegistrationError(f"namespace must be a str, got {namespace!r}")
         prepared: list[Tool] = []
         for tool in tools:
             if not isinstance(tool, Tool):

@@ -139,8 +139,7 @@ def _plugin_tables(value: Any, text: bool) -> Mapping[str, Mapping[str, Any]]:
         raise _Invalid("must be a table of plugin tables ([tool.toolregistry.plugins.<name>])")
     for name, table in value.items():
         if not isinstance(table, Mapping):
-            raise _Invalid(f"entry {name!r} must be a table "
-                           f"([tool.toolregistry.plugins.{name}]), not {table!r}")
+            raise _Invalid(f"entry {name!r} must be a table ([tool.toolregistry.plugins.{name}])")
     return {name: dict(table) for name, table in value.items()}
 
 

@@ -125,7 +125,9 @@ def load_python(registry: ToolRegistry, target: Any, **options: Any) -> list[Too
         raise ConfigError(f"a python source needs target = \"pkg.module:attr\", got {target!r}")
     where = f"python source {target!r}"
     namespace = options.pop("namespace", None)
-    replace = bool(options.pop("replace", False))
+    replace = options.pop("replace", False)
+    if not isinstance(replace, bool):  # "false" would count as true
+        raise ConfigError(f"{where}: replace must be true or false, got {replace!r}")
     if options:
         raise ConfigError(f"{where}: unknown option(s) for a python source: "
                           f"{', '.join(sorted(options))} (known: target, namespace, replace)")
@@ -133,7 +135,14 @@ def load_python(registry: ToolRegistry, target: Any, **options: Any) -> list[Too
     with importable_from(path.parent if path is not None else None):
         obj = import_target(target, where)
     if isinstance(obj, type):
+        if not isinstance(namespace, (str, bool, type(None))):
+            raise ConfigError(f"{where}: namespace must be a string or true (the class's "
+                              f"name), got {namespace!r}")
         return registry.register_from_class(obj, namespace=namespace, replace=replace)
+    if namespace is not None and not isinstance(namespace, str):
+        raise ConfigError(f"{where}: namespace must be a string, got {namespace!r}"
+                          + (" (true names a class's tools after the class)"
+                             if isinstance(namespace, bool) else ""))
     if inspect.ismodule(obj):
         names = getattr(obj, "__all__", None) or [
             n for n, v in vars(obj).items()
