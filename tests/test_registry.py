@@ -120,6 +120,10 @@ def test_register_from_class(registry: ToolRegistry) -> None:
         registry.register_from_class(Calculator, namespace=5)  # type: ignore[arg-type]
     with pytest.raises(ToolRegistrationError, match="namespace must be a str, got 5"):
         registry.register(lambda: 1, name="one", namespace=5)  # type: ignore[arg-type]
+    with pytest.raises(ToolRegistrationError, match="namespace must be a str, got True"):
+        registry.register(lambda: 1, name="one", namespace=True)  # type: ignore[arg-type]
+    registry.register(lambda: 1, name="one", namespace=False)  # type: ignore[arg-type]
+    assert "one" in registry  # False: no namespace, as before
     registry.register_from_class(NeedsArgs("secret"), namespace="keys")
     assert registry.invoke("keys-get").text == "secret"
 

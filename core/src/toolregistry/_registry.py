@@ -375,8 +375,9 @@ class ToolRegistry:
     def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
         if self._closed:
             raise ToolRegistrationError(f"registry {self.name!r} is closed")
-        if namespace is not None and not isinstance(namespace, str):
-            raise ToolRegistrationError(f"namespace must be a str, got {namespace!r}")
+        given: object = namespace  # callers outside the type checker pass anything
+        if given is not None and given is not False and not isinstance(given, str):
+            raise ToolRegistrationError(f"namespace must be a str, got {given!r}")
         prepared: list[Tool] = []
         for tool in tools:
             if not isinstance(tool, Tool):
