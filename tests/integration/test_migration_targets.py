@@ -25,7 +25,7 @@ IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
 def _targets() -> list[tuple[int, str]]:
-    """(line, backticked text) of the second column of the API mapping tables."""
+    """(line, backticked text) of the second column of the API mapping tables, in order."""
     lines = PAGE.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("## API mapping"))
     found = []
@@ -102,14 +102,19 @@ def test_every_replacement_in_the_mapping_table_exists(registry: ToolRegistry) -
     owners = _owners(registry)
     bare = [registry, ToolDiscoveryTool, Tool]  # where a bare `name(...)` of the table lives
     checked = 0
+    row, named = 0, []  # a bare `name(...)` may be a method of a class named before it in its cell
     for line, text in _targets():
         where = f"{PAGE.name}:{line}: `{text}`"
+        if line != row:
+            row, named = line, []
         text = text.removeprefix("await ").removeprefix("@")
         if m := re.fullmatch(r"(toolregistry(?:_\w+)?(?:\.\w+)*)(?:\((.*)\))?", text):
             try:
                 target = _resolve_dotted(m[1])
             except (ImportError, AttributeError) as exc:
                 raise AssertionError(f"{where}: {exc}") from None
+            if isinstance(target, type):
+                named.append(target)
             if m[2] is not None:
                 _check_keywords(target, m[2], where)
         elif m := re.fullmatch(r"(\w+)\.(\w+)(?:\((.*)\))?(?:\.(\w+))?", text):
@@ -121,8 +126,9 @@ def test_every_replacement_in_the_mapping_table_exists(registry: ToolRegistry) -
         elif (m := re.fullmatch(r"(\w+)\((.*)\)", text)) and m[1] in owners:
             _check_keywords(owners[m[1]], m[2], where)  # a constructor: Tool(...), ToolRegistry(...)
         elif m := re.fullmatch(r"(\w+)\((.*)\)", text):
-            holder = next((h for h in bare if hasattr(h, m[1])), None)
-            assert holder is not None, f"{where}: no registry, discovery or Tool method {m[1]!r}"
+            holder = next((h for h in [*named, *bare] if hasattr(h, m[1])), None)
+            assert holder is not None, (f"{where}: no method {m[1]!r} of the registry, discovery, "
+                                        f"Tool, or a class named before it in its cell")
             _check_keywords(getattr(holder, m[1]), m[2], where)
         else:
             continue
