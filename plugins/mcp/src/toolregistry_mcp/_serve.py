@@ -246,11 +246,9 @@ def server_for(registry: ToolRegistry, options: ServeOptions) -> Server[Any]:
                         authenticated=authenticated)
 
 
-async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None, *,
-                 ready: Any = None, **options: Any) -> None:
-    """Async :func:`serve` (runs until cancelled, or until stdin closes for stdio).
-
-    ``ready`` (optional): called with the URL once an HTTP server listens."""
+async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None,
+                 **options: Any) -> None:
+    """Async :func:`serve` (runs until cancelled, or until stdin closes for stdio)."""
     opts = _options(registry, transport, options)
     server = server_for(registry, opts)
     if opts.transport == "stdio":
