@@ -191,7 +191,20 @@ def want_level(levelno: int) -> None:
     root = logging.getLogger()
     with _lock:
         if _state["users"] > 0 and root.getEffectiveLevel() > levelno:
-            root.setLevel(levelno)
+            _lower_root(root, levelno)
+
+
+def _lower_root(root: logging.Logger, level: int) -> None:
+    """Lower the root logger's level for the tools' records, keeping the serving machinery's
+    loggers where they were (their records are not forwarded; creating them would only cost
+    time on every request). Called with ``_lock`` held."""
+    kept = _state.setdefault("machinery", {})
+    for name in _MACHINERY:
+        logger = logging.getLogger(name)
+        if name not in kept and logger.level == logging.NOTSET:
+            kept[name] = logging.NOTSET
+            logger.setLevel(root.getEffectiveLevel())
+    root.setLevel(level)
 
 
 @contextlib.contextmanager
@@ -213,13 +226,15 @@ def forwarding_logs(tool_level: int | None) -> Iterator[None]:
             root.addHandler(_handler)
         _state["users"] += 1
         if tool_level is not None and root.getEffectiveLevel() > tool_level:
-            root.setLevel(tool_level)
+            _lower_root(root, tool_level)
     try:
         yield
     finally:
         with _lock:
             _state["users"] -= 1
             if _state["users"] == 0:
+                for name, level in _state.pop("machinery", {}).items():
+                    logging.getLogger(name).setLevel(level)
                 root.removeHandler(_handler)
                 if _state["fallback"] is not None:
                     root.removeHandler(_state["fallback"])
