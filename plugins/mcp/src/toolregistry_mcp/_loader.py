@@ -29,6 +29,7 @@ from toolregistry.tool import Provenance
 from . import _loop
 from ._client import MCPClient
 from ._convert import from_call_result, truncate
+from ._runner import MARK
 from ._screen import ACTIONS as SCREENING_ACTIONS
 from ._screen import Finding, Screener
 from ._settings import MCPSettings
@@ -251,6 +252,9 @@ class MCPSource:
 
         call_mcp_tool.__name__ = normalize_name(original)
         call_mcp_tool.__qualname__ = f"MCP {self.client.display}: {original}"
+        # The dispatch hook knows an MCP tool by this: its source, and the coroutine function
+        # its runner awaits for either API.
+        setattr(call_mcp_tool, MARK, (self, self._acallable(original)))
         return call_mcp_tool
 
     def _acallable(self, original: str) -> Any:
@@ -263,6 +267,7 @@ class MCPSource:
 
         acall_mcp_tool.__name__ = normalize_name(original)
         acall_mcp_tool.__qualname__ = f"MCP {self.client.display}: {original}"
+        setattr(acall_mcp_tool, MARK, (self, acall_mcp_tool))
         return acall_mcp_tool
 
     def call(self, original: str, arguments: dict[str, Any], *,

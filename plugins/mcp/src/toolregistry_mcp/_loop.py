@@ -16,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
+import contextvars
+import functools
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -228,3 +231,54 @@ def _atexit() -> None:
 
 
 atexit.register(_atexit)
+
+
+def start(make: Callable[[], Coroutine[Any, Any, T]], future: concurrent.futures.Future[T],
+          context: contextvars.Context) -> None:
+    """Run ``make()`` as a task of the background loop inside ``context``, without waiting:
+    its outcome lands in ``future``, and cancelling ``future`` cancels the task (the loop is
+    kept running until the task ends). Unlike :func:`submit`, the coroutine is made on the loop
+    (none is left unawaited when the call is given up before it starts) and runs in the
+    caller's chosen context."""
+    hold()
+    try:
+        get_loop().call_soon_threadsafe(_begin, make, future, context)
+    except BaseException:
+        release()
+        raise
+
+
+def _begin(make: Callable[[], Coroutine[Any, Any, T]], future: concurrent.futures.Future[T],
+           context: contextvars.Context) -> None:
+    if future.cancelled():  # given up before it started
+        release()
+        return
+    try:
+        task = asyncio.get_running_loop().create_task(make(), context=context)
+    except BaseException as exc:
+        release()
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            future.set_exception(exc)
+        return
+    task.add_done_callback(functools.partial(_settle, future))
+    future.add_done_callback(functools.partial(_cancel_task, task))
+
+
+def _settle(future: concurrent.futures.Future[T], task: asyncio.Task[T]) -> None:
+    release()
+    if future.cancelled():
+        if not task.cancelled():
+            task.exception()  # retrieved: no "exception was never retrieved" warning
+        return
+    with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
+        if task.cancelled():
+            future.cancel()
+        elif (exc := task.exception()) is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(task.result())
+
+
+def _cancel_task(task: asyncio.Task[Any], future: concurrent.futures.Future[Any]) -> None:
+    if future.cancelled() and not task.done():
+        task.get_loop().call_soon_threadsafe(task.cancel)

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from toolregistry import Tool, ToolRegistry
+    from toolregistry.plugin import Runner
 
 
 # The loader, the client and the SDK are imported on first use, so that loading the plugin
@@ -47,3 +48,14 @@ def cli_commands() -> list[Command]:
     from . import _cli
 
     return [Command(name="serve", help=_cli.HELP, run=_cli.run, arguments=_cli.arguments)]
+
+
+@hookimpl
+def dispatch(registry: ToolRegistry, tool: Tool) -> Runner | None:
+    """An MCP tool whose session is on the plugin's background loop runs its calls straight
+    on that loop (no worker thread in between; see ``_runner``)."""
+    if tool.provenance.kind != "mcp":
+        return None
+    from ._runner import runner_for
+
+    return runner_for(tool)
