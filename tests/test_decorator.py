@@ -197,7 +197,7 @@ def test_errors_name_what_is_wrong() -> None:
         def b() -> None:
             """B."""
 
-    with pytest.raises(ToolRegistrationError, match="timeout must be a positive number"):
+    with pytest.raises(ToolRegistrationError, match="timeout must be a finite number of seconds > 0"):
         @tool(timeout=-1)
         def c() -> None:
             """C."""

@@ -56,14 +56,13 @@ def build_messages(calls: Sequence[Any], results: Sequence[ToolResult],
         call = _lenient(raw, i, table)
         if call is None:
             continue  # not a call at all: nothing the provider could match an answer to
-        had_id = call.id is not None and not call.extra.get("generated_id")
-        if call.id is not None and result.call_id is not None and result.call_id != call.id \
-                and had_id:
+        had_id = bool(call.id) and not call.extra.get("generated_id")  # "" is no id
+        if had_id and result.call_id is not None and result.call_id != call.id:
             raise ValueError(f"result #{i} answers call id {result.call_id!r}, but call #{i} "
                              f"has id {call.id!r}: keep results in the order of the calls")
         if result.call_id is not None:
             call_id = result.call_id
-        elif call.id is not None:
+        elif call.id:
             call_id = call.id
         else:
             call_id = f"call_{os.urandom(6).hex()}"

@@ -22,7 +22,8 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from ._config import RegistryConfig
 
-__all__ = ["ENV_CONFIG", "MAX_TIMEOUT", "Settings", "check_timeout"]
+__all__ = ["ENV_CONFIG", "MAX_TIMEOUT", "TIMEOUT_RULE", "Settings", "check_timeout",
+           "valid_timeout"]
 
 ENV_CONFIG = "TOOLREGISTRY_CONFIG"
 """Which file holds ``[tool.toolregistry]`` (not an option: it says where the options are)."""
@@ -38,12 +39,13 @@ class _Invalid(ValueError):
     """A value an option refuses; the resolver adds the option and where it came from."""
 
 
-def _valid_timeout(value: Any) -> bool:
+def valid_timeout(value: Any) -> bool:
+    """A timeout every entry accepts: a finite number of seconds > 0, at most a year."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value) and 0 < value <= MAX_TIMEOUT)
 
 
-_TIMEOUT_RULE = f"must be a finite number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (a year)"
+TIMEOUT_RULE = f"must be a finite number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (a year)"
 
 
 def check_timeout(value: Any, option: str) -> float | None:
@@ -52,8 +54,8 @@ def check_timeout(value: Any, option: str) -> float | None:
     (``nan``, ``inf``, ``1e10``, zero and negative numbers are refused)."""
     if value is None:
         return None
-    if not _valid_timeout(value):
-        raise ConfigError(f"{option} {_TIMEOUT_RULE}, got {value!r}")
+    if not valid_timeout(value):
+        raise ConfigError(f"{option} {TIMEOUT_RULE}, got {value!r}")
     return float(value)
 
 
@@ -84,8 +86,8 @@ def _timeout(value: Any, text: bool) -> float | None:
             value = float(value)
         except ValueError:
             pass
-    if not _valid_timeout(value):
-        raise _Invalid(f'{_TIMEOUT_RULE}, or "none" for no timeout')
+    if not valid_timeout(value):
+        raise _Invalid(f'{TIMEOUT_RULE}, or "none" for no timeout')
     return float(value)
 
 

@@ -76,9 +76,12 @@ def _to_practices(value: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
-def _positive_or_none(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-        raise ValueError(f"ToolMetadata.{attribute.name} must be a positive number, got {value!r}")
+def _timeout_or_none(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    from ._settings import TIMEOUT_RULE, valid_timeout
+
+    if value is not None and not valid_timeout(value):
+        raise ValueError(f"ToolMetadata.{attribute.name} {TIMEOUT_RULE}, or None for the "
+                         f"registry's default; got {value!r}")
 
 
 def _optional_name(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -108,7 +111,7 @@ class ToolMetadata:
     tags: frozenset[ToolTag] = field(default=frozenset(), converter=_to_tags)
     custom_tags: frozenset[str] = field(default=frozenset(), converter=_to_strs)
     search_hint: str | None = None
-    timeout: float | None = field(default=None, validator=_positive_or_none)
+    timeout: float | None = field(default=None, validator=_timeout_or_none)
     title: str | None = None
     read_only_hint: bool | None = None
     destructive_hint: bool | None = None

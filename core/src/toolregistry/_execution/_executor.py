@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry._log import log
+from toolregistry._settings import TIMEOUT_RULE, valid_timeout
 from toolregistry.errors import ToolCallError
 from toolregistry.types import Job
 
@@ -144,25 +145,40 @@ class Executor:
                context: Mapping[str, Any] | None, timeout: float | None,
                call_id: str | None) -> ToolResult:
         """``registry.invoke``."""
+        timeout = call_timeout(timeout)
         prep = self.pipeline.prepare_invoke(name, arguments, context, timeout, call_id, False)
         return self.sync.run(prep) if isinstance(prep, Prepared) else prep
 
     def execute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
                 timeout: float | None) -> list[ToolResult]:
         """``registry.execute_tool_calls``."""
-        return self.sync.execute(calls, context, timeout)
+        return self.sync.execute(calls, context, call_timeout(timeout))
 
     async def ainvoke(self, name: str, arguments: Mapping[str, Any] | str | None, *,
                       context: Mapping[str, Any] | None, timeout: float | None,
                       call_id: str | None) -> ToolResult:
         """``registry.ainvoke``."""
+        timeout = call_timeout(timeout)
         prep = self.pipeline.prepare_invoke(name, arguments, context, timeout, call_id, True)
         return await self.aio.run(prep) if isinstance(prep, Prepared) else prep
 
     async def aexecute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
                        timeout: float | None) -> list[ToolResult]:
         """``registry.aexecute_tool_calls``."""
-        return await self.aio.execute(calls, context, timeout)
+        return await self.aio.execute(calls, context, call_timeout(timeout))
+
+
+def call_timeout(value: Any) -> float | None:
+    """The ``timeout=`` of a call as given (``None``: the tool's or the registry's default;
+    ``0``: no deadline), or a ``ValueError`` naming it: ``nan``, ``inf``, ``1e10``, negative
+    numbers and non-numbers would break the call later, far from the mistake."""
+    if value is None or (value == 0 and not isinstance(value, bool)
+                         and isinstance(value, (int, float))):
+        return value
+    if not valid_timeout(value):
+        raise ValueError(f"timeout= {TIMEOUT_RULE}, 0 for no deadline, or None for the tool's "
+                         f"or the registry's default; got {value!r}")
+    return float(value)
 
 
 _executors: weakref.WeakSet[Executor] = weakref.WeakSet()

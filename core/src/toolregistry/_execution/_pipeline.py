@@ -293,7 +293,7 @@ class CallPipeline:
             return error_result(None, "", "malformed_call",
                                 f"tool call #{index} could not be read: "
                                 f"{type(exc).__name__}: {exc}")
-        if call.id is None:
+        if not call.id:  # missing, or empty: answered under an id of its own
             call.id = f"call_{os.urandom(6).hex()}"
             call.extra["generated_id"] = True
         return call
@@ -306,7 +306,8 @@ class CallPipeline:
                        context: Mapping[str, Any] | None, timeout: float | None,
                        call_id: str | None, async_path: bool) -> Prepared | ToolResult:
         """One call by name (``invoke`` / ``ainvoke``), parsed and prepared, or its error
-        result (logged)."""
+        result (logged). An empty ``call_id`` is no id, as ``None``."""
+        call_id = call_id or None
         call = ToolCall(name, None, call_id, arguments)
         if self.closed or self._registry.closed:
             return self._closed_result(call_id, name)
