@@ -1,4 +1,5 @@
-"""Sync calls with a deadline on the main thread run inline; the watchdog stops them on time."""
+"""With ``inline-calls`` on, sync calls with a deadline on the main thread run inline and the
+watchdog stops them on time (a tool that resists is the exception: see test_deadlines.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,6 +17,13 @@ from toolregistry import ToolContext, ToolRegistry, _watchdog
 
 pytestmark = pytest.mark.skipif(not hasattr(__import__("signal"), "SIGRTMIN"),
                                 reason="needs real-time signals")
+
+
+@pytest.fixture
+def registry() -> Iterator[ToolRegistry]:
+    reg = ToolRegistry(inline_calls=True)  # the opt-in; off by default
+    yield reg
+    reg.close()
 
 
 def test_calls_run_on_the_calling_thread_and_blocking_ones_stop_on_time(
@@ -97,7 +106,7 @@ def test_a_signal_the_application_uses_is_left_alone() -> None:
         import signal, threading
         signal.signal(signal.SIGRTMIN + 7, lambda *a: None)
         from toolregistry import ToolRegistry
-        r = ToolRegistry()
+        r = ToolRegistry(inline_calls=True)
         seen = []
         @r.register
         def where() -> str:
@@ -115,7 +124,7 @@ def test_a_forked_child_gets_its_own_watchdog() -> None:
     code = textwrap.dedent('''
         import os, time
         from toolregistry import ToolRegistry
-        r = ToolRegistry()
+        r = ToolRegistry(inline_calls=True)
         @r.register
         def nap(seconds: float) -> str:
             time.sleep(seconds)

@@ -206,9 +206,10 @@ class Settings:
         False, _bool, name="trace_hooks", shown="false",
         doc="trace every hook call (pluggy's tracing) as `hook.trace` debug events")
     inline_calls: bool = _option(
-        True, _bool, name="inline_calls", shown="true",
-        doc="on the main thread, run a sync tool with a deadline inline under a watchdog "
-            "signal instead of on a worker thread (see Execution)")
+        False, _bool, name="inline_calls", shown="false",
+        doc="on the main thread, run sync tools with a deadline inline under a watchdog "
+            "signal instead of on a worker thread: faster, but a tool that swallows the "
+            "cancellation or blocks in C answers late (see Execution)")
     sources: tuple[Mapping[str, Any], ...] = _option(
         (), _sources, name="sources", shown="[]", env=False, file_only=True,
         doc="tool sources for `from_config()` (below)")

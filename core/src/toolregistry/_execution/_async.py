@@ -19,7 +19,7 @@ from toolregistry._log import log
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 
 from ._policies import group_order
-from ._sync import segments
+from ._sync import pool_work, segments
 from ._threads import SPREAD_AFTER, Work, in_pool
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class AsyncScheduler:
                 value = await self.body(fn, args, kwargs, prep, started)
             else:
                 work, fut = self._pool_work(fn, args, kwargs, prep,
-                                            asyncio.get_running_loop())
+                                            asyncio.get_running_loop(), started)
                 submitted = time.perf_counter()
                 self.executor.pool.submit(work)
                 value = await self._await_work(work, fut, prep, submitted)
@@ -183,12 +183,12 @@ class AsyncScheduler:
     # -- sync tools on the pool -----------------------------------------------------------
     @staticmethod
     def _pool_work(fn: Callable[..., Any], args: Any, kwargs: dict[str, Any], prep: Prepared,
-                   loop: asyncio.AbstractEventLoop) -> tuple[Work, asyncio.Future[Any]]:
-        """A pool call whose outcome lands in a future of ``loop``."""
+                   loop: asyncio.AbstractEventLoop, started: float
+                   ) -> tuple[Work, asyncio.Future[Any]]:
+        """A pool call whose outcome lands in a future of ``loop``; a worker reaching it
+        after its deadline does not start it."""
         fut: asyncio.Future[Any] = loop.create_future()
-        work = Work(fn, args, kwargs, prep.context)
-        if prep.ctx is not None:
-            work.cancel_event = prep.ctx.cancel_event
+        work = pool_work(fn, args, kwargs, prep, started)
 
         def settle(w: Work) -> None:
             loop.call_soon_threadsafe(_settle, fut, w)
@@ -259,7 +259,7 @@ class AsyncScheduler:
             except Exception as exc:
                 coros.append(self._finished(prep, exc, started))
                 continue
-            work, fut = self._pool_work(fn, args, kwargs, prep, loop)
+            work, fut = self._pool_work(fn, args, kwargs, prep, loop, started)
             works.append((work, fut))
             coros.append(self._collect_work(prep, work, fut, started))
         try:

@@ -287,8 +287,8 @@ class CallPipeline:
     def _parse(self, raw: Any, index: int) -> ToolCall | ToolResult:
         try:
             call = parse_call(raw, index, self._registry.formats)
-        except CallParseError as exc:
-            return error_result(exc.call.id, exc.call.name, exc.kind, str(exc))
+        except CallParseError as exc:  # an empty id is no id
+            return error_result(exc.call.id or None, exc.call.name, exc.kind, str(exc))
         except Exception as exc:  # defensive: a call object that breaks on inspection
             return error_result(None, "", "malformed_call",
                                 f"tool call #{index} could not be read: "

@@ -57,6 +57,19 @@ def segments(items: list[Prepared | ToolResult]) -> list[list[tuple[int, Prepare
     return out
 
 
+def pool_work(fn: Callable[..., Any], args: Any, kwargs: dict[str, Any], prep: Prepared,
+              started: float) -> Work:
+    """The pool's job for a call started at ``started`` (``perf_counter``): in the call's
+    context, with its cancel event and its deadline (a worker reaching it later does not start
+    it)."""
+    work = Work(fn, args, kwargs, prep.context)
+    if prep.ctx is not None:
+        work.cancel_event = prep.ctx.cancel_event
+    if prep.timeout is not None:
+        work.deadline = started + prep.timeout
+    return work
+
+
 # --- handles: one started call each ----------------------------------------------------------
 
 class Handle:
@@ -250,11 +263,24 @@ class SyncScheduler:
                 handles = [self.start(prep, i) for i, prep in segment]
             else:
                 handles = self.start_segment(segment)
-            # Earliest deadline first, so each overrunning call is stopped at its own deadline.
+            # Earliest deadline first, so each overrunning call is stopped at its own deadline;
+            # once one deadline passed, every call past its own is stopped at once.
             handles.sort(key=_deadline_of)
-            for handle in handles:
+            for k, handle in enumerate(handles):
+                if k and handle.prep.timeout is not None and \
+                        handle.deadline <= time.perf_counter():
+                    self._stop_overdue(handles, k)
                 results[handle.index] = handle.collect(self)
         return self.pipeline.batch_finished(batch, results)
+
+    def _stop_overdue(self, handles: list[Handle], first: int) -> None:
+        """Interrupt the pooled calls from ``handles[first:]`` whose deadline passed, in one
+        go (each stopped call frees the interpreter for the caller and the others)."""
+        now = time.perf_counter()
+        overdue = [h.work for h in handles[first:]
+                   if isinstance(h, Pooled) and h.deadline <= now]
+        if overdue:
+            self.executor.pool.interrupt_many(overdue)
 
     def _run_ordered(self, segment: list[tuple[int, Prepared]], after: dict[int, list[int]],
                      nested: bool) -> list[ToolResult]:
@@ -339,9 +365,7 @@ class SyncScheduler:
                 return Pooled(index, prep, started, work)
             # The loop's task starts in a copy of this thread's context: the caller's values.
             return Looped(index, prep, started, loop.submit(coro))
-        work = Work(fn, args, kwargs, prep.context)
-        if prep.ctx is not None:
-            work.cancel_event = prep.ctx.cancel_event
+        work = pool_work(fn, args, kwargs, prep, started)
         try:
             # A tool calling the registry from a worker while every worker is busy runs its
             # call here rather than wait for a worker that may be waiting for it.
@@ -394,9 +418,7 @@ class SyncScheduler:
             if prep.is_async:
                 group.append((i, fn, args, kwargs, prep, started))
                 continue
-            work = Work(fn, args, kwargs, prep.context)
-            if prep.ctx is not None:
-                work.cancel_event = prep.ctx.cancel_event
+            work = pool_work(fn, args, kwargs, prep, started)
             works.append(work)
             handles.append(Pooled(i, prep, started, work))
         try:

@@ -49,8 +49,8 @@ class Work:
     interrupt can never land in the worker's next call.
     """
 
-    __slots__ = ("args", "callback", "cancel_event", "context", "done", "error", "finished",
-                 "fn", "ident", "kwargs", "result", "state")
+    __slots__ = ("args", "callback", "cancel_event", "context", "deadline", "done", "error",
+                 "finished", "fn", "ident", "kwargs", "result", "state")
 
     def __init__(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
                  context: contextvars.Context | None = None) -> None:
@@ -70,6 +70,9 @@ class Work:
         self.callback: Callable[[Work], None] | None = None
         self.cancel_event: threading.Event | None = None
         self.finished = 0.0
+        # When its time is up (``perf_counter``; ``None``: never): a worker that reaches the
+        # call later does not start it (it ends as cancelled before it started).
+        self.deadline: float | None = None
 
     def overran(self, deadline: float | None) -> bool:
         """True when it finished after ``deadline`` (a ``perf_counter`` time): the caller looked
@@ -120,6 +123,7 @@ class WorkerPool:
         """Hand ``work`` to a worker; False (nothing queued) when every worker is busy, the
         pool is at its size and ``saturated_ok`` is false."""
         stale = None
+        new = False
         with self.lock:
             if self._shutdown:
                 raise RuntimeError("the registry is closed")
@@ -132,15 +136,15 @@ class WorkerPool:
             elif len(self._workers) < self._max:
                 worker = _Worker(work)
                 self._workers.add(worker)
-                worker.thread = threading.Thread(target=self._main, args=(worker,),
-                                                 name="toolregistry-worker", daemon=True)
-                worker.thread.start()
-                return True
+                new = True
             elif not saturated_ok:
                 return False
             else:
                 self._backlog.append(work)
                 return True
+        if new:
+            self._start(worker, grow=False)  # outside the lock: starting a thread waits
+            return True
         os.write(worker.wfd, _GO)
         if stale is not None:
             os.write(stale.wfd, _QUIT)
@@ -168,32 +172,44 @@ class WorkerPool:
         return bool(self._backlog)
 
     def spread(self) -> None:
-        """Give every waiting call a worker (idle ones first, new ones up to the size)."""
+        """Give every waiting call a worker: idle ones now; new ones up to the size, started
+        one after the other by the new workers themselves (see :meth:`_grow`), so that the
+        caller is not held up while busy threads keep the interpreter."""
         wake: list[_Worker] = []
         with self.lock:
             backlog = self._backlog
-            while backlog and not self._shutdown:
-                if self._idle:
-                    worker = self._idle.pop()
-                    worker.work = backlog.popleft()
-                    wake.append(worker)
-                elif len(self._workers) < self._max:
-                    new = _Worker(backlog.popleft())
-                    self._workers.add(new)
-                    new.thread = threading.Thread(target=self._main, args=(new,),
-                                                  name="toolregistry-worker", daemon=True)
-                    new.thread.start()
-                else:
-                    break
+            while backlog and not self._shutdown and self._idle:
+                worker = self._idle.pop()
+                worker.work = backlog.popleft()
+                wake.append(worker)
         for worker in wake:
             os.write(worker.wfd, _GO)
+        self._grow()
 
-    def _main(self, worker: _Worker) -> None:
+    def _grow(self) -> None:
+        """Start one more worker for the backlog if the pool may grow; that worker starts the
+        next before it runs its call (``Thread.start`` waits until the new thread runs, which
+        takes long when busy threads hold the interpreter: the wait falls on a worker)."""
+        with self.lock:
+            if not self._backlog or self._shutdown or len(self._workers) >= self._max:
+                return
+            worker = _Worker(self._backlog.popleft())
+            self._workers.add(worker)
+        self._start(worker, grow=True)
+
+    def _start(self, worker: _Worker, grow: bool) -> None:
+        worker.thread = threading.Thread(target=self._main, args=(worker, grow),
+                                         name="toolregistry-worker", daemon=True)
+        worker.thread.start()
+
+    def _main(self, worker: _Worker, grow: bool = False) -> None:
         ident = threading.get_ident()
         _local.in_pool = True
         lock = self.lock
         read = os.read
         try:
+            if grow:
+                self._grow()
             work = worker.work
             while True:
                 if work is not None:
@@ -228,11 +244,15 @@ class WorkerPool:
 
     def _run(self, work: Work, worker: _Worker, ident: int, lock: Any) -> Work | None:
         """Run one call; returns the next call to run (from the backlog) or ``None``."""
+        deadline = work.deadline
+        late = deadline is not None and time.perf_counter() > deadline
         with lock:
-            started = work.state == _PENDING
+            started = work.state == _PENDING and not late
             if started:
                 work.state = _RUNNING
                 work.ident = ident
+            elif work.state == _PENDING:
+                work.state = _CANCELLED
         if started:
             try:
                 work.result = work.context.run(work.fn, *work.args, **work.kwargs)
@@ -265,15 +285,32 @@ class WorkerPool:
     def interrupt(self, work: Work) -> bool:
         """Stop ``work`` (its deadline passed); False when it had already finished."""
         with self.lock:
-            state = work.state
-            if state == _PENDING:
-                work.state = _CANCELLED
-            elif state == _RUNNING:
-                work.state = _INTERRUPTED
-                _set_async_exc(work.ident, ToolCancelled)
+            state = self._interrupt(work)
         if work.cancel_event is not None and state in (_PENDING, _RUNNING):
             work.cancel_event.set()
         return state != _DONE
+
+    def interrupt_many(self, works: list[Work]) -> None:
+        """Stop every call of ``works`` that has not finished, under one hold of the lock:
+        when a batch's deadline passes, its overrunning calls all stop at once (each one
+        stopped later keeps competing for the interpreter with the caller)."""
+        with self.lock:
+            states = [self._interrupt(work) for work in works]
+        for work, state in zip(works, states):
+            if work.cancel_event is not None and state in (_PENDING, _RUNNING):
+                work.cancel_event.set()
+
+    @staticmethod
+    def _interrupt(work: Work) -> int:
+        """Under the lock: cancel ``work`` if it waits, interrupt it if it runs; its state
+        before."""
+        state = work.state
+        if state == _PENDING:
+            work.state = _CANCELLED
+        elif state == _RUNNING:
+            work.state = _INTERRUPTED
+            _set_async_exc(work.ident, ToolCancelled)
+        return state
 
     @property
     def thread_count(self) -> int:
