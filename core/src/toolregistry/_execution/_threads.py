@@ -118,12 +118,14 @@ class WorkerPool:
         self._workers: set[_Worker] = set()
         self._backlog: collections.deque[Work] = collections.deque()
         self._shutdown = False
+        self._spawner: threading.Thread | None = None
+        self._spawn_wanted = threading.Event()
 
     def submit(self, work: Work, *, saturated_ok: bool = True) -> bool:
         """Hand ``work`` to a worker; False (nothing queued) when every worker is busy, the
         pool is at its size and ``saturated_ok`` is false."""
         stale = None
-        new = False
+        new = spawn = False
         with self.lock:
             if self._shutdown:
                 raise RuntimeError("the registry is closed")
@@ -133,17 +135,23 @@ class WorkerPool:
                 worker.work = work
                 if idle and time.monotonic() - idle[0].idle_since > self._idle_timeout:
                     stale = idle.pop(0)
-            elif len(self._workers) < self._max:
-                worker = _Worker(work)
+            elif not self._workers:
+                worker = _Worker(work)  # the first: started here, cheap while nothing runs
                 self._workers.add(worker)
                 new = True
+            elif len(self._workers) < self._max:
+                self._backlog.append(work)  # a new worker is started by the spawner
+                spawn = True
             elif not saturated_ok:
                 return False
             else:
                 self._backlog.append(work)
                 return True
         if new:
-            self._start(worker, grow=False)  # outside the lock: starting a thread waits
+            self._start(worker)  # outside the lock: starting a thread waits for it
+            return True
+        if spawn:
+            self._want_workers()
             return True
         os.write(worker.wfd, _GO)
         if stale is not None:
@@ -172,9 +180,8 @@ class WorkerPool:
         return bool(self._backlog)
 
     def spread(self) -> None:
-        """Give every waiting call a worker: idle ones now; new ones up to the size, started
-        one after the other by the new workers themselves (see :meth:`_grow`), so that the
-        caller is not held up while busy threads keep the interpreter."""
+        """Give every waiting call a worker: idle ones now, new ones (up to the size) from the
+        spawner thread, so that the caller is never held up starting threads."""
         wake: list[_Worker] = []
         with self.lock:
             backlog = self._backlog
@@ -182,34 +189,50 @@ class WorkerPool:
                 worker = self._idle.pop()
                 worker.work = backlog.popleft()
                 wake.append(worker)
+            grow = bool(backlog) and len(self._workers) < self._max
         for worker in wake:
             os.write(worker.wfd, _GO)
-        self._grow()
+        if grow:
+            self._want_workers()
 
-    def _grow(self) -> None:
-        """Start one more worker for the backlog if the pool may grow; that worker starts the
-        next before it runs its call (``Thread.start`` waits until the new thread runs, which
-        takes long when busy threads hold the interpreter: the wait falls on a worker)."""
+    def _want_workers(self) -> None:
+        """Ask the spawner thread for workers for the backlog (started on first use).
+
+        ``Thread.start`` waits until the new thread runs, which takes long while busy threads
+        hold the interpreter (5 ms per busy thread and switch): 32 starts held a caller -- or
+        the event loop -- for seconds. The spawner takes that wait for everyone."""
         with self.lock:
-            if not self._backlog or self._shutdown or len(self._workers) >= self._max:
-                return
-            worker = _Worker(self._backlog.popleft())
-            self._workers.add(worker)
-        self._start(worker, grow=True)
+            if self._spawner is None and not self._shutdown:
+                self._spawner = threading.Thread(target=self._spawn_main,
+                                                 name="toolregistry-spawner", daemon=True)
+                self._spawner.start()
+        self._spawn_wanted.set()
 
-    def _start(self, worker: _Worker, grow: bool) -> None:
-        worker.thread = threading.Thread(target=self._main, args=(worker, grow),
+    def _spawn_main(self) -> None:
+        while True:
+            self._spawn_wanted.wait()
+            self._spawn_wanted.clear()
+            while True:
+                with self.lock:
+                    if self._shutdown:
+                        return
+                    if not self._backlog or len(self._workers) >= self._max:
+                        break
+                    worker = _Worker(self._backlog.popleft())
+                    self._workers.add(worker)
+                self._start(worker)
+
+    def _start(self, worker: _Worker) -> None:
+        worker.thread = threading.Thread(target=self._main, args=(worker,),
                                          name="toolregistry-worker", daemon=True)
         worker.thread.start()
 
-    def _main(self, worker: _Worker, grow: bool = False) -> None:
+    def _main(self, worker: _Worker) -> None:
         ident = threading.get_ident()
         _local.in_pool = True
         lock = self.lock
         read = os.read
         try:
-            if grow:
-                self._grow()
             work = worker.work
             while True:
                 if work is not None:
@@ -322,6 +345,7 @@ class WorkerPool:
         worker end as cancelled."""
         with self.lock:
             self._shutdown = True
+            self._spawn_wanted.set()  # the spawner leaves
             idle, self._idle = self._idle, []
             backlog = list(self._backlog)
             self._backlog.clear()
