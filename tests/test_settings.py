@@ -98,6 +98,8 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
     "load_plugins": ('["think", "x"]', "y", ["z"], frozenset({"think", "x"}), frozenset({"y"})),
     "trace_hooks": ("true", "no", False, True, False),
     "inline_calls": ("false", "on", True, False, True),
+    "process_namespaces": ('["heavy"]', "a, b", ["x"], frozenset({"heavy"}),
+                           frozenset({"a", "b"})),
     "tool_discovery": ("{field-weights = {name = 2}}", "off", True,
                        {"field_weights": {"name": 2.0}}, False),
 }

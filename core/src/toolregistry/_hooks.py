@@ -64,6 +64,11 @@ class ToolHooks:
         self.observers = observers
         self.runner = runner
 
+    def with_runner(self, runner: Runner) -> ToolHooks:
+        """The same hooks, with the tool's calls run by ``runner``."""
+        return ToolHooks(self.pre_invoke, self.post_invoke, self.authorize, self.observers,
+                         runner)
+
 
 class Hooks:
     """The one place the kernel calls hooks: typed methods, error policy, fast paths.

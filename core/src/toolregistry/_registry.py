@@ -74,6 +74,7 @@ class ToolRegistry:
         strict_plugins: bool | None = None,
         trace_hooks: bool | None = None,
         inline_calls: bool | None = None,
+        process_namespaces: Iterable[str] | None = None,
         plugins: Iterable[Any] = (),
     ) -> None:
         self.name = name
@@ -87,6 +88,7 @@ class ToolRegistry:
             default_timeout=default_timeout, max_workers=max_workers,
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
+            process_namespaces=process_namespaces,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)

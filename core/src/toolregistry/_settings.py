@@ -205,6 +205,10 @@ class Settings:
     trace_hooks: bool = _option(
         False, _bool, name="trace_hooks", shown="false",
         doc="trace every hook call (pluggy's tracing) as `hook.trace` debug events")
+    process_namespaces: frozenset[str] = _option(
+        frozenset(), _names, name="process_namespaces", shown="[]",
+        doc="namespaces whose tools run in worker processes killed at their deadline, as "
+            "with `ToolMetadata(isolation=\"process\")` (comma-separated in the environment)")
     inline_calls: bool = _option(
         False, _bool, name="inline_calls", shown="false",
         doc="on the main thread, run sync tools with a deadline inline under a watchdog "

@@ -84,6 +84,12 @@ def _timeout_or_none(_inst: Any, attribute: attrs.Attribute[Any], value: Any) ->
                          f"registry's default; got {value!r}")
 
 
+def _isolation(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value not in (None, "thread", "process"):
+        raise ValueError(f'ToolMetadata.{attribute.name} must be "process", "thread" or None, '
+                         f"got {value!r}")
+
+
 def _optional_name(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (not isinstance(value, str) or not value):
         raise ValueError(f"ToolMetadata.{attribute.name} must be a non-empty string or None, "
@@ -103,6 +109,9 @@ class ToolMetadata:
     read-only (``is_read_only``) starts after every earlier call of the group finished, and
     later calls of the group start after it; read-only calls of a group run together; calls
     outside the group are unaffected (``None``: no group).
+    ``isolation``: ``"process"`` runs the tool's calls in worker processes killed at their
+    deadline, ``"thread"`` in this process even when its namespace is listed in the
+    ``process-namespaces`` setting; ``None`` follows that setting (default: this process).
     ``too_long_to_file``: spool long outputs to a file (spool plugin); ``None`` follows config.
     """
 
@@ -119,6 +128,7 @@ class ToolMetadata:
     open_world_hint: bool | None = None
     is_concurrency_safe: bool = True
     concurrency_group: str | None = field(default=None, validator=_optional_name)
+    isolation: Literal["process", "thread"] | None = field(default=None, validator=_isolation)
     too_long_to_file: bool | None = None
     best_practices: tuple[str, ...] = field(default=(), converter=_to_practices)
     prompt_injection_builder: Callable[[Mapping[str, Any]], str] | None = field(

@@ -25,6 +25,7 @@ from toolregistry.types import Job
 from ._async import AsyncScheduler
 from ._pipeline import CallPipeline, Prepared
 from ._policies import ExclusiveLocks, exclusive, retrying
+from ._processes import ProcessRunner
 from ._sync import SyncScheduler
 from ._threads import LoopThread, WorkerPool
 
@@ -46,6 +47,8 @@ class Executor:
         self._loop: LoopThread | None = None
         self.locks = ExclusiveLocks()
         self.pipeline = CallPipeline(registry, registry.plugins.hooks)
+        self.pipeline.process_runner = self.process_runner
+        self._processes: ProcessRunner | None = None
         self.inline_calls = registry.settings.inline_calls
         self.sync = SyncScheduler(self)
         self.aio = AsyncScheduler(self)
@@ -82,6 +85,15 @@ class Executor:
         """The private event loop if it was started."""
         return self._loop
 
+    def process_runner(self) -> ProcessRunner:
+        """The runner of the tools isolated in processes, started on first use (one worker
+        process per CPU at most)."""
+        if self._processes is None:
+            with self._lock:
+                if self._processes is None:
+                    self._processes = ProcessRunner(os.cpu_count() or 2)
+        return self._processes
+
     @property
     def thread_count(self) -> int:
         """Threads this executor runs now (workers and the private loop)."""
@@ -95,6 +107,8 @@ class Executor:
             self._loop.stop()
         if self._pool is not None:
             self._pool.shutdown()
+        if self._processes is not None:
+            self._processes.close()
 
     def invalidate(self, names: Iterable[str] | None = None) -> None:
         """The registry changed: forget the call plans of ``names`` (all when ``None``)."""
@@ -189,6 +203,7 @@ def _after_fork_in_child() -> None:
     for executor in list(_executors):
         executor._pool = None
         executor._loop = None
+        executor._processes = None
         executor._lock = threading.Lock()
         executor.locks = ExclusiveLocks()
         executor.pipeline.after_fork()

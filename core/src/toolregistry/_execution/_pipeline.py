@@ -38,6 +38,7 @@ from ._validation import coerce, validation_message
 if TYPE_CHECKING:
     from toolregistry._hooks import Hooks
     from toolregistry._registry import ToolRegistry
+    from toolregistry.hookspecs import Runner
 
 __all__ = ["Batch", "CallPipeline", "Prepared", "log_result"]
 
@@ -120,6 +121,8 @@ class CallPipeline:
         self._hooks_version = hooks.version
         self._batch_observers: tuple[Any, ...] | None = None
         self.closed = False
+        # The registry's process runner (process isolation), given by the executor.
+        self.process_runner: Callable[[], Runner] | None = None
 
     def after_fork(self) -> None:
         """In a forked child: a lock another thread of the parent held stays taken there."""
@@ -142,7 +145,14 @@ class CallPipeline:
         registry changed meanwhile."""
         registry = self._registry
         generation = self._generation
-        plan = CallPlan(tool, registry.disabled_reason(name), self._hooks.for_tool(registry, tool))
+        hooks = self._hooks.for_tool(registry, tool)
+        if hooks.runner is None and self.process_runner is not None:
+            meta = tool.metadata
+            if meta.isolation == "process" or (
+                    meta.isolation is None and tool.namespace is not None
+                    and tool.namespace in registry.settings.process_namespaces):
+                hooks = hooks.with_runner(self.process_runner())
+        plan = CallPlan(tool, registry.disabled_reason(name), hooks)
         with self._plans_lock:
             if self._generation == generation:
                 self._plans[name] = plan

@@ -213,13 +213,23 @@ class WorkerPool:
             self._spawn_wanted.wait()
             self._spawn_wanted.clear()
             while True:
+                wake: list[_Worker] = []
+                worker = None
                 with self.lock:
                     if self._shutdown:
                         return
-                    if not self._backlog or len(self._workers) >= self._max:
-                        break
-                    worker = _Worker(self._backlog.popleft())
-                    self._workers.add(worker)
+                    backlog = self._backlog
+                    while backlog and self._idle:  # freed since the request: use them first
+                        idle = self._idle.pop()
+                        idle.work = backlog.popleft()
+                        wake.append(idle)
+                    if backlog and len(self._workers) < self._max:
+                        worker = _Worker(backlog.popleft())
+                        self._workers.add(worker)
+                for idle in wake:
+                    os.write(idle.wfd, _GO)
+                if worker is None:
+                    break
                 self._start(worker)
 
     def _start(self, worker: _Worker) -> None:

@@ -1,0 +1,189 @@
+"""Process isolation (issue 16 item 5): tools whose calls run in worker processes, killed at
+their deadline, through the dispatch seam, with the results, errors and messages of threads."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolregistry import ToolContext, ToolMetadata, ToolRegistry
+from toolregistry.errors import ToolCallError
+
+ISOLATED = ToolMetadata(isolation="process")
+
+
+# The tools: module-level functions, so that a worker process can import them by name.
+def pid() -> int:
+    return os.getpid()
+
+
+async def apid(delay: float = 0.0) -> int:
+    await asyncio.sleep(delay)
+    return os.getpid()
+
+
+def fails(text: str) -> str:
+    raise ValueError(text)
+
+
+def refuses() -> str:
+    raise ToolCallError("quota exhausted", kind="remote")
+
+
+class Odd(Exception):
+    def __init__(self, a: int, b: int) -> None:  # cannot be rebuilt from its args: no pickle
+        super().__init__(f"odd {a} {b}")
+
+
+def odd() -> str:
+    raise Odd(1, 2)
+
+
+def sleeper(path: str, seconds: float) -> str:
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return "woke"
+
+
+def spin(path: str, seconds: float) -> int:
+    Path(path).write_text(str(os.getpid()))
+    end, n = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        n += 1
+    return n
+
+
+def dies() -> str:
+    os._exit(3)
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def wants_context(ctx: ToolContext) -> str:
+    return "never"
+
+
+def unpicklable_result() -> Any:
+    return lambda: None
+
+
+@pytest.fixture
+def registry() -> Iterator[ToolRegistry]:
+    reg = ToolRegistry()
+    for fn in (pid, apid, fails, refuses, odd, sleeper, spin, dies, add, wants_context,
+               unpicklable_result):
+        reg.register(fn, metadata=ISOLATED)
+    reg.register(fails, name="fails_here")  # the same tool on a thread, for comparison
+    yield reg
+    reg.close()
+    assert multiprocessing.active_children() == []  # close() leaves no process behind
+
+
+def _gone(pid_file: Path) -> bool:
+    deadline = time.monotonic() + 5
+    target = int(pid_file.read_text())
+    while time.monotonic() < deadline:
+        try:
+            os.kill(target, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_isolated_tools_run_in_another_process_on_both_apis(registry: ToolRegistry) -> None:
+    here = os.getpid()
+    assert registry.invoke("pid", {}).value != here
+    assert asyncio.run(registry.ainvoke("pid", {})).value != here
+    assert registry.invoke("apid", {}).value != here
+    calls = [{"id": str(i), "name": "apid" if i % 2 else "pid", "arguments": {}}
+             for i in range(6)]
+    for results in (registry.execute_tool_calls(calls),
+                    asyncio.run(registry.aexecute_tool_calls(calls))):
+        assert all(r.ok and r.value != here for r in results), results
+    assert registry.invoke("add", {"a": "2", "b": 3}).content == "5"  # validated here
+
+
+def test_errors_read_as_they_do_on_a_thread(registry: ToolRegistry) -> None:
+    isolated = registry.invoke("fails", {"text": "boom"})
+    local = registry.invoke("fails_here", {"text": "boom"})
+    assert isolated.error_kind == local.error_kind == "execution"
+    assert isolated.text == local.text.replace("fails_here", "fails")
+    assert isolated.text == "Error: tool 'fails' failed: ValueError: boom"
+    refused = registry.invoke("refuses", {})
+    assert (refused.error_kind, refused.text) == ("remote", "Error: quota exhausted")
+    assert registry.invoke("odd", {}).text == "Error: tool 'odd' failed: Odd: odd 1 2"
+    bad = registry.invoke("add", {"a": "x", "b": 1})
+    assert bad.error_kind == "invalid_arguments"  # never reached a process
+    sent = registry.invoke("unpicklable_result", {})
+    assert sent.error_kind == "execution" and "could not be sent across" in sent.text
+
+
+def test_a_call_past_its_deadline_has_its_process_killed(registry: ToolRegistry,
+                                                        tmp_path: Path) -> None:
+    threads = threading.active_count()
+    for name in ("sleeper", "spin"):
+        assert registry.invoke("pid", {}).ok  # a worker ready (a fresh one imports this module)
+        marker = tmp_path / f"{name}.pid"
+        begun = time.monotonic()
+        result = registry.invoke(name, {"path": str(marker), "seconds": 30}, timeout=1.0)
+        assert result.error_kind == "timeout", result
+        assert time.monotonic() - begun < 5
+        assert _gone(marker), f"{name}: the worker process still runs"
+    assert registry.invoke("pid", {}).ok
+    marker = tmp_path / "async.pid"
+    result = asyncio.run(registry.ainvoke("sleeper", {"path": str(marker), "seconds": 30},
+                                          timeout=1.0))
+    assert result.error_kind == "timeout" and _gone(marker)
+    assert threading.active_count() <= threads + 1  # no busy thread left behind
+    assert registry.invoke("pid", {}).ok  # a fresh worker takes the next call
+
+
+def test_a_worker_that_dies_is_an_error_and_is_replaced(registry: ToolRegistry) -> None:
+    died = registry.invoke("dies", {})
+    assert died.error_kind == "execution" and "worker process died" in died.text
+    assert registry.invoke("add", {"a": 1, "b": 2}).content == "3"
+
+
+def test_what_cannot_cross_is_named(registry: ToolRegistry) -> None:
+    result = registry.invoke("wants_context", {})
+    assert result.error_kind == "execution" and "ToolContext" in result.text
+
+    def local() -> int:
+        return 1
+
+    registry.register(local, metadata=ISOLATED)
+    result = registry.invoke("local", {})
+    assert result.error_kind == "execution"
+    assert "'local' cannot run in a process" in result.text and "top level" in result.text
+
+
+def test_namespaces_from_the_setting_and_the_thread_opt_out() -> None:
+    reg = ToolRegistry(process_namespaces=["heavy"])
+    try:
+        reg.register(pid, namespace="heavy")
+        reg.register(pid, namespace="light")
+        reg.register(pid, namespace="heavy", name="here",
+                     metadata=ToolMetadata(isolation="thread"))
+        names = sorted(reg.list_tools())
+        by_name = {n: reg.invoke(n, {}).value for n in names}
+        here = os.getpid()
+        assert [by_name[n] != here for n in names] == [
+            "heavy" in n and "here" not in n for n in names], by_name
+    finally:
+        reg.close()
+
+
+def test_isolation_must_be_process_thread_or_none() -> None:
+    with pytest.raises(ValueError, match='isolation must be "process", "thread" or None'):
+        ToolMetadata(isolation="ray")  # type: ignore[arg-type]
