@@ -131,21 +131,22 @@ def test_errors_read_as_they_do_on_a_thread(registry: ToolRegistry) -> None:
 
 def test_a_call_past_its_deadline_has_its_process_killed(registry: ToolRegistry,
                                                         tmp_path: Path) -> None:
-    threads = threading.active_count()
     for name in ("sleeper", "spin"):
-        assert registry.invoke("pid", {}).ok  # a worker ready (a fresh one imports this module)
         marker = tmp_path / f"{name}.pid"
         begun = time.monotonic()
-        result = registry.invoke(name, {"path": str(marker), "seconds": 30}, timeout=1.0)
+        # long enough for a fresh worker to import this module on a loaded machine
+        result = registry.invoke(name, {"path": str(marker), "seconds": 60}, timeout=4.0)
         assert result.error_kind == "timeout", result
-        assert time.monotonic() - begun < 5
+        assert time.monotonic() - begun < 10
         assert _gone(marker), f"{name}: the worker process still runs"
-    assert registry.invoke("pid", {}).ok
     marker = tmp_path / "async.pid"
-    result = asyncio.run(registry.ainvoke("sleeper", {"path": str(marker), "seconds": 30},
-                                          timeout=1.0))
+    result = asyncio.run(registry.ainvoke("sleeper", {"path": str(marker), "seconds": 60},
+                                          timeout=4.0))
     assert result.error_kind == "timeout" and _gone(marker)
-    assert threading.active_count() <= threads + 1  # no busy thread left behind
+    # no busy thread left behind: the calls ran in the killed processes, and this process
+    # keeps at most one driver thread per worker process
+    drivers = [t for t in threading.enumerate() if t.name == "toolregistry-process-driver"]
+    assert len(drivers) <= (os.cpu_count() or 2)
     assert registry.invoke("pid", {}).ok  # a fresh worker takes the next call
 
 

@@ -208,7 +208,8 @@ class Settings:
     process_namespaces: frozenset[str] = _option(
         frozenset(), _names, name="process_namespaces", shown="[]",
         doc="namespaces whose tools run in worker processes killed at their deadline, as "
-            "with `ToolMetadata(isolation=\"process\")` (comma-separated in the environment)")
+            "with `ToolMetadata(isolation=\"process\")` (comma-separated in the environment; "
+            "see Execution)")
     inline_calls: bool = _option(
         False, _bool, name="inline_calls", shown="false",
         doc="on the main thread, run sync tools with a deadline inline under a watchdog "
