@@ -127,13 +127,11 @@ def test_interrupts_propagate_from_the_callers_thread(registry: ToolRegistry) ->
     def ok() -> int:
         return 1
 
-    with pytest.raises(KeyboardInterrupt):  # no deadline: it runs on the caller's thread
-        registry.invoke("interrupted", {}, timeout=0)
+    with pytest.raises(KeyboardInterrupt):
+        registry.invoke("interrupted", {})
     with pytest.raises(KeyboardInterrupt):
         registry.execute_tool_calls([{"name": "interrupted"}], timeout=0)
-    # on a worker thread (a call with a deadline) it cannot stop the program: that call's
-    # error, the batch goes on
-    assert registry.invoke("interrupted", {}).error_kind == "execution"
+    # on a worker thread it cannot stop the program: that call's error, the batch goes on
     results = registry.execute_tool_calls([{"name": "interrupted"}, {"name": "ok"}])
     assert [r.error_kind for r in results] == ["execution", None]
     assert "KeyboardInterrupt" in results[0].text

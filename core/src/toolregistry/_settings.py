@@ -211,7 +211,7 @@ class Settings:
             "with `ToolMetadata(isolation=\"process\")` (comma-separated in the environment; "
             "see Execution)")
     inline_calls: bool = _option(
-        False, _bool, name="inline_calls", shown="false",
+        True, _bool, name="inline_calls", shown="true",
         doc="on the main thread, run sync tools with a deadline inline under a watchdog "
             "signal instead of on a worker thread: faster, but a tool that swallows the "
             "cancellation or blocks in C answers late (see Execution)")

@@ -8,11 +8,13 @@ when the deadline passes. The signal interrupts blocking system calls (``time.sl
 reads, lock waits, ``select``) and its handler raises :class:`ToolCancelled` in the tool, which
 is what a worker thread gets too.
 
-Used only when the registry's ``inline-calls`` setting is on (an opt-in: off by default,
-because a tool that swallows the cancellation with a bare ``except:`` or sits in a long C call
-that releases the GIL keeps the main thread, so its caller is answered late -- issue 16 item
-3), on Linux-like systems with real-time signals, on the main thread, and when the
-application has not claimed the signal. Everywhere else calls hop to a worker.
+Used only where that is safe: on Linux-like systems with real-time signals, on the main
+thread, when the application has not claimed the signal, and when the registry's
+``inline-calls`` setting is on (the default; ``TOOLREGISTRY_INLINE_CALLS=0`` turns it off; the
+executor asks). Everywhere else calls hop to a worker. Two cases it cannot cut (issue 16 item
+3): a tool that swallows the cancellation with a bare ``except:``, and one in a long C call
+that releases the GIL -- the handler runs only between bytecodes; with ``inline-calls`` off the
+caller is answered on time there too.
 """
 
 from __future__ import annotations
