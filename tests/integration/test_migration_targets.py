@@ -64,7 +64,8 @@ def registry() -> Any:
 
 def _owners(registry: ToolRegistry) -> dict[str, Any]:
     return {"registry": registry, "ToolRegistry": ToolRegistry, "tool": Tool, "Tool": Tool,
-            "ctx": ToolContext, "metadata": ToolMetadata, "ToolResult": ToolResult,
+            "ctx": ToolContext, "metadata": ToolMetadata, "ToolMetadata": ToolMetadata,
+            "ToolResult": ToolResult,
             "ChangeEvent": ChangeEvent}
 
 
