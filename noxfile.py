@@ -15,7 +15,7 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
-PLUGINS = ["think", "discovery", "mcp", "openapi", "langchain", "spool", "codemode", "otel", "inspector"]
+PLUGINS = ["think", "discovery", "mcp", "openapi", "langchain", "spool", "codemode", "otel", "inspector", "ray"]
 PLUGIN_EXTRAS = {
     "mcp": ["mcp-server-time", "mcp-server-git", "psutil"],
     "openapi": ["fastapi", "uvicorn", "python-multipart", "jsonschema"],
@@ -26,6 +26,7 @@ PLUGIN_EXTRAS = {
     "codemode": [],
     "otel": [],
     "inspector": [],
+    "ray": [],
 }
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "pip", "hatchling"]
 # The documentation's code blocks: each session runs the blocks whose plugins it has installed
