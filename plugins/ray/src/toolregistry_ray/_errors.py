@@ -4,11 +4,22 @@ frames of its remote traceback, or what went wrong with Ray, in words, naming th
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
+import os
+import re
 
 from toolregistry.errors import ToolCallError
 
 from ._remote import FunctionLoadError
 from ._settings import RaySettings
+
+
+@functools.cache
+def _infrastructure() -> tuple[str, ...]:
+    """Where Ray's and this plugin's own code lives (their frames are not the tool's)."""
+    import ray
+
+    return (os.path.dirname(ray.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
 
 
 def short_traceback(text: str, frames: int) -> str:
@@ -17,7 +28,7 @@ def short_traceback(text: str, frames: int) -> str:
         return ""
     lines = text.rstrip().splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith('  File "')]
-    mine = [i for i in starts if "toolregistry_ray" not in lines[i] and "/ray/" not in lines[i]]
+    mine = [i for i in starts if not any(f'"{d}' in lines[i] for d in _infrastructure())]
     if not mine:
         return ""
     end = next((i for i, line in enumerate(lines) if i > mine[-1] and not line.startswith(" ")),
@@ -45,10 +56,14 @@ def translate(name: str, exc: BaseException, *, idempotent: bool,
         if isinstance(cause, rx.RayError):
             return translate(name, cause, idempotent=idempotent, settings=settings)
         text = f"tool {name!r} failed: {type(cause).__name__}: {cause}"
-        frames = short_traceback(exc.traceback_str or "", settings.traceback_frames)
+        # A RayTaskError that also is the cause's type reads its attributes from the cause:
+        # its text is the remote traceback, after a "ray::name() (pid=N, ip=A)" line.
+        remote = str(exc)
+        frames = short_traceback(remote, settings.traceback_frames)
         if frames:
-            text += f"\nRemote traceback (most recent call last, on {exc.ip} pid {exc.pid}):\n"
-            text += frames
+            where = re.search(r"\(pid=(\d+), ip=([^)\s]+)\)", remote)
+            at = f" in pid {where[1]} on {where[2]}" if where else ""
+            text += f"\nRemote traceback (most recent call last{at}):\n{frames}"
         return ToolCallError(text, kind="execution")
     retried = (f"after {settings.max_retries} retries" if idempotent and settings.max_retries
                else "not retried: the tool is not marked idempotent" if not idempotent

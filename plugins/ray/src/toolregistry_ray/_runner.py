@@ -160,7 +160,7 @@ class ToolRunner:
             return  # not started yet: _start sees the cancelled future and never starts it
         import ray
 
-        force = self.backend.settings.force_cancel and not job.is_async
+        force = self.backend.settings.force_cancel
         ray.cancel(ref, force=force, recursive=True)
         log.debug("ray.cancelled", tool=self.name, call_id=job.call.id, force=force)
 

@@ -48,7 +48,8 @@ class RaySettings(TaskOptions):
     there), ``"value"`` pickled with its code, ``"auto"`` by import path for installed modules
     and by value otherwise. ``max_retries``: Ray's retries after a worker or node failure,
     for idempotent tools only (others run at most once); ``force_cancel``: a passed deadline
-    kills the worker running a sync tool (else it is interrupted). ``traceback_frames``: how
+    kills the worker running the call (else the task is only interrupted, which a call
+    blocked outside Python may not notice). ``traceback_frames``: how
     many frames of a remote traceback the model reads.
     """
 
