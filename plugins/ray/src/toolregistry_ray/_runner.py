@@ -20,7 +20,7 @@ from . import _remote
 from ._cluster import CONNECTION, import_ray
 from ._errors import translate
 from ._settings import RaySettings, TaskOptions
-from ._ship import Payload, payload
+from ._ship import Payload, dumps, payload
 
 Tool = Any  # toolregistry.Tool (kept loose: attrs class, only read here)
 
@@ -241,13 +241,11 @@ def _portable(job: Job) -> tuple[tuple[Any, ...], dict[str, Any]]:
 
 def _unpicklable_argument(job: Job, exc: Exception) -> ToolCallError:
     """Name the argument Ray could not serialize (or say what failed)."""
-    from ray import cloudpickle
-
     args, kwargs = _portable(job)
     named = [*((f"argument {i}", a) for i, a in enumerate(args)), *kwargs.items()]
     for name, value in named:
         try:
-            cloudpickle.dumps(value)
+            dumps(value)
         except Exception as inner:
             return ToolCallError(
                 f"tool {job.tool.name!r} cannot run on Ray: {name} cannot be sent to the "

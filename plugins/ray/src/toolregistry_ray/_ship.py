@@ -4,6 +4,7 @@ importable there) or by value (pickled with its code by Ray's cloudpickle)."""
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.metadata
 import sys
 from collections.abc import Callable
@@ -43,12 +44,21 @@ def payload(fn: Callable[..., Any], ship: Literal["auto", "import", "value"]) ->
         return path
     if ship == "auto" and path is not None and path[0].split(".")[0] in _distributed_packages():
         return path
-    from ray import cloudpickle
-
     module = sys.modules.get(getattr(fn, "__module__", "") or "")
     if module is not None and module.__name__ != "__main__" and (
             module.__name__.split(".")[0] not in _distributed_packages()):
         # cloudpickle pickles a module-level function by reference to its module, which
         # workers may not have (a script's helper module, a test file): by value instead.
-        cloudpickle.register_pickle_by_value(module)
-    return cloudpickle.dumps(fn)  # type: ignore[no-any-return]
+        cloudpickle().register_pickle_by_value(module)
+    return dumps(fn)
+
+
+def cloudpickle() -> Any:
+    """Ray's own cloudpickle (the one its workers unpickle with)."""
+    return importlib.import_module("ray.cloudpickle")
+
+
+def dumps(obj: Any) -> bytes:
+    """``obj`` pickled by Ray's cloudpickle."""
+    data: bytes = cloudpickle().dumps(obj)
+    return data
