@@ -15,7 +15,7 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
-PLUGINS = ["think", "discovery", "mcp", "openapi", "langchain", "spool", "codemode", "otel", "inspector", "ray"]
+PLUGINS = ["think", "discovery", "mcp", "openapi", "langchain", "spool", "codemode", "otel", "inspector", "ray", "policy"]
 PLUGIN_EXTRAS = {
     "mcp": ["mcp-server-time", "mcp-server-git", "psutil"],
     "openapi": ["fastapi", "uvicorn", "python-multipart", "jsonschema"],
@@ -27,6 +27,7 @@ PLUGIN_EXTRAS = {
     "otel": [],
     "inspector": [],
     "ray": [],
+    "policy": [],
 }
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "pip", "hatchling"]
 # The documentation's code blocks: each session runs the blocks whose plugins it has installed

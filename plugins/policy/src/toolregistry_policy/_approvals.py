@@ -1,0 +1,221 @@
+"""The approvals store: calls held for a person, their decisions, and the one run each
+approved call gets. In memory, or in a SQLite file that several processes share."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import attrs
+from attrs import frozen
+
+from toolregistry.types import ApprovalRequest
+
+__all__ = ["Approval", "ApprovalError", "ApprovalStore", "MemoryStore", "SQLiteStore", "Status"]
+
+Status = Literal["pending", "approved", "denied", "running", "done"]
+STATUSES: tuple[Status, ...] = ("pending", "approved", "denied", "running", "done")
+
+
+class ApprovalError(LookupError):
+    """An approval id that is unknown, already decided, or already used."""
+
+
+@frozen
+class Approval:
+    """One call held for approval and what became of it.
+
+    ``status``: ``pending`` (waiting for a person), ``approved`` / ``denied`` (decided, not
+    yet resumed), ``running`` (resumed, running now), ``done`` (ran, or its denial was given
+    to the model; ``outcome`` says which). ``arguments`` are the edited arguments when the
+    person changed them (``None``: as the model asked). ``approver`` and ``note`` are who
+    decided and why (a denial's ``note`` is what the model reads).
+    """
+
+    request: ApprovalRequest
+    status: Status = "pending"
+    created: float = attrs.field(factory=time.time)
+    decided: float | None = None
+    approver: str | None = None
+    note: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    outcome: str | None = None
+    result: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The approval id (the pending result's ``approval.id``)."""
+        return self.request.id
+
+    @property
+    def tool(self) -> str:
+        """The tool the call is for."""
+        return self.request.tool
+
+    @property
+    def effective_arguments(self) -> dict[str, Any]:
+        """The arguments the call runs with: the edited ones, else the model's."""
+        return dict(self.arguments if self.arguments is not None else self.request.arguments)
+
+    @property
+    def edited(self) -> bool:
+        """True when a person changed the arguments."""
+        return self.arguments is not None and dict(self.arguments) != dict(
+            self.request.arguments)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``from_dict`` reads it back)."""
+        return {"request": self.request.to_dict(), "status": self.status,
+                "created": self.created, "decided": self.decided, "approver": self.approver,
+                "note": self.note,
+                "arguments": dict(self.arguments) if self.arguments is not None else None,
+                "outcome": self.outcome, "result": self.result}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Approval:
+        """The inverse of :meth:`to_dict`."""
+        status = data.get("status", "pending")
+        if status not in STATUSES:
+            raise ValueError(f"an approval's status must be one of {', '.join(STATUSES)}, "
+                             f"got {status!r}")
+        return cls(ApprovalRequest.from_dict(data["request"]), status,
+                   float(data.get("created") or time.time()), data.get("decided"),
+                   data.get("approver"), data.get("note"), data.get("arguments"),
+                   data.get("outcome"), data.get("result"))
+
+
+class ApprovalStore(Protocol):
+    """Where approvals live. Every method is atomic (a transition happens once, even when two
+    processes try it at the same moment)."""
+
+    def add(self, approval: Approval) -> Approval:
+        """Keep a new pending approval; the one already kept under its id wins."""
+
+    def get(self, approval_id: str) -> Approval | None:
+        """The approval with this id, or ``None``."""
+
+    def list(self, status: Status | None = None) -> list[Approval]:
+        """Approvals, oldest first, optionally only those in one status."""
+
+    def transition(self, approval_id: str, expected: tuple[Status, ...],
+                   new: Approval) -> Approval | None:
+        """Replace the approval with ``new`` if its status is one of ``expected``; the
+        approval as it was when it is not (``None`` when the id is unknown) -- callers
+        compare ``result is new``."""
+
+    def remove(self, approval_id: str) -> None:
+        """Forget an approval."""
+
+
+class MemoryStore:
+    """Approvals in this process's memory (the default)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[str, Approval] = {}
+
+    def add(self, approval: Approval) -> Approval:
+        with self._lock:
+            return self._items.setdefault(approval.id, approval)
+
+    def get(self, approval_id: str) -> Approval | None:
+        return self._items.get(approval_id)
+
+    def list(self, status: Status | None = None) -> list[Approval]:
+        with self._lock:
+            items = list(self._items.values())
+        return sorted((a for a in items if status is None or a.status == status),
+                      key=lambda a: a.created)
+
+    def transition(self, approval_id: str, expected: tuple[Status, ...],
+                   new: Approval) -> Approval | None:
+        with self._lock:
+            current = self._items.get(approval_id)
+            if current is None or current.status not in expected:
+                return current
+            self._items[approval_id] = new
+            return new
+
+    def remove(self, approval_id: str) -> None:
+        with self._lock:
+            self._items.pop(approval_id, None)
+
+
+class SQLiteStore:
+    """Approvals in a SQLite file: a decision made in one process (a web request, a queue
+    worker) is seen by the process that resumes the call, and each approved call is claimed
+    by exactly one of them."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[sqlite3.Connection] = []
+        with self._connect() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, "
+                       "status TEXT NOT NULL, created REAL NOT NULL, data TEXT NOT NULL)")
+
+    def _connect(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+                                 check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            self._local.db = db
+            with self._lock:
+                self._open.append(db)
+        return db
+
+    def close(self) -> None:
+        """Close every connection this store opened (the registry's ``close`` does)."""
+        with self._lock:
+            opened, self._open = self._open, []
+        for db in opened:
+            db.close()
+        self._local = threading.local()
+
+    @staticmethod
+    def _load(row: Any) -> Approval | None:
+        return None if row is None else Approval.from_dict(json.loads(row[0]))
+
+    def add(self, approval: Approval) -> Approval:
+        db = self._connect()
+        data = json.dumps(approval.to_dict(), default=str)
+        db.execute("INSERT OR IGNORE INTO approvals (id, status, created, data) "
+                   "VALUES (?, ?, ?, ?)", (approval.id, approval.status, approval.created, data))
+        kept = self.get(approval.id)
+        return kept if kept is not None else approval
+
+    def get(self, approval_id: str) -> Approval | None:
+        row = self._connect().execute("SELECT data FROM approvals WHERE id = ?",
+                                      (approval_id,)).fetchone()
+        return self._load(row)
+
+    def list(self, status: Status | None = None) -> list[Approval]:
+        db = self._connect()
+        if status is None:
+            rows = db.execute("SELECT data FROM approvals ORDER BY created, id").fetchall()
+        else:
+            rows = db.execute("SELECT data FROM approvals WHERE status = ? "
+                              "ORDER BY created, id", (status,)).fetchall()
+        return [a for a in map(self._load, rows) if a is not None]
+
+    def transition(self, approval_id: str, expected: tuple[Status, ...],
+                   new: Approval) -> Approval | None:
+        db = self._connect()
+        marks = ", ".join("?" * len(expected))
+        cursor = db.execute(
+            f"UPDATE approvals SET status = ?, data = ? WHERE id = ? AND status IN ({marks})",
+            (new.status, json.dumps(new.to_dict(), default=str), approval_id, *expected))
+        if cursor.rowcount == 1:
+            return new
+        return self.get(approval_id)
+
+    def remove(self, approval_id: str) -> None:
+        self._connect().execute("DELETE FROM approvals WHERE id = ?", (approval_id,))

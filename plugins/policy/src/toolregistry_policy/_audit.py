@@ -1,0 +1,91 @@
+"""The audit trail: every decision the policy takes or a person gives, as a structlog event
+(``policy.decision``) and a record the application can query."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from attrs import frozen
+
+from toolregistry.plugin import log
+
+__all__ = ["AuditLog", "AuditRecord"]
+
+
+@frozen
+class AuditRecord:
+    """One decision: ``decision`` is ``allow``, ``deny``, ``ask`` (held for a person),
+    ``approve`` / ``reject`` (a person's answer) or ``denied-by-budget`` style reasons in
+    ``reason``. ``rule`` names the rule (``default`` when none matched, ``approval`` for a call
+    a person approved, ``budget`` for a spent budget); ``approver`` who decided."""
+
+    time: float
+    tool: str
+    call_id: str | None
+    decision: str
+    rule: str | None = None
+    reason: str | None = None
+    approver: str | None = None
+    approval_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"time": self.time, "tool": self.tool, "call_id": self.call_id,
+                "decision": self.decision, "rule": self.rule, "reason": self.reason,
+                "approver": self.approver, "approval_id": self.approval_id}
+
+
+class AuditLog:
+    """The most recent ``size`` records, newest last, and listeners told of each new one."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._records: deque[AuditRecord] = deque(maxlen=size)
+        self._listeners: list[Callable[[AuditRecord], Any]] = []
+        self._lock = threading.Lock()
+
+    def record(self, tool: str, call_id: str | None, decision: str, rule: str | None = None,
+               reason: str | None = None, approver: str | None = None,
+               approval_id: str | None = None) -> AuditRecord:
+        """Keep a record and emit its ``policy.decision`` event."""
+        entry = AuditRecord(time.time(), tool, call_id, decision, rule, reason, approver,
+                            approval_id)
+        self._records.append(entry)  # deque.append is atomic
+        log.info("policy.decision", tool=tool, call_id=call_id, rule=rule, decision=decision,
+                 reason=reason, approver=approver, approval_id=approval_id)
+        for listener in self._listeners:
+            try:
+                listener(entry)
+            except Exception as exc:
+                log.warning("policy.listener_failed", error=f"{type(exc).__name__}: {exc}")
+        return entry
+
+    def query(self, *, tool: str | None = None, decision: str | None = None,
+              call_id: str | None = None, approval_id: str | None = None,
+              since: float | None = None, limit: int | None = None) -> list[AuditRecord]:
+        """Records matching every filter given, oldest first (``limit``: the newest N)."""
+        with self._lock:
+            records = list(self._records)
+        out = [r for r in records
+               if (tool is None or r.tool == tool)
+               and (decision is None or r.decision == decision)
+               and (call_id is None or r.call_id == call_id)
+               and (approval_id is None or r.approval_id == approval_id)
+               and (since is None or r.time >= since)]
+        return out[-limit:] if limit else out
+
+    def subscribe(self, listener: Callable[[AuditRecord], Any]) -> Callable[[], None]:
+        """Call ``listener(record)`` for each new record; returns an unsubscribe function."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def __len__(self) -> int:
+        return len(self._records)

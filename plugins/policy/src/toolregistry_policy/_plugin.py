@@ -1,0 +1,73 @@
+"""Hook implementations of the policy plugin.
+
+* ``call_hooks``: ``authorize`` concerns only tools whose calls are not allowed statically
+  (a rule or budget applies to them), and ``call_observer`` only those that may ask a person;
+  the calls of every other tool pay nothing for this plugin.
+* ``authorize``: the rules' decision for the call (allow, deny with a reason, or held for
+  approval), budgets, and the audit record.
+* ``call_observer``: settles the approvals store when a call that may ask ends.
+* ``settings_model``: ``[tool.toolregistry.plugins.policy]``.
+
+The policy of a registry is made on first use (``get_policy``) and lives in
+``registry.plugin_state("policy")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from toolregistry.plugin import hookimpl
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
+    from toolregistry.types import Decision
+
+
+def _policy(registry: ToolRegistry) -> Any:
+    from . import get_policy
+
+    return get_policy(registry)
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """``[tool.toolregistry.plugins.policy]``, validated when the configuration is loaded."""
+    from ._settings import PolicySettings
+
+    return PolicySettings
+
+
+@hookimpl
+def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
+    """The plugin's hooks that concern ``tool`` (none for a static allow)."""
+    return _policy(registry).hooks_for(tool)  # type: ignore[no-any-return]
+
+
+@hookimpl
+def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall) -> Decision:
+    """The policy's decision for one call."""
+    return _policy(registry).authorize(tool, call)  # type: ignore[no-any-return]
+
+
+class _Observer:
+    __slots__ = ("policy",)
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def call_started(self, call: ToolCall) -> None:
+        return None
+
+    def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+        if call.extra:
+            self.policy.observed(call, result)
+
+
+@hookimpl
+def call_observer(registry: ToolRegistry, tool: Tool) -> _Observer | None:
+    """Settle the approvals store when a call of a tool that may ask ends."""
+    policy = _policy(registry)
+    return _Observer(policy) if policy.plan(tool).asks else None

@@ -1,0 +1,693 @@
+"""The policy of one registry: rules compiled per tool, the ``authorize`` decision, blocking
+approval through a handler, deferred approval through the approvals store, resuming decided
+calls through the registry's normal path, budgets and the audit trail."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+from attrs import frozen
+
+from toolregistry.errors import ConfigError
+from toolregistry.plugin import import_target, log
+from toolregistry.types import ApprovalRequest, Decision, ToolResult
+
+from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore
+from ._audit import AuditLog
+from ._budgets import Budgets, ToolBudget
+from ._rules import Compiled, Rule, compile_rules, tool_facts
+from ._settings import PolicySettings
+
+if TYPE_CHECKING:
+    from toolregistry import Tool, ToolCall, ToolRegistry
+
+__all__ = ["Policy", "Verdict"]
+
+# The approvals a running `resume` grants, by call id: authorize lets exactly these calls
+# through an `ask` rule (the contextvar is set around the registry call, so it reaches the
+# call's own context on every path and nothing else).
+_granted: contextvars.ContextVar[Mapping[str, Approval] | None] = contextvars.ContextVar(
+    "toolregistry_policy_granted", default=None)
+
+Kind = Literal["allow", "deny", "ask"]
+_KEEP: Any = object()
+Listener = Callable[[Approval], Any]
+
+
+@frozen
+class Verdict:
+    """A person's answer to an approval request, as a handler returns it (a handler may
+    also return ``True`` / ``False``). Build with :meth:`approve` and :meth:`deny`."""
+
+    approved: bool
+    reason: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    approver: str | None = None
+
+    @classmethod
+    def approve(cls, arguments: Mapping[str, Any] | None = None, *,
+                approver: str | None = None) -> Verdict:
+        """Let the call run (with ``arguments`` instead of the model's, when given)."""
+        return cls(True, None, dict(arguments) if arguments is not None else None, approver)
+
+    @classmethod
+    def deny(cls, reason: str | None = None, *, approver: str | None = None) -> Verdict:
+        """Refuse the call; ``reason`` is what the model reads."""
+        return cls(False, reason, None, approver)
+
+
+class ToolPolicy:
+    """The rules that may decide one tool's calls, compiled once per tool."""
+
+    __slots__ = ("asks", "budget", "default", "rules", "static", "tool")
+
+    def __init__(self, tool: Tool, rules: tuple[Compiled, ...], default: Kind,
+                 budget: ToolBudget | None) -> None:
+        self.tool = tool
+        self.default: Kind = default
+        self.budget = budget
+        # The rules after the first one that matches every call of the tool never decide.
+        kept = []
+        for rule in rules:
+            kept.append(rule)
+            if rule.static:
+                break
+        self.rules = tuple(kept)
+        first = kept[0] if kept else None
+        self.static: Kind | None = (first.rule.decision if first is not None and first.static
+                                    else default if first is None else None)
+        self.asks = any(r.rule.decision == "ask" for r in kept) or (
+            default == "ask" and not (kept and kept[-1].static))
+
+    def decide(self, arguments: Mapping[str, Any]) -> tuple[Compiled | None, Kind]:
+        """The first rule that matches the call, and its decision (``None``: the default)."""
+        for rule in self.rules:
+            checks = rule.checks
+            if not checks or all(check(arguments) for check in checks):
+                return rule, rule.rule.decision
+        return None, self.default
+
+
+class Policy:
+    """Everything the plugin keeps for one registry (``get_policy(registry)``)."""
+
+    def __init__(self, registry: ToolRegistry, settings: PolicySettings) -> None:
+        self._registry = registry
+        self._lock = threading.RLock()
+        self._plans: dict[str, ToolPolicy] = {}
+        self._listeners: list[Listener] = []
+        self._edit_grants: dict[tuple[str, str], int] = {}
+        self.audit = AuditLog(settings.audit_size)
+        self.store: ApprovalStore = MemoryStore()
+        self._code_rules: list[Rule | Mapping[str, Any]] | None = None
+        self.settings = settings
+        self._apply(settings, init=True)
+
+    # -- configuration ----------------------------------------------------------------------
+    def _base(self) -> Path | None:
+        path = self._registry.config.path
+        return path.parent if path is not None else None
+
+    def _apply(self, settings: PolicySettings, *, init: bool = False,
+               handler: Callable[[ApprovalRequest], Any] | None = None,
+               store: ApprovalStore | None = None) -> None:
+        rules = self._code_rules if self._code_rules is not None else settings.rules
+        compiled = compile_rules(rules, self._base())
+        budgets = Budgets(settings.budgets)
+        if handler is None and settings.handler is not None:
+            handler = _load_handler(settings.handler)
+        if store is None and settings.store is not None and (
+                init or settings.store != self.settings.store):
+            path = Path(settings.store).expanduser()
+            base = self._base()
+            if not path.is_absolute() and base is not None:
+                path = base / path
+            sqlite = SQLiteStore(path)
+            self._registry.add_closer(sqlite.close)
+            store = sqlite
+        with self._lock:
+            self.settings = settings
+            self.rules = compiled
+            self.budgets = budgets
+            self.handler: Callable[[ApprovalRequest], Any] | None = handler
+            if store is not None:
+                self.store = store
+            self._plans = {}
+        if not init:
+            # The tools' call plans depend on the rules (call_hooks): compile them again.
+            version = int(self._registry.get_setting("policy", 0)) + 1
+            self._registry.set_setting("policy", version)
+
+    def configure(self, *, rules: Iterable[Rule | Mapping[str, Any]] | None = None,
+                  handler: Callable[[ApprovalRequest], Any] | str | object | None = _KEEP,
+                  store: ApprovalStore | str | Path | None = None,
+                  **options: Any) -> Policy:
+        """Change the policy in code: ``rules`` (:class:`Rule` objects or tables) replace the
+        configured ones, ``handler`` (a callable, ``"terminal"`` or ``"pkg.mod:fn"``; ``None``
+        for none) answers ``ask`` at once, ``store`` (an :class:`ApprovalStore`, or a SQLite
+        file path) keeps the approvals; other options as in the configuration table
+        (``default``, ``budgets``, ``handler_timeout``, ...). Budgets start afresh. Returns
+        the policy."""
+        from pydantic import ValidationError
+
+        merged = {**self.settings.model_dump(),
+                  **{k.replace("-", "_"): v for k, v in options.items()}}
+        keep = self.handler
+        if handler is not _KEEP:
+            keep = None
+            if isinstance(handler, str):
+                merged["handler"] = handler
+            elif handler is None or callable(handler):
+                merged["handler"] = None
+                keep = handler
+            else:
+                raise ConfigError(f"toolregistry_policy.configure(): handler must be a "
+                                  f"callable, 'terminal' or 'pkg.mod:fn', got {handler!r}")
+        elif merged.get("handler") != self.settings.handler:
+            keep = None
+        if isinstance(store, (str, Path)):
+            merged["store"] = str(store)
+            store = None
+        try:
+            settings = PolicySettings.model_validate(merged)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}"
+                for err in exc.errors())
+            raise ConfigError(f"toolregistry_policy.configure(): invalid option: {problems}"
+                              ) from None
+        previous = self._code_rules
+        if rules is not None:
+            self._code_rules = list(rules)
+        try:
+            self._apply(settings, handler=keep, store=store)
+        except BaseException:
+            self._code_rules = previous
+            raise
+        return self
+
+    # -- per tool ---------------------------------------------------------------------------
+    def plan(self, tool: Tool) -> ToolPolicy:
+        """The compiled policy of ``tool`` (cached until the tool or the rules change)."""
+        plan = self._plans.get(tool.name)
+        if plan is None or plan.tool is not tool:
+            facts = tool_facts(tool)
+            plan = ToolPolicy(tool, tuple(r for r in self.rules if r.matches_tool(facts)),
+                              self.settings.default, self.budgets.for_tool(facts))
+            self._plans[tool.name] = plan
+        return plan
+
+    def hooks_for(self, tool: Tool) -> tuple[str, ...]:
+        """The plugin's per-tool hooks that concern ``tool``: none when its calls are
+        allowed statically and count against no budget (they pay nothing)."""
+        plan = self.plan(tool)
+        if plan.static == "allow" and plan.budget is None and not self.settings.audit_allowed:
+            return ()
+        return ("authorize", "call_observer") if plan.asks else ("authorize",)
+
+    def check(self, name: str, arguments: Mapping[str, Any] | None = None
+              ) -> tuple[Kind, str, str | None]:
+        """What the rules decide for a call of ``name`` with ``arguments``, without side
+        effects (no budget counted, nothing recorded): ``(decision, rule, reason)``."""
+        tool = self._registry.get_tool(name)
+        if tool is None:
+            raise KeyError(f"no tool named {name!r} in registry {self._registry.name!r}")
+        rule, kind = self.plan(tool).decide(arguments or {})
+        return kind, rule.label if rule is not None else "default", self._reason(rule, kind)
+
+    def denied_outright(self, tool: Tool) -> bool:
+        """True when every call of ``tool`` is denied whatever its arguments."""
+        return self.plan(tool).static == "deny"
+
+    def _reason(self, rule: Compiled | None, kind: Kind) -> str | None:
+        if rule is not None and rule.rule.reason:
+            return rule.rule.reason
+        if kind == "deny":
+            return self.settings.deny_message if rule is None else "a policy rule denies it"
+        return None
+
+    # -- authorize ------------------------------------------------------------------------
+    def authorize(self, tool: Tool, call: ToolCall) -> Decision:
+        """The decision for one call (the ``authorize`` hook)."""
+        plan = self.plan(tool)
+        arguments = call.arguments or {}
+        rule, kind = plan.decide(arguments)
+        label = rule.label if rule is not None else "default"
+        grants = _granted.get()
+        if grants is not None and kind == "ask":
+            granted = grants.get(call.id or "")
+            if granted is not None and granted.tool == tool.name:
+                return self._allow(plan, call, "approval", granted.approver, granted.id)
+        if kind == "deny":
+            reason = self._reason(rule, kind) or "not allowed"
+            self.audit.record(tool.name, call.id, "deny", label, reason)
+            return Decision.deny(reason, rule=label)
+        if kind == "ask":
+            return self._ask(plan, call, label, self._reason(rule, kind))
+        return self._allow(plan, call, label)
+
+    def _allow(self, plan: ToolPolicy, call: ToolCall, label: str,
+               approver: str | None = None, approval_id: str | None = None) -> Decision:
+        name = plan.tool.name
+        if plan.budget is not None:
+            why = plan.budget.charge()
+            if why is not None:
+                self.audit.record(name, call.id, "deny", "budget", why, approver, approval_id)
+                return Decision.deny(why, rule="budget")
+        self.audit.record(name, call.id, "allow", label, None, approver, approval_id)
+        return Decision.allow(rule=label)
+
+    def _ask(self, plan: ToolPolicy, call: ToolCall, label: str, reason: str | None
+             ) -> Decision:
+        name = plan.tool.name
+        arguments = dict(call.arguments or {})
+        if self._edit_grants and self._take_edit_grant(name, arguments):
+            return self._allow(plan, call, "approval", None, None)
+        approval_id = ApprovalRequest.stable_id(name, call.id, arguments)
+        existing = self.store.get(approval_id)
+        if existing is not None and existing.status != "pending":
+            return self._settled(plan, call, existing)
+        request = ApprovalRequest(approval_id, name, arguments, call.id, call.reason, reason,
+                                  label)
+        if self.handler is not None:
+            return self._blocking(plan, call, request)
+        fresh = Approval(request)
+        kept = self.store.add(fresh)
+        self.audit.record(name, call.id, "ask", label, reason, None, approval_id)
+        if kept is fresh:
+            self._notify(kept)
+        call.extra["policy.pending"] = approval_id
+        return Decision.pending(reason, approval_id=approval_id, rule=label)
+
+    def _settled(self, plan: ToolPolicy, call: ToolCall, approval: Approval) -> Decision:
+        """The same call again (same tool, call id and arguments) after a person decided:
+        an approved call runs now, once; a denied one gets the person's reason; one that ran
+        already does not run twice."""
+        name = plan.tool.name
+        if approval.status == "approved" and not approval.edited:
+            claimed = self.store.transition(approval.id, ("approved",),
+                                            attrs.evolve(approval, status="running"))
+            if claimed is not None and claimed.status == "running" and \
+                    claimed.created == approval.created:
+                decision = self._allow(plan, call, "approval", approval.approver, approval.id)
+                if decision.kind == "allow":
+                    call.extra["policy.approval"] = approval.id
+                    self._notify(claimed)
+                else:
+                    self.store.transition(approval.id, ("running",), approval)
+                return decision
+            approval = claimed or approval
+        if approval.status == "approved":  # approved with changed arguments
+            return Decision.pending("approved with changed arguments: resume it",
+                                    approval_id=approval.id, rule="approval")
+        if approval.status == "denied":
+            done = attrs.evolve(approval, status="done", outcome="denied")
+            self.store.transition(approval.id, ("denied",), done)
+            self._notify(done)
+            why = approval.note or "a person declined it"
+            self.audit.record(name, call.id, "deny", "approval", why, approval.approver,
+                              approval.id)
+            return Decision.deny(why, rule="approval")
+        why = (f"this call already ran after approval {approval.id} "
+               f"({approval.outcome or approval.status}); it does not run twice")
+        self.audit.record(name, call.id, "deny", "approval", why, None, approval.id)
+        return Decision.deny(why, rule="approval")
+
+    def _blocking(self, plan: ToolPolicy, call: ToolCall, request: ApprovalRequest
+                  ) -> Decision:
+        name = plan.tool.name
+        try:
+            verdict = _as_verdict(self._call_handler(request))
+        except TimeoutError:
+            why = (f"nobody answered the approval request within "
+                   f"{self.settings.handler_timeout:g} s")
+            self.audit.record(name, call.id, "deny", request.rule, why, None, request.id)
+            return Decision.deny(why, rule=request.rule)
+        except Exception as exc:
+            why = f"the approval handler failed ({type(exc).__name__}: {exc})"
+            log.warning("policy.handler_failed", tool=name, call_id=call.id, error=why)
+            self.audit.record(name, call.id, "deny", request.rule, why, None, request.id)
+            return Decision.deny(why, rule=request.rule)
+        if not verdict.approved:
+            why = verdict.reason or "a person declined it"
+            self.audit.record(name, call.id, "reject", request.rule, why, verdict.approver,
+                              request.id)
+            return Decision.deny(why, rule="approval")
+        self.audit.record(name, call.id, "approve", request.rule, None, verdict.approver,
+                          request.id)
+        if verdict.arguments is not None and dict(verdict.arguments) != dict(request.arguments):
+            # The kernel has validated the model's arguments already: the changed call is
+            # approved for once, and the model is told to make it.
+            edited = _canonical(verdict.arguments)
+            with self._lock:
+                key = (name, edited)
+                self._edit_grants[key] = self._edit_grants.get(key, 0) + 1
+            why = (f"a person approved it with changed arguments: call {name!r} again with "
+                   f"exactly these arguments, which are approved once: {edited}")
+            return Decision.deny(why, rule="approval")
+        return self._allow(plan, call, "approval", verdict.approver, request.id)
+
+    def _take_edit_grant(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        key = (name, _canonical(arguments))
+        with self._lock:
+            left = self._edit_grants.get(key, 0)
+            if not left:
+                return False
+            if left == 1:
+                del self._edit_grants[key]
+            else:
+                self._edit_grants[key] = left - 1
+        return True
+
+    def _call_handler(self, request: ApprovalRequest) -> Any:
+        """The handler's answer, sync or async, within ``handler_timeout`` seconds. It runs
+        on a helper thread (an async handler on a loop of its own there), so that the caller's
+        event loop, if any, is not what it waits on."""
+        handler = self.handler
+        assert handler is not None
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                out = handler(request)
+                if inspect.isawaitable(out):
+                    out = asyncio.run(_awaited(out))
+                box["value"] = out
+            except BaseException as exc:
+                box["error"] = exc
+
+        helper = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+                                  name="toolregistry-approval", daemon=True)
+        helper.start()
+        helper.join(self.settings.handler_timeout)
+        if helper.is_alive():
+            raise TimeoutError
+        if "error" in box:
+            error = box["error"]
+            if not isinstance(error, Exception):
+                raise RuntimeError(f"{type(error).__name__}") from error
+            raise error
+        return box.get("value")
+
+    # -- the approvals queue ----------------------------------------------------------------
+    def pending(self) -> list[Approval]:
+        """Approvals waiting for a person, oldest first."""
+        return self.store.list("pending")
+
+    def approvals(self, status: str | None = None) -> list[Approval]:
+        """Every approval kept (or those in one ``status``), oldest first."""
+        return self.store.list(status)  # type: ignore[arg-type]
+
+    def get(self, approval_id: str) -> Approval:
+        """The approval with this id; an :class:`ApprovalError` when there is none."""
+        approval = self.store.get(approval_id)
+        if approval is None:
+            raise ApprovalError(f"unknown approval id {approval_id!r}: no call waits under it "
+                                "(it may belong to another store, or have been removed)")
+        return approval
+
+    def approve(self, approval_id: str, *, arguments: Mapping[str, Any] | None = None,
+                approver: str | None = None, note: str | None = None) -> Approval:
+        """A person approves a pending call, as asked or with ``arguments`` instead (checked
+        against the tool's schema now). It runs when the application resumes it."""
+        approval = self.get(approval_id)
+        if arguments is not None:
+            if not isinstance(arguments, Mapping):
+                raise TypeError(f"approve(arguments=...) must be an object, got "
+                                f"{type(arguments).__name__}")
+            self._validate(approval.tool, arguments)
+        decided = attrs.evolve(approval, status="approved", decided=time.time(),
+                               approver=approver, note=note,
+                               arguments=dict(arguments) if arguments is not None else None)
+        return self._decide(approval, decided, "approve")
+
+    def deny(self, approval_id: str, reason: str | None = None, *,
+             approver: str | None = None) -> Approval:
+        """A person refuses a pending call; ``reason`` is what the model reads."""
+        approval = self.get(approval_id)
+        decided = attrs.evolve(approval, status="denied", decided=time.time(),
+                               approver=approver, note=reason)
+        return self._decide(approval, decided, "reject")
+
+    def _decide(self, approval: Approval, decided: Approval, what: str) -> Approval:
+        kept = self.store.transition(approval.id, ("pending",), decided)
+        if kept is not decided:
+            now = kept or approval
+            by = f" by {now.approver}" if now.approver else ""
+            raise ApprovalError(f"approval {approval.id!r} ({approval.tool}) is already "
+                                f"{now.status}{by}; a decision is taken once")
+        self.audit.record(approval.tool, approval.request.call_id, what,
+                          approval.request.rule, decided.note, decided.approver, approval.id)
+        self._notify(decided)
+        return decided
+
+    def _validate(self, name: str, arguments: Mapping[str, Any]) -> None:
+        tool = self._registry.get_tool(name)
+        if tool is None:
+            raise ApprovalError(f"tool {name!r} is no longer in registry "
+                                f"{self._registry.name!r}")
+        try:
+            tool.validator.validate(dict(arguments))
+        except Exception as exc:
+            raise ValueError(f"the changed arguments for {name!r} are invalid: {exc}") from None
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(approval)`` whenever an approval is created, decided, starts or
+        ends (from the thread that changed it); returns an unsubscribe function."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _notify(self, approval: Approval) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(approval)
+            except Exception as exc:
+                log.warning("policy.listener_failed", approval_id=approval.id,
+                            error=f"{type(exc).__name__}: {exc}")
+
+    # -- resume -------------------------------------------------------------------------------
+    def resume(self, items: Iterable[Any], *, context: Mapping[str, Any] | None = None,
+               timeout: float | None = None) -> list[ToolResult]:
+        """Run the decided calls among ``items`` through the registry and return one result
+        per item, in order.
+
+        ``items`` are a batch's results (pending ones are resumed, the others returned as they
+        are), approval ids, :class:`~toolregistry.types.ApprovalRequest` objects or their
+        ``to_dict()``. An approved call runs once, through the registry's normal path
+        (validation, hooks, observers, budgets; rules again, with the person's approval
+        standing for ``ask``); a denied one answers with the person's reason; an undecided one
+        stays pending. An unknown id, or one already used, is an :class:`ApprovalError`, and
+        then nothing runs.
+        """
+        plan = self._claim(items)
+        if plan.calls:
+            token = _granted.set(plan.grants)
+            try:
+                results = self._registry.execute_tool_calls(plan.calls, context=context,
+                                                             timeout=timeout)
+            finally:
+                _granted.reset(token)
+        else:
+            results = []
+        return plan.finish(self, results)
+
+    async def aresume(self, items: Iterable[Any], *, context: Mapping[str, Any] | None = None,
+                      timeout: float | None = None) -> list[ToolResult]:
+        """Async twin of :meth:`resume`."""
+        plan = self._claim(items)
+        if plan.calls:
+            token = _granted.set(plan.grants)
+            try:
+                results = await self._registry.aexecute_tool_calls(
+                    plan.calls, context=context, timeout=timeout)
+            finally:
+                _granted.reset(token)
+        else:
+            results = []
+        return plan.finish(self, results)
+
+    def _claim(self, items: Iterable[Any]) -> _Resumption:
+        slots: list[ToolResult | str] = []
+        for item in items:
+            approval_id = _approval_id(item)
+            slots.append(item if approval_id is None else approval_id)
+        ids = [s for s in slots if isinstance(s, str)]
+        seen: set[str] = set()
+        for approval_id in ids:
+            if approval_id in seen:
+                raise ApprovalError(f"approval {approval_id!r} is given twice; it runs once")
+            seen.add(approval_id)
+        approvals = {approval_id: self.get(approval_id) for approval_id in ids}
+        for approval in approvals.values():
+            if approval.status in ("running", "done"):
+                raise ApprovalError(
+                    f"approval {approval.id!r} ({approval.tool}) was used already "
+                    f"({approval.outcome or approval.status}); nothing runs twice")
+        claimed: list[tuple[Approval, Approval]] = []
+        for approval in approvals.values():
+            if approval.status == "pending":
+                continue
+            new = attrs.evolve(approval, status="running") if approval.status == "approved" \
+                else attrs.evolve(approval, status="done", outcome="denied")
+            kept = self.store.transition(approval.id, (approval.status,), new)
+            if kept is not new:
+                for old, _ in claimed:  # give back what was claimed: nothing runs
+                    self.store.transition(old.id, ("running", "done"), old)
+                raise ApprovalError(f"approval {approval.id!r} ({approval.tool}) was used by "
+                                    "another resume meanwhile; nothing runs twice")
+            claimed.append((approval, new))
+        for _, new in claimed:
+            self._notify(new)
+        return _Resumption(slots, approvals)
+
+    def _finish(self, approval: Approval, result: ToolResult) -> None:
+        current = self.store.get(approval.id) or approval
+        done = attrs.evolve(current, status="done", outcome=result.outcome,
+                            result=result.text[:2000])
+        if self.store.transition(approval.id, ("running",), done) is done:
+            self._notify(done)
+
+    def observed(self, call: ToolCall, result: ToolResult) -> None:
+        """A call of a tool that may ask ended: settle what it left in the store."""
+        pending = call.extra.get("policy.pending")
+        if pending is not None and not result.pending:
+            # Another plugin denied it, or it failed before being held: nothing waits.
+            approval = self.store.get(pending)
+            if approval is not None and approval.status == "pending":
+                self.store.remove(pending)
+        ran = call.extra.get("policy.approval")
+        if ran is not None:
+            approval = self.store.get(ran)
+            if approval is not None:
+                self._finish(approval, result)
+
+
+class _Resumption:
+    """One ``resume``: the slots (results passed through, approval ids), the approvals, and
+    the calls to run."""
+
+    def __init__(self, slots: list[ToolResult | str], approvals: dict[str, Approval]) -> None:
+        self.slots = slots
+        self.approvals = approvals
+        self.calls: list[dict[str, Any]] = []
+        self.grants: dict[str, Approval] = {}
+        for approval in approvals.values():
+            if approval.status == "approved":
+                call_id = approval.request.call_id or approval.id
+                self.calls.append({"id": call_id, "name": approval.tool,
+                                   "arguments": approval.effective_arguments})
+                self.grants[call_id] = approval
+
+    def finish(self, policy: Policy, results: list[ToolResult]) -> list[ToolResult]:
+        ran = dict(zip([c["id"] for c in self.calls], results))
+        out: list[ToolResult] = []
+        for slot in self.slots:
+            if isinstance(slot, ToolResult):
+                out.append(slot)
+                continue
+            approval = self.approvals[slot]
+            request = approval.request
+            if approval.status == "approved":
+                result = ran[request.call_id or approval.id]
+                result.call_id = request.call_id
+                policy._finish(approval, result)
+                if approval.edited and not result.is_error:
+                    _note_edit(result, approval)
+                result.metadata["approval"] = {"id": approval.id, "approver": approval.approver,
+                                               "edited": approval.edited}
+            elif approval.status == "denied":
+                why = approval.note or "a person declined it"
+                result = ToolResult(request.call_id, request.tool,
+                                    f"Error: the call to {request.tool!r} was denied: {why}. It "
+                                    "did not run; do not call it again with these arguments.",
+                                    is_error=True, error_kind="denied", reason=request.reason)
+                policy.audit.record(request.tool, request.call_id, "deny", "approval", why,
+                                    approval.approver, approval.id)
+            else:
+                result = pending_result(request)
+            out.append(result)
+        return out
+
+
+def pending_result(request: ApprovalRequest) -> ToolResult:
+    """The result of a call still waiting for approval (as the kernel answers it)."""
+    why = f" ({request.message})" if request.message else ""
+    result = ToolResult(request.call_id, request.tool,
+                        f"Error: the call to {request.tool!r} waits for a person's approval"
+                        f"{why}; it has not run (approval {request.id}).", is_error=True,
+                        error_kind="approval_required", reason=request.reason)
+    result.approval = request
+    return result
+
+
+def _note_edit(result: ToolResult, approval: Approval) -> None:
+    note = (f"(A person approved this call with changed arguments: "
+            f"{_canonical(approval.effective_arguments)}.)")
+    if isinstance(result.content, str):
+        result.content = f"{note}\n{result.content}"
+    else:
+        result.content = [{"type": "text", "text": note}, *result.content]
+
+
+def _approval_id(item: Any) -> str | None:
+    """The approval id an item of ``resume`` names (``None``: a result passed through)."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, ToolResult):
+        return item.approval.id if item.pending and item.approval is not None else None
+    if isinstance(item, ApprovalRequest):
+        return item.id
+    if isinstance(item, Approval):
+        return item.id
+    if isinstance(item, Mapping):
+        data = item.get("request", item)
+        approval_id = data.get("id") if isinstance(data, Mapping) else None
+        if isinstance(approval_id, str):
+            return approval_id
+    raise TypeError(f"resume() takes results, approval ids, ApprovalRequest objects or their "
+                    f"dicts; got {type(item).__name__}")
+
+
+def _as_verdict(answer: Any) -> Verdict:
+    if isinstance(answer, Verdict):
+        return answer
+    if answer is True:
+        return Verdict.approve()
+    if answer is False or answer is None:
+        return Verdict.deny()
+    raise TypeError(f"an approval handler returns True, False or a Verdict, not "
+                    f"{type(answer).__name__}")
+
+
+def _canonical(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _load_handler(spec: str) -> Callable[[ApprovalRequest], Any]:
+    if spec == "terminal":
+        from ._terminal import TerminalApprover
+
+        return TerminalApprover()
+    handler = import_target(spec, "[tool.toolregistry.plugins.policy] handler")
+    if not callable(handler):
+        raise ConfigError(f"[tool.toolregistry.plugins.policy] handler {spec!r} is not "
+                          "callable")
+    return handler  # type: ignore[no-any-return]

@@ -1,0 +1,343 @@
+"""Permission rules: what a rule matches (tool facts and argument predicates), compiled once
+per tool into the list of rules that may decide its calls."""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from attrs import field, frozen
+
+from toolregistry.errors import ConfigError
+
+__all__ = ["RULE_KEYS", "ArgumentCheck", "Rule", "ToolFacts", "compile_rules", "tool_facts"]
+
+Kind = Literal["allow", "deny", "ask"]
+KINDS = ("allow", "deny", "ask")
+
+# MCP tool annotations (their wire names) and the ToolMetadata fields that hold them.
+ANNOTATIONS = {
+    "readOnlyHint": "read_only_hint",
+    "destructiveHint": "destructive_hint",
+    "idempotentHint": "idempotent_hint",
+    "openWorldHint": "open_world_hint",
+}
+# Provenance kinds as a rule names them: "python" covers functions and classes.
+SOURCES = {"python": ("function", "class"), "function": ("function",), "class": ("class",),
+           "mcp": ("mcp",), "openapi": ("openapi",), "langchain": ("langchain",),
+           "manual": ("manual",), "plugin": ("plugin",)}
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+RULE_KEYS = ("name", "decision", "reason", "tools", "namespaces", "tags", "sources",
+             "annotations", "methods", "arguments", "when")
+CHECK_KEYS = ("inside", "hosts", "min", "max", "one-of")
+_GLOB = re.compile(r"^[A-Za-z0-9_\-*?\[\]!.]+$")
+
+
+@frozen
+class ToolFacts:
+    """What rules can match about a tool, read once per tool."""
+
+    name: str
+    namespace: str | None
+    tags: frozenset[str]
+    source: str
+    annotations: Mapping[str, bool | None]
+    method: str | None
+
+
+def tool_facts(tool: Any) -> ToolFacts:
+    """The facts of a registry tool (name, namespace, tags, source, annotations, method)."""
+    meta = tool.metadata
+    tags = frozenset({str(t.value) for t in meta.tags} | set(meta.custom_tags))
+    openapi = meta.extra.get("openapi") if isinstance(meta.extra, Mapping) else None
+    method = openapi.get("method") if isinstance(openapi, Mapping) else None
+    annotations = {wire: getattr(meta, attr) for wire, attr in ANNOTATIONS.items()}
+    if meta.is_read_only and annotations["readOnlyHint"] is None:
+        annotations["readOnlyHint"] = True
+    return ToolFacts(tool.name, tool.namespace, tags, tool.provenance.kind, annotations,
+                     str(method).upper() if method else None)
+
+
+def _strs(value: Any, where: str, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple, set, frozenset)) or not value or not all(
+            isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: {key} must be a non-empty string or list of strings, "
+                          f"got {value!r}")
+    return tuple(value)
+
+
+def _glob(pattern: str, where: str, key: str) -> re.Pattern[str]:
+    if not _GLOB.match(pattern) or pattern.count("[") != pattern.count("]"):
+        raise ConfigError(f"{where}: {key} has a bad glob {pattern!r}: tool names and "
+                          "namespaces are letters, digits, '_' and '-', with '*', '?' and "
+                          "[...] as wildcards")
+    return re.compile(fnmatch.translate(pattern))
+
+
+# -- argument predicates ------------------------------------------------------------------
+
+@frozen
+class ArgumentCheck:
+    """One argument's condition: ``inside`` directories, a URL host in ``hosts``, a number
+    within ``min`` / ``max``, a value in ``one_of``; all given must hold. A missing argument
+    fails the check (the rule does not match)."""
+
+    argument: str
+    inside: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    min: float | None = None
+    max: float | None = None
+    one_of: tuple[Any, ...] | None = None
+
+    def __call__(self, arguments: Mapping[str, Any]) -> bool:
+        try:
+            value = arguments[self.argument]
+        except KeyError:
+            return False
+        if self.inside and not _inside(value, self.inside):
+            return False
+        if self.hosts and not _host_allowed(value, self.hosts):
+            return False
+        if self.min is not None or self.max is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    math.isnan(value):
+                return False
+            if self.min is not None and value < self.min:
+                return False
+            if self.max is not None and value > self.max:
+                return False
+        return self.one_of is None or value in self.one_of
+
+    @classmethod
+    def parse(cls, argument: str, spec: Any, where: str, base: Path | None) -> ArgumentCheck:
+        """An ``arguments.<name> = {inside = [...], ...}`` table, checked."""
+        if isinstance(spec, ArgumentCheck):
+            return spec
+        here = f"{where}: arguments.{argument}"
+        if not isinstance(spec, Mapping) or not spec:
+            raise ConfigError(f"{here} must be a table of {', '.join(CHECK_KEYS)}, got {spec!r}")
+        spec = {str(k).replace("_", "-"): v for k, v in spec.items()}
+        unknown = sorted(set(spec) - set(CHECK_KEYS))
+        if unknown:
+            raise ConfigError(f"{here}: unknown key {unknown[0]!r}; known: "
+                              f"{', '.join(CHECK_KEYS)}")
+        inside = tuple(_directory(d, base) for d in _strs(spec["inside"], here, "inside")) \
+            if "inside" in spec else ()
+        hosts = tuple(h.lower() for h in _strs(spec["hosts"], here, "hosts")) \
+            if "hosts" in spec else ()
+        bounds: dict[str, float | None] = {}
+        for key in ("min", "max"):
+            value = spec.get(key)
+            if value is not None and (isinstance(value, bool) or
+                                      not isinstance(value, (int, float))):
+                raise ConfigError(f"{here}: {key} must be a number, got {value!r}")
+            bounds[key] = value
+        one_of = spec.get("one-of")
+        if one_of is not None and not isinstance(one_of, (list, tuple)):
+            raise ConfigError(f"{here}: one-of must be a list, got {one_of!r}")
+        return cls(argument, inside, hosts, bounds["min"], bounds["max"],
+                   tuple(one_of) if one_of is not None else None)
+
+
+def _directory(path: str, base: Path | None) -> str:
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base is not None:
+        p = base / p
+    return os.path.realpath(p)
+
+
+def _inside(value: Any, directories: Sequence[str]) -> bool:
+    if not isinstance(value, (str, os.PathLike)) or not str(value) or "\x00" in str(value):
+        return False
+    real = os.path.realpath(Path(value).expanduser())  # symlinks and '..' resolved
+    return any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in directories)
+
+
+def _host_allowed(value: Any, hosts: Sequence[str]) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        host = urlsplit(value.strip()).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    for allowed in hosts:
+        if allowed.startswith("*."):
+            if host.endswith(allowed[1:]):
+                return True
+        elif host == allowed:
+            return True
+        else:
+            try:  # 127.0.0.1 vs 127.000.000.001 and the like
+                if ipaddress.ip_address(host) == ipaddress.ip_address(allowed):
+                    return True
+            except ValueError:
+                pass
+    return False
+
+
+# -- rules ------------------------------------------------------------------------------------
+
+def _check_decision(_inst: Any, _attr: Any, value: Any) -> None:
+    if value not in KINDS:
+        raise ConfigError(f"a policy rule's decision must be allow, deny or ask, got {value!r}")
+
+
+@frozen
+class Rule:
+    """One permission rule: what it matches and what it decides (``allow``, ``deny`` with a
+    ``reason`` the model reads, or ``ask`` a person).
+
+    Every condition given must hold (a list matches when any of its items does): ``tools``
+    and ``namespaces`` are globs, ``tags`` tool tags or custom tags, ``sources`` source kinds
+    (``python``, ``mcp``, ``openapi``, ``langchain``, ``manual``, ``plugin``),
+    ``annotations`` MCP hints (``{"destructiveHint": True}``), ``methods`` HTTP methods of
+    OpenAPI tools, ``arguments`` per-argument checks (``{"path": {"inside": ["/tmp"]}}``), and
+    ``when`` (code only) a predicate of the arguments. Build from code with keyword
+    arguments, or from a TOML table with :meth:`from_dict`.
+    """
+
+    decision: Kind = field(validator=_check_decision)
+    name: str | None = None
+    reason: str | None = None
+    tools: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    annotations: Mapping[str, bool] = field(factory=dict)
+    methods: tuple[str, ...] = ()
+    arguments: Mapping[str, Any] = field(factory=dict)
+    when: Callable[[Mapping[str, Any]], bool] | None = field(default=None, eq=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], index: int = 0) -> Rule:
+        """A rule from its table; unknown keys and bad values are a ``ConfigError`` naming
+        the rule."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"policy rules[{index}] must be a table, got {data!r}")
+        data = {str(k).replace("_", "-"): v for k, v in data.items()}
+        where = _where(data.get("name"), index)
+        unknown = sorted(set(data) - {k.replace("_", "-") for k in RULE_KEYS})
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known: "
+                              f"{', '.join(RULE_KEYS)}")
+        if "decision" not in data:
+            raise ConfigError(f"{where}: needs decision = \"allow\", \"deny\" or \"ask\"")
+        try:
+            return cls(data["decision"], data.get("name"), data.get("reason"),
+                       tuple(_as_list(data.get("tools"))),
+                       tuple(_as_list(data.get("namespaces"))),
+                       tuple(_as_list(data.get("tags"))), tuple(_as_list(data.get("sources"))),
+                       dict(data.get("annotations") or {}), tuple(_as_list(data.get("methods"))),
+                       dict(data.get("arguments") or {}), data.get("when"))
+        except (TypeError, ValueError, ConfigError) as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Iterable):
+        return list(value)
+    return [value]
+
+
+def _where(name: Any, index: int) -> str:
+    return f"policy rule {name!r} (rules[{index}])" if name else f"policy rules[{index}]"
+
+
+@frozen
+class Compiled:
+    """A checked rule: its tool-level matchers and its argument checks."""
+
+    rule: Rule
+    label: str
+    tools: tuple[re.Pattern[str], ...]
+    namespaces: tuple[re.Pattern[str], ...]
+    tags: frozenset[str]
+    sources: frozenset[str]
+    annotations: tuple[tuple[str, bool], ...]
+    methods: frozenset[str]
+    checks: tuple[Callable[[Mapping[str, Any]], bool], ...]
+
+    @property
+    def static(self) -> bool:
+        """True when the rule's decision does not depend on the arguments."""
+        return not self.checks
+
+    def matches_tool(self, facts: ToolFacts) -> bool:
+        """Whether the tool-level conditions hold for a tool."""
+        if self.tools and not any(p.match(facts.name) for p in self.tools):
+            return False
+        if self.namespaces and not (facts.namespace is not None and any(
+                p.match(facts.namespace) for p in self.namespaces)):
+            return False
+        if self.tags and not (self.tags & facts.tags):
+            return False
+        if self.sources and facts.source not in self.sources:
+            return False
+        if any(facts.annotations.get(k) is not v for k, v in self.annotations):
+            return False
+        return not self.methods or facts.method in self.methods
+
+
+def compile_rule(rule: Rule, index: int, base: Path | None) -> Compiled:
+    """Check a rule and compile its matchers; a ``ConfigError`` names the rule."""
+    where = _where(rule.name, index)
+    tools = tuple(_glob(g, where, "tools") for g in _strs(rule.tools, where, "tools")) \
+        if rule.tools else ()
+    spaces = tuple(_glob(g, where, "namespaces")
+                   for g in _strs(rule.namespaces, where, "namespaces")) if rule.namespaces else ()
+    tags = frozenset(_strs(rule.tags, where, "tags")) if rule.tags else frozenset()
+    sources: set[str] = set()
+    for s in _strs(rule.sources, where, "sources") if rule.sources else ():
+        if s not in SOURCES:
+            raise ConfigError(f"{where}: unknown source {s!r}; known: {', '.join(SOURCES)}")
+        sources.update(SOURCES[s])
+    annotations = []
+    for key, value in rule.annotations.items():
+        if key not in ANNOTATIONS:
+            raise ConfigError(f"{where}: unknown annotation {key!r}; known: "
+                              f"{', '.join(ANNOTATIONS)}")
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: annotation {key} must be true or false, got {value!r}")
+        annotations.append((key, value))
+    methods = set()
+    for m in _strs(rule.methods, where, "methods") if rule.methods else ():
+        if m.upper() not in METHODS:
+            raise ConfigError(f"{where}: unknown HTTP method {m!r}; known: {', '.join(METHODS)}")
+        methods.add(m.upper())
+    checks: list[Callable[[Mapping[str, Any]], bool]] = [
+        ArgumentCheck.parse(str(arg), spec, where, base) for arg, spec in rule.arguments.items()]
+    if rule.when is not None:
+        if not callable(rule.when):
+            raise ConfigError(f"{where}: when must be a function of the arguments")
+        checks.append(rule.when)
+    if rule.decision == "deny" and rule.reason is not None and not isinstance(rule.reason, str):
+        raise ConfigError(f"{where}: reason must be a string")
+    return Compiled(rule, rule.name or f"rules[{index}]", tools, spaces, tags,
+                    frozenset(sources), tuple(annotations), frozenset(methods), tuple(checks))
+
+
+def compile_rules(rules: Iterable[Rule | Mapping[str, Any]], base: Path | None = None
+                  ) -> tuple[Compiled, ...]:
+    """Rules in order (tables or :class:`Rule` objects), checked and compiled."""
+    out = []
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, Rule):
+            rule = Rule.from_dict(rule, index)
+        out.append(compile_rule(rule, index, base))
+    return tuple(out)

@@ -1,0 +1,37 @@
+"""``[tool.toolregistry.plugins.policy]``: the plugin's options, validated by pydantic (the
+rules and budgets tables are checked by the policy itself, so that errors name the rule)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PLUGIN_NAME = "policy"
+
+
+class PolicySettings(BaseModel):
+    """Options of the policy plugin (TOML keys use dashes: ``handler-timeout``).
+
+    ``default``: the decision when no rule matches (``allow``, ``deny`` or ``ask``).
+    ``rules``: the rules, first match wins (see docs/policy.md). ``handler``: who answers
+    ``ask`` at once (blocking): ``"terminal"`` or ``"pkg.mod:fn"``; without one, ``ask``
+    calls are deferred (a pending result with an approval id). ``handler_timeout``: seconds a
+    handler may take before the call is denied. ``store``: a SQLite file for the approvals
+    (relative to the configuration file), shared by processes; default: in memory.
+    ``budgets``: limits and costs. ``audit_size``: records kept in memory.
+    ``audit_allowed``: audit calls a rule allows statically too (they then pay for the
+    hook). ``deny_message``: the reason given when the default denies.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    default: Literal["allow", "deny", "ask"] = "allow"
+    rules: list[dict[str, Any]] = Field(default_factory=list)
+    handler: str | None = Field(default=None, pattern=r"^(terminal|[\w.]+:[\w.]+)$")
+    handler_timeout: float = Field(default=300.0, gt=0)
+    store: str | None = None
+    budgets: dict[str, Any] = Field(default_factory=dict)
+    audit_size: int = Field(default=10_000, ge=1)
+    audit_allowed: bool = False
+    deny_message: str = "no rule allows it"

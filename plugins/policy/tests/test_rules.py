@@ -1,0 +1,202 @@
+"""Rules: what they match, first match wins, the default, configuration errors naming the rule,
+and tools allowed statically paying nothing."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import toolregistry_policy as tp
+from toolregistry import Tool, ToolMetadata, ToolRegistry
+from toolregistry.errors import ConfigError
+from toolregistry.tool import Provenance
+
+
+def _echo(**kwargs: object) -> str:
+    return "ran"
+
+
+def _tools() -> list[Tool]:
+    schema = {"type": "object", "properties": {"path": {"type": "string"},
+                                               "url": {"type": "string"},
+                                               "n": {"type": "number"}}}
+    return [
+        Tool(name="fs-write", parameters=schema, callable=_echo, namespace="fs",
+             metadata=ToolMetadata(destructive_hint=True, tags={"file_system"}),
+             provenance=Provenance("mcp", "files")),
+        Tool(name="fs-read", parameters=schema, callable=_echo, namespace="fs",
+             metadata=ToolMetadata(read_only_hint=True), provenance=Provenance("mcp", "files")),
+        Tool(name="pets-delete_pet", parameters=schema, callable=_echo, namespace="pets",
+             metadata=ToolMetadata(extra={"openapi": {"method": "delete", "path": "/pets"}}),
+             provenance=Provenance("openapi", "petstore")),
+        Tool(name="pets-list_pets", parameters=schema, callable=_echo, namespace="pets",
+             metadata=ToolMetadata(extra={"openapi": {"method": "get", "path": "/pets"}}),
+             provenance=Provenance("openapi", "petstore")),
+        Tool(name="fetch", parameters=schema, callable=_echo,
+             metadata=ToolMetadata(custom_tags={"web"}), provenance=Provenance("function")),
+    ]
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+    reg.register_tools(_tools())
+    yield reg
+    reg.close()
+
+
+def _outcome(reg: ToolRegistry, name: str, **arguments: object) -> str:
+    return reg.invoke(name, arguments).outcome
+
+
+def test_matchers(registry: ToolRegistry) -> None:
+    tp.configure(registry, default="deny", rules=[
+        tp.Rule("allow", annotations={"readOnlyHint": True}),
+        tp.Rule("deny", sources=["openapi"], methods=["DELETE"], reason="no deletes"),
+        tp.Rule("allow", namespaces=["pets"]),
+        tp.Rule("ask", tags=["file_system"], annotations={"destructiveHint": True}),
+        tp.Rule("allow", tags=["web"], sources=["python"]),
+    ])
+    assert _outcome(registry, "fs-read") == "ok"
+    assert _outcome(registry, "pets-delete_pet") == "denied"
+    assert "no deletes" in registry.invoke("pets-delete_pet", {}).text
+    assert _outcome(registry, "pets-list_pets") == "ok"
+    assert _outcome(registry, "fs-write") == "approval_required"
+    assert _outcome(registry, "fetch") == "ok"
+
+
+def test_first_match_wins_and_the_default(registry: ToolRegistry) -> None:
+    tp.configure(registry, rules=[{"tools": ["fs-*"], "decision": "deny", "reason": "first"},
+                                  {"tools": ["fs-read"], "decision": "allow"}],
+                 default="ask")
+    assert "first" in registry.invoke("fs-read", {}).text
+    assert _outcome(registry, "fetch") == "approval_required"
+    tp.configure(registry, default="deny", deny_message="not on the list")
+    assert "not on the list" in registry.invoke("fetch", {}).text
+
+
+def test_argument_predicates(registry: ToolRegistry, tmp_path: Path) -> None:
+    inside = tmp_path / "work"
+    inside.mkdir()
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (inside / "link").symlink_to(outside)
+    tp.configure(registry, default="deny", rules=[
+        {"tools": ["fs-write"], "decision": "allow", "arguments": {"path": {"inside": [str(inside)]}}},
+        {"tools": ["fetch"], "decision": "allow",
+         "arguments": {"url": {"hosts": ["api.example.com", "*.example.org"]},
+                       "n": {"min": 1, "max": 10}}},
+    ])
+    assert _outcome(registry, "fs-write", path=str(inside / "a.txt")) == "ok"
+    assert _outcome(registry, "fs-write", path=str(inside / ".." / "secret" / "x")) == "denied"
+    assert _outcome(registry, "fs-write", path=str(inside / "link" / "x")) == "denied"  # symlink
+    assert _outcome(registry, "fs-write") == "denied"  # a missing argument never matches
+    assert _outcome(registry, "fetch", url="https://api.example.com/x", n=5) == "ok"
+    assert _outcome(registry, "fetch", url="https://a.b.example.org/", n=1) == "ok"
+    assert _outcome(registry, "fetch", url="https://example.org/", n=1) == "denied"
+    assert _outcome(registry, "fetch", url="https://api.example.com.evil.io/", n=1) == "denied"
+    assert _outcome(registry, "fetch", url="https://user@evil.io/api.example.com", n=2) == "denied"
+    assert _outcome(registry, "fetch", url="https://api.example.com/", n=11) == "denied"
+    assert _outcome(registry, "fetch", url="https://api.example.com/", n=0.5) == "denied"
+
+
+def test_code_predicate(registry: ToolRegistry) -> None:
+    tp.configure(registry, rules=[tp.Rule("deny", tools=["fetch"], reason="too long",
+                                          when=lambda args: len(args.get("url", "")) > 20)])
+    assert _outcome(registry, "fetch", url="https://a.io") == "ok"
+    assert _outcome(registry, "fetch", url="https://a.io/" + "x" * 30) == "denied"
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ({"name": "r1", "decision": "deny", "toolz": ["x"]}, "policy rule 'r1' (rules[0]): unknown key 'toolz'"),
+    ({"name": "r2", "decision": "allow", "tools": ["fs/*"]}, "policy rule 'r2' (rules[0]): tools has a bad glob 'fs/*'"),
+    ({"name": "r3", "decision": "ask", "annotations": {"readonlyHint": True}}, "policy rule 'r3' (rules[0]): unknown annotation 'readonlyHint'"),
+    ({"name": "r4", "decision": "maybe"}, "policy rule 'r4' (rules[0]): a policy rule's decision must be allow, deny or ask"),
+    ({"name": "r5", "decision": "allow", "sources": ["ftp"]}, "unknown source 'ftp'"),
+    ({"name": "r6", "decision": "allow", "methods": ["FETCH"]}, "unknown HTTP method 'FETCH'"),
+    ({"name": "r7", "decision": "allow", "arguments": {"n": {"min": "a"}}}, "arguments.n: min must be a number"),
+    ({"name": "r8", "decision": "allow", "arguments": {"n": {"within": 3}}}, "arguments.n: unknown key 'within'"),
+    ({"tools": ["x"]}, "policy rules[0]: needs decision"),
+])
+def test_bad_rules_name_the_rule(registry: ToolRegistry, rule: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        tp.configure(registry, rules=[rule])
+    assert message in str(info.value)
+
+
+def test_rules_from_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.toolregistry.plugins.policy]
+        default = "deny"
+        deny-message = "ask the admin"
+
+        [[tool.toolregistry.plugins.policy.rules]]
+        name = "workdir"
+        tools = ["fs-*"]
+        decision = "allow"
+        arguments = { path = { inside = ["work"] } }
+    """), encoding="utf-8")
+    (tmp_path / "work").mkdir()
+    reg = ToolRegistry(config=tmp_path / "pyproject.toml")
+    try:
+        reg.register_tools(_tools())
+        # "work" is relative to the configuration file's folder.
+        assert _outcome(reg, "fs-write", path=str(tmp_path / "work" / "f")) == "ok"
+        assert "ask the admin" in reg.invoke("fs-write", {"path": "/etc/passwd"}).text
+        assert tp.get_policy(reg).check("fs-write", {"path": "/etc"}) == ("deny", "default",
+                                                                          "ask the admin")
+    finally:
+        reg.close()
+
+
+def test_bad_rule_in_pyproject_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""
+        [[tool.toolregistry.plugins.policy.rules]]
+        name = "oops"
+        tools = ["x"]
+        decision = "ask"
+        annotations = { destructive = true }
+    """), encoding="utf-8")
+    reg = ToolRegistry(config=tmp_path / "pyproject.toml")
+    try:
+        reg.register_tools(_tools())
+        with pytest.raises(ConfigError, match=r"policy rule 'oops'.*unknown annotation 'destructive'"):
+            tp.get_policy(reg)
+    finally:
+        reg.close()
+
+
+def test_static_allow_pays_nothing(registry: ToolRegistry) -> None:
+    tp.configure(registry, rules=[tp.Rule("ask", tools=["fs-write"]),
+                                  tp.Rule("allow", tools=["fetch"], arguments={"n": {"max": 3}})])
+    for name in ("fs-read", "fs-write", "fetch"):
+        registry.invoke(name, {"n": 1})
+    plans = registry._get_executor().pipeline._plans
+    assert plans["fs-read"].hooks.authorize is None  # static allow: no hook at all
+    assert not plans["fs-read"].hooks.observers
+    assert plans["fetch"].hooks.authorize is not None  # depends on the arguments
+    assert plans["fs-write"].hooks.observers  # may ask: the store is kept in step
+    assert [r.tool for r in tp.get_policy(registry).audit.query()] == ["fs-write", "fetch"]
+
+
+def test_configure_recompiles_plans(registry: ToolRegistry) -> None:
+    assert _outcome(registry, "fetch") == "ok"
+    tp.configure(registry, rules=[tp.Rule("deny", tools=["fetch"])])
+    assert _outcome(registry, "fetch") == "denied"
+    tp.configure(registry, rules=[])
+    assert _outcome(registry, "fetch") == "ok"
+
+
+def test_relative_paths_resolve_against_the_working_directory(registry: ToolRegistry,
+                                                              tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("work")
+    tp.configure(registry, default="deny", rules=[
+        {"decision": "allow", "arguments": {"path": {"inside": [str(tmp_path / "work")]}}}])
+    assert _outcome(registry, "fs-write", path="work/x") == "ok"
+    assert _outcome(registry, "fs-write", path="../x") == "denied"
