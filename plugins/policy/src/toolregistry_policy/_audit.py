@@ -7,21 +7,19 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
-
-from attrs import frozen
+from typing import Any, NamedTuple
 
 from toolregistry.plugin import log
 
 __all__ = ["AuditLog", "AuditRecord"]
 
 
-@frozen
-class AuditRecord:
-    """One decision: ``decision`` is ``allow``, ``deny``, ``ask`` (held for a person),
-    ``approve`` / ``reject`` (a person's answer) or ``denied-by-budget`` style reasons in
-    ``reason``. ``rule`` names the rule (``default`` when none matched, ``approval`` for a call
-    a person approved, ``budget`` for a spent budget); ``approver`` who decided."""
+class AuditRecord(NamedTuple):
+    """One decision: ``decision`` is ``allow``, ``deny``, ``ask`` (held for a person), or a
+    person's ``approve`` / ``reject``. ``rule`` names the rule (``default`` when none matched,
+    ``approval`` for a call a person approved, ``budget`` for a spent budget); ``reason`` what
+    the model or the person was told; ``approver`` who decided; ``approval_id`` the approval
+    concerned."""
 
     time: float
     tool: str
@@ -34,9 +32,7 @@ class AuditRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"time": self.time, "tool": self.tool, "call_id": self.call_id,
-                "decision": self.decision, "rule": self.rule, "reason": self.reason,
-                "approver": self.approver, "approval_id": self.approval_id}
+        return self._asdict()
 
 
 class AuditLog:

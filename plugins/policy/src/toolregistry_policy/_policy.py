@@ -24,7 +24,7 @@ from toolregistry.types import ApprovalRequest, Decision, ToolResult
 from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore
 from ._audit import AuditLog
 from ._budgets import Budgets, ToolBudget
-from ._rules import Compiled, Rule, compile_rules, tool_facts
+from ._rules import Compiled, Rule, compile_decider, compile_rules, tool_facts
 from ._settings import PolicySettings
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ _granted: contextvars.ContextVar[Mapping[str, Approval] | None] = contextvars.Co
 
 Kind = Literal["allow", "deny", "ask"]
 _KEEP: Any = object()
+_ALLOW: dict[str, Decision] = {}  # Decisions are immutable: one per rule name
 Listener = Callable[[Approval], Any]
 
 
@@ -68,7 +69,7 @@ class Verdict:
 class ToolPolicy:
     """The rules that may decide one tool's calls, compiled once per tool."""
 
-    __slots__ = ("asks", "budget", "default", "rules", "static", "tool")
+    __slots__ = ("asks", "budget", "decide_index", "default", "rules", "static", "tool")
 
     def __init__(self, tool: Tool, rules: tuple[Compiled, ...], default: Kind,
                  budget: ToolBudget | None) -> None:
@@ -87,14 +88,15 @@ class ToolPolicy:
                                     else default if first is None else None)
         self.asks = any(r.rule.decision == "ask" for r in kept) or (
             default == "ask" and not (kept and kept[-1].static))
+        self.decide_index = compile_decider(self.rules)
 
     def decide(self, arguments: Mapping[str, Any]) -> tuple[Compiled | None, Kind]:
         """The first rule that matches the call, and its decision (``None``: the default)."""
-        for rule in self.rules:
-            checks = rule.checks
-            if not checks or all(check(arguments) for check in checks):
-                return rule, rule.rule.decision
-        return None, self.default
+        index = self.decide_index(arguments)
+        if index < 0:
+            return None, self.default
+        rule = self.rules[index]
+        return rule, rule.rule.decision
 
 
 class Policy:
@@ -264,7 +266,10 @@ class Policy:
                 self.audit.record(name, call.id, "deny", "budget", why, approver, approval_id)
                 return Decision.deny(why, rule="budget")
         self.audit.record(name, call.id, "allow", label, None, approver, approval_id)
-        return Decision.allow(rule=label)
+        decision = _ALLOW.get(label)
+        if decision is None:
+            decision = _ALLOW[label] = Decision.allow(rule=label)
+        return decision
 
     def _ask(self, plan: ToolPolicy, call: ToolCall, label: str, reason: str | None
              ) -> Decision:

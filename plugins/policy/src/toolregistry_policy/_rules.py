@@ -341,3 +341,66 @@ def compile_rules(rules: Iterable[Rule | Mapping[str, Any]], base: Path | None =
             rule = Rule.from_dict(rule, index)
         out.append(compile_rule(rule, index, base))
     return tuple(out)
+
+
+_MISSING = object()
+
+
+def compile_decider(rules: Sequence[Compiled]) -> Callable[[Mapping[str, Any]], int]:
+    """One function of a call's arguments that returns the index of the first rule of
+    ``rules`` whose argument checks all hold (``-1``: none does).
+
+    The checks are generated as one Python function, inline where they are comparisons
+    (bounds, membership), so that a tool with many argument rules pays for comparisons
+    rather than for a function call per check.
+    """
+    names: dict[str, Any] = {"_M": _MISSING, "_inside": _inside, "_host": _host_allowed,
+                             "_nan": math.isnan}
+    # Argument values are read once, before the first rule (``prelude``): a rule's test is
+    # then only its comparisons. Values are looked up with .get, so any Mapping works.
+    prelude = ["def decide(a):"]
+    lines: list[str] = []
+    args: dict[str, str] = {}
+    numbers: set[str] = set()
+    for index, rule in enumerate(rules):
+        terms: list[str] = []
+        for k, check in enumerate(rule.checks):
+            if not isinstance(check, ArgumentCheck):
+                names[f"_w{index}_{k}"] = check
+                terms.append(f"_w{index}_{k}(a)")
+                continue
+            var = args.get(check.argument)
+            if var is None:
+                var = args[check.argument] = f"v{len(args)}"
+                names[f"_k{var}"] = check.argument
+                prelude.append(f"    {var} = a.get(_k{var}, _M)")
+            numeric = check.min is not None or check.max is not None
+            if numeric:
+                if f"{var}n" not in numbers:
+                    numbers.add(f"{var}n")
+                    prelude.append(f"    {var}n = {var} is not _M and (type({var}) is int or "
+                                   f"(type({var}) is float and not _nan({var})))")
+                terms.append(f"{var}n")
+            else:
+                terms.append(f"{var} is not _M")
+            if check.inside:
+                names[f"_d{index}_{k}"] = check.inside
+                terms.append(f"_inside({var}, _d{index}_{k})")
+            if check.hosts:
+                names[f"_h{index}_{k}"] = check.hosts
+                terms.append(f"_host({var}, _h{index}_{k})")
+            if numeric:
+                if check.min is not None:
+                    names[f"_lo{index}_{k}"] = check.min
+                    terms.append(f"{var} >= _lo{index}_{k}")
+                if check.max is not None:
+                    names[f"_hi{index}_{k}"] = check.max
+                    terms.append(f"{var} <= _hi{index}_{k}")
+            if check.one_of is not None:
+                names[f"_in{index}_{k}"] = check.one_of
+                terms.append(f"{var} in _in{index}_{k}")
+        lines.append(f"    if {' and '.join(terms) or 'True'}:")
+        lines.append(f"        return {index}")
+    lines.append("    return -1")
+    exec(compile("\n".join(prelude + lines), "<policy rules>", "exec"), names)
+    return names["decide"]  # type: ignore[no-any-return]
