@@ -61,7 +61,7 @@ def test_costs(registry: ToolRegistry) -> None:
 
 def test_denied_calls_do_not_count(registry: ToolRegistry) -> None:
     tp.configure(registry, rules=[tp.Rule("deny", tools=["add"])],
-                 budgets={"max-calls": 1})
+                 budgets={"max-calls": 1}, hide_denied=False)
     assert _run(registry, "add", 2) == ["denied", "denied"]
     assert _run(registry, "send_mail", 2) == ["ok", "denied"]
 
@@ -78,7 +78,7 @@ def test_bad_budgets(registry: ToolRegistry, budgets: dict, message: str) -> Non
 
 
 def test_every_decision_is_a_structlog_event_and_queryable(registry: ToolRegistry) -> None:
-    tp.configure(registry, default="deny", audit_allowed=True, rules=[
+    tp.configure(registry, default="deny", audit_allowed=True, hide_denied=False, rules=[
         tp.Rule("allow", tools=["add"], name="math"),
         tp.Rule("ask", tools=["send_mail"], name="mail")])
     with structlog.testing.capture_logs() as events:

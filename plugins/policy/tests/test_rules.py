@@ -53,7 +53,7 @@ def _outcome(reg: ToolRegistry, name: str, **arguments: object) -> str:
 
 
 def test_matchers(registry: ToolRegistry) -> None:
-    tp.configure(registry, default="deny", rules=[
+    tp.configure(registry, default="deny", hide_denied=False, rules=[
         tp.Rule("allow", annotations={"readOnlyHint": True}),
         tp.Rule("deny", sources=["openapi"], methods=["DELETE"], reason="no deletes"),
         tp.Rule("allow", namespaces=["pets"]),
@@ -162,9 +162,10 @@ def test_bad_rule_in_pyproject_is_a_config_error(tmp_path: Path) -> None:
     """), encoding="utf-8")
     reg = ToolRegistry(config=tmp_path / "pyproject.toml")
     try:
-        reg.register_tools(_tools())
+        # The policy is made when the first tool arrives (to hide denied tools): the error
+        # comes then, and the registry is left unchanged.
         with pytest.raises(ConfigError, match=r"policy rule 'oops'.*unknown annotation 'destructive'"):
-            tp.get_policy(reg)
+            reg.register_tools(_tools())
     finally:
         reg.close()
 
@@ -184,10 +185,35 @@ def test_static_allow_pays_nothing(registry: ToolRegistry) -> None:
 
 def test_configure_recompiles_plans(registry: ToolRegistry) -> None:
     assert _outcome(registry, "fetch") == "ok"
-    tp.configure(registry, rules=[tp.Rule("deny", tools=["fetch"])])
+    tp.configure(registry, rules=[tp.Rule("deny", tools=["fetch"])], hide_denied=False)
     assert _outcome(registry, "fetch") == "denied"
     tp.configure(registry, rules=[])
     assert _outcome(registry, "fetch") == "ok"
+
+
+def test_tools_denied_outright_are_hidden(registry: ToolRegistry) -> None:
+    """Denied whatever the arguments: disabled with the reason, so neither get_schemas nor
+    discovery shows them; enabled again when the rules change; argument rules hide nothing."""
+    tp.configure(registry, rules=[tp.Rule("deny", tools=["fs-*"], reason="no files today"),
+                                  tp.Rule("deny", tools=["fetch"], arguments={"n": {"max": 3}})])
+    assert sorted(registry.list_tools()) == ["fetch", "pets-delete_pet", "pets-list_pets"]
+    result = registry.invoke("fs-read", {})
+    assert result.outcome == "disabled" and "denied by policy: no files today" in result.text
+    schemas = {s["function"]["name"] for s in registry.get_schemas()}
+    assert "fs-read" not in schemas and "fetch" in schemas
+
+    registry.register(lambda: "x", name="new", namespace="fs")  # fs-new: arrives hidden
+    assert not registry.is_enabled("fs-new")
+    tp.configure(registry, rules=[])
+    assert registry.is_enabled("fs-read") and registry.is_enabled("fs-new")
+
+    registry.disable("fetch", reason="maintenance")  # the application's own: left alone
+    tp.configure(registry, rules=[tp.Rule("deny", tools=["fs-write"])])
+    registry.enable("fs-write")  # the application overrides the policy's hiding
+    assert registry.is_enabled("fs-write")
+    assert registry.invoke("fs-write", {}).outcome == "denied"  # still denied when called
+    tp.configure(registry, rules=[])
+    assert not registry.is_enabled("fetch")
 
 
 def test_relative_paths_resolve_against_the_working_directory(registry: ToolRegistry,

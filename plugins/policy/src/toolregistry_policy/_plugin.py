@@ -6,6 +6,8 @@
 * ``authorize``: the rules' decision for the call (allow, deny with a reason, or held for
   approval), budgets, and the audit record.
 * ``call_observer``: settles the approvals store when a call that may ask ends.
+* ``on_change``: tools denied whatever their arguments are disabled as they arrive
+  (``hide-denied``), so that the model is not shown them.
 * ``settings_model``: ``[tool.toolregistry.plugins.policy]``.
 
 The policy of a registry is made on first use (``get_policy``) and lives in
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
+    from toolregistry.events import ChangeEvent
     from toolregistry.types import Decision
 
 
@@ -44,6 +47,15 @@ def settings_model() -> type[BaseModel]:
 def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
     """The plugin's hooks that concern ``tool`` (none for a static allow)."""
     return _policy(registry).hooks_for(tool)  # type: ignore[no-any-return]
+
+
+@hookimpl
+def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
+    """Hide the tools that are denied outright as they arrive or change (``hide-denied``)."""
+    if event.kind in ("register", "metadata", "rename", "namespace"):
+        _policy(registry).hide_denied(event.names)
+    elif event.kind == "enable":
+        _policy(registry).enabled_by_hand(event.names)
 
 
 @hookimpl

@@ -111,6 +111,8 @@ class Policy:
         self.audit = AuditLog(settings.audit_size)
         self.store: ApprovalStore = MemoryStore()
         self._code_rules: list[Rule | Mapping[str, Any]] | None = None
+        self._hidden: set[str] = set()  # tools this policy disabled (hide_denied)
+        self._hiding = threading.local()
         self.settings = settings
         self._apply(settings, init=True)
 
@@ -144,10 +146,13 @@ class Policy:
             if store is not None:
                 self.store = store
             self._plans = {}
+        self._may_hide = settings.hide_denied and (settings.default == "deny" or any(
+            r.static and r.rule.decision == "deny" for r in compiled))
         if not init:
             # The tools' call plans depend on the rules (call_hooks): compile them again.
             version = int(self._registry.get_setting("policy", 0)) + 1
             self._registry.set_setting("policy", version)
+            self.hide_denied()
 
     def configure(self, *, rules: Iterable[Rule | Mapping[str, Any]] | None = None,
                   handler: Callable[[ApprovalRequest], Any] | str | object | None = _KEEP,
@@ -229,6 +234,39 @@ class Policy:
     def denied_outright(self, tool: Tool) -> bool:
         """True when every call of ``tool`` is denied whatever its arguments."""
         return self.plan(tool).static == "deny"
+
+    def hide_denied(self, names: Iterable[str] | None = None) -> None:
+        """Disable the tools (``names``, default all) that are denied whatever their
+        arguments, with the reason, so that the model is not shown them (``hide_denied``);
+        enable again the ones it disabled that are no longer denied."""
+        if getattr(self._hiding, "busy", False) or not (self._may_hide or self._hidden):
+            return
+        registry = self._registry
+        self._hiding.busy = True
+        try:
+            if names is None:
+                tools = registry.get_tools(include_disabled=True)
+            else:
+                tools = [t for t in map(registry.get_tool, names) if t is not None]
+            for tool in tools:
+                name = tool.name
+                plan = self.plan(tool)
+                if self._may_hide and plan.static == "deny":
+                    if name not in self._hidden and registry.is_enabled(name):
+                        rule = plan.rules[0] if plan.rules else None
+                        why = self._reason(rule, "deny")
+                        registry.disable(name, reason=f"denied by policy: {why}")
+                        self._hidden.add(name)
+                elif name in self._hidden:
+                    self._hidden.discard(name)
+                    registry.enable(name)
+        finally:
+            self._hiding.busy = False
+
+    def enabled_by_hand(self, names: Iterable[str]) -> None:
+        """Tools the application enabled itself: the policy no longer hides them."""
+        if not getattr(self._hiding, "busy", False):
+            self._hidden.difference_update(names)
 
     def _reason(self, rule: Compiled | None, kind: Kind) -> str | None:
         if rule is not None and rule.rule.reason:

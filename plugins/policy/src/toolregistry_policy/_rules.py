@@ -354,6 +354,9 @@ def compile_decider(rules: Sequence[Compiled]) -> Callable[[Mapping[str, Any]], 
     (bounds, membership), so that a tool with many argument rules pays for comparisons
     rather than for a function call per check.
     """
+    if not any(rule.checks for rule in rules):
+        first = 0 if rules else -1
+        return lambda arguments: first
     names: dict[str, Any] = {"_M": _MISSING, "_inside": _inside, "_host": _host_allowed,
                              "_nan": math.isnan}
     # Argument values are read once, before the first rule (``prelude``): a rule's test is

@@ -21,7 +21,9 @@ class PolicySettings(BaseModel):
     (relative to the configuration file), shared by processes; default: in memory.
     ``budgets``: limits and costs. ``audit_size``: records kept in memory.
     ``audit_allowed``: audit calls a rule allows statically too (they then pay for the
-    hook). ``deny_message``: the reason given when the default denies.
+    hook). ``deny_message``: the reason given when the default denies. ``hide_denied``: tools
+    denied whatever their arguments are disabled, with the reason, so that neither
+    ``get_schemas`` nor ``discover_tools`` shows them to the model.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -35,3 +37,4 @@ class PolicySettings(BaseModel):
     audit_size: int = Field(default=10_000, ge=1)
     audit_allowed: bool = False
     deny_message: str = "no rule allows it"
+    hide_denied: bool = True
