@@ -412,3 +412,16 @@ def test_terminal_handler(tmp_path: Path) -> None:
     assert "The model wants to call 'delete' (call a):" in prompt
     assert '"path": "/tmp/a"' in prompt and "approval needed: deleting is forever" in prompt
     assert "Please answer y, n or e." in prompt and "That is not JSON" in prompt
+
+
+def test_other_plugins_find_the_queue_without_importing_this_one() -> None:
+    registry = ToolRegistry()
+    try:
+        registry.register(lambda to: "sent", name="send_mail")
+        policy = registry.plugin_state("policy").get("policy")
+        assert policy is tp.get_policy(registry)
+        tp.configure(registry, rules=[tp.Rule("ask", tools=["send_mail"])])
+        registry.invoke("send_mail", {"to": "x"})
+        assert [a.to_dict()["request"]["tool"] for a in policy.pending()] == ["send_mail"]
+    finally:
+        registry.close()
