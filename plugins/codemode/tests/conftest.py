@@ -74,4 +74,7 @@ def make_mode(seen: list[tuple[str, dict[str, Any]]]) -> Iterator[MakeMode]:
     yield make
     for registry in made:
         registry.close()
-    assert not sandbox_workers(), "sandbox workers left running after registry.close()"
+    # close() has told every worker to stop; on a loaded machine the processes may take a
+    # moment to exit: wait for them (bounded), then none may be left
+    _gone, alive = psutil.wait_procs(sandbox_workers(), timeout=15)
+    assert not alive, f"sandbox workers left running after registry.close(): {alive}"
