@@ -60,7 +60,8 @@ def test_the_serve_usage_line_of_docs_cli_md(tmp_path: Path) -> None:
     page = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
     if not page.exists():  # the plugin tested outside this repository
         pytest.skip(f"{page} not present")
-    match = re.search(r"toolregistry \[--config PYPROJECT\] serve (.*?)\n```\n",
+    # serve's usage runs to the next command's usage line or the end of the block
+    match = re.search(r"toolregistry \[--config PYPROJECT\] serve (.*?)\n(?:toolregistry |```\n)",
                       page.read_text(encoding="utf-8"), re.S)
     assert match, "docs/cli.md has no usage line for serve"
     documented = match[1]
