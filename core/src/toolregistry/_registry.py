@@ -1,10 +1,18 @@
-"""The registry: tools in, schemas out, calls executed."""
+"""The registry: tools in, schemas out, calls executed.
+
+This module owns :class:`ToolRegistry` itself: its construction (``__init__``, settings and
+``from_config``, which delegates to ``_registry_sources``), plugins and registry-level
+settings, registration (``register``, ``register_tools``, ``register_from_class``), execution
+and the lifecycle (closers, ``close``). The rest of the class comes from its parts:
+``_registry_changes`` (change operations and events), ``_registry_queries`` (lookups, schemas,
+prompts) and ``_registry_sources`` (source kinds: load, export, construction from config).
+"""
 
 from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -14,40 +22,26 @@ from . import _config
 from ._log import log
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
+from ._registry_base import ChangeCallback
+from ._registry_changes import RegistryChanges, collision_message
+from ._registry_queries import RegistryQueries
+from ._registry_sources import RegistrySources, build_from_config
 from ._settings import Settings
-from .errors import (
-    ConfigError,
-    MissingPluginError,
-    ToolNameCollisionError,
-    ToolNotFoundError,
-    ToolRegistrationError,
-)
-from .events import ChangeEvent, ChangeKind
+from .errors import ToolNameCollisionError, ToolRegistrationError
 from .formats._emit import Emitter
-from .tool import Tool, ToolMetadata, ToolTag
+from .tool import Tool, ToolMetadata
 
 if TYPE_CHECKING:
     from ._execution import Executor, RetryPolicy
-    from .formats import FormatTable
     from .types import ToolCall, ToolResult
 
 __all__ = ["ToolRegistry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-ChangeCallback = Callable[[ChangeEvent], None]
 M = TypeVar("M")
 
 
-
-def _relative_to(folder: Path, value: Any) -> Any:
-    """A relative file path in the configuration, against the configuration's folder (URLs
-    and absolute paths unchanged)."""
-    if not isinstance(value, str) or "://" in value or Path(value).is_absolute():
-        return value
-    return str(folder / value)
-
-
-class ToolRegistry:
+class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
     """A registry of tools for function-calling LLMs.
 
     ``think_augment`` and ``tool_discovery`` need the think and discovery plugins.
@@ -146,68 +140,7 @@ class ToolRegistry:
         ``skip_unavailable`` skips sources whose plugin is not installed (logged) instead of
         failing.
         """
-        cfg = _config.load_config(path, strict=overrides.get("strict_plugins"))
-        skipped: list[tuple[Any, str]] = []
-        if skip_unavailable:
-            explicit = {k: v for k, v in overrides.items() if k != "plugins"}
-            host = get_host(PluginSettings.of(Settings.resolve(cfg, **explicit)),
-                            overrides.get("plugins", ()))
-            for feature, info in Settings.options().items():
-                if info.needs_plugin and overrides.get(feature) is None and cfg.get(feature):
-                    try:
-                        host.require(info.needs_plugin, feature)
-                    except MissingPluginError as exc:
-                        overrides[feature] = False
-                        skipped.append((feature, str(exc)))
-        registry = cls(config=cfg, **overrides)
-        registry.skipped_sources.extend(skipped)
-        try:
-            for index, source in enumerate(cfg.sources):
-                try:
-                    registry._load_source(index, source)
-                except MissingPluginError as exc:
-                    if not skip_unavailable:
-                        raise
-                    registry.skipped_sources.append((source.get("kind"), str(exc)))
-                    log.info("source.skipped", kind=source.get("kind"), error=str(exc))
-        except BaseException:
-            registry.close()
-            raise
-        return registry
-
-    def _load_source(self, index: int, source: dict[str, Any]) -> None:
-        where = f"{self.config.where}, sources[{index}]"
-        options = {k: _config.expand_env(v, f"{where}.{k}") for k, v in source.items()}
-        kind_name = options.pop("kind", None)
-        if not isinstance(kind_name, str):
-            raise ConfigError(f"{where}: every source needs a 'kind' (python, mcp, openapi, ...)")
-        try:
-            kind = self._host.source_kind(kind_name)
-        except MissingPluginError:
-            raise
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        target = options.pop(kind.target, None)
-        if target is None:
-            target = options.pop("source", None)
-        if target is None:
-            raise ConfigError(f"{where}: a {kind_name} source needs {kind.target} = ...")
-        folder = self.config.path.parent if self.config.path else None
-        if folder is not None:
-            for option in kind.paths:
-                if option == kind.target:
-                    target = _relative_to(folder, target)
-                elif option in options:
-                    options[option] = _relative_to(folder, options[option])
-        try:
-            kind.load(self, target, **options)
-        except MissingPluginError:
-            raise
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
-        except Exception as exc:
-            raise ConfigError(f"{where}: loading the {kind_name} source {target!r} failed: "
-                              f"{type(exc).__name__}: {exc}") from exc
+        return build_from_config(cls, path, skip_unavailable, overrides)
 
     # ------------------------------------------------------------------ plugins and settings
     def _operation_observers(self) -> tuple[Any, ...]:
@@ -393,7 +326,7 @@ class ToolRegistry:
             for tool in prepared:
                 clash = seen.get(tool.name) or (None if replace else self._tools.get(tool.name))
                 if clash is not None:
-                    raise ToolNameCollisionError(_collision_message(tool, clash))
+                    raise ToolNameCollisionError(collision_message(tool, clash))
                 seen[tool.name] = tool
             for tool in prepared:
                 if tool.name in self._tools:
@@ -425,406 +358,6 @@ class ToolRegistry:
         ns = owner.__name__ if namespace is True else (namespace or None)
         tools = tools_from_class(cls, include_private=include_private)
         return self._add(tools, namespace=ns, replace=replace)
-
-    def load(self, kind: str, source: Any, **options: Any) -> list[Tool]:
-        """Register the tools of ``source`` through the plugin that provides ``kind``."""
-        result = self._host.source_kind(kind).load(self, source, **options)
-        return list(result or [])
-
-    async def aload(self, kind: str, source: Any, **options: Any) -> list[Tool]:
-        """Async twin of :meth:`load` (the kind's async loader when it has one)."""
-        source_kind = self._host.source_kind(kind)
-        if source_kind.aload is not None:
-            result = await source_kind.aload(self, source, **options)
-            return list(result or [])
-        import asyncio
-
-        return await asyncio.to_thread(self.load, kind, source, **options)
-
-    def export(self, kind: str, names: Iterable[str] | None = None, **options: Any) -> Any:
-        """Registry tools (all enabled ones, or ``names``) as ``kind``'s own objects, through
-        the plugin that provides ``kind`` (``export("langchain")``: LangChain tools)."""
-        source_kind = self._host.source_kind(kind)
-        if source_kind.export is None:
-            raise ConfigError(f"the source kind {kind!r} (plugin "
-                              f"{self._host.provider(kind)!r}) cannot export tools")
-        return source_kind.export(self, names, **options)
-
-    def register_from_mcp(self, server: Any, **options: Any) -> list[Tool]:
-        """Register an MCP server's tools (needs toolregistry-mcp)."""
-        return self.load("mcp", server, **options)
-
-    async def aregister_from_mcp(self, server: Any, **options: Any) -> list[Tool]:
-        """Async twin of :meth:`register_from_mcp`."""
-        return await self.aload("mcp", server, **options)
-
-    def register_from_openapi(self, spec: Any, **options: Any) -> list[Tool]:
-        """Register an OpenAPI service's operations (needs toolregistry-openapi)."""
-        return self.load("openapi", spec, **options)
-
-    async def aregister_from_openapi(self, spec: Any, **options: Any) -> list[Tool]:
-        """Async twin of :meth:`register_from_openapi`."""
-        return await self.aload("openapi", spec, **options)
-
-    def register_from_langchain(self, tools: Any, **options: Any) -> list[Tool]:
-        """Register LangChain tools or a toolkit (needs toolregistry-langchain)."""
-        return self.load("langchain", tools, **options)
-
-    def to_langchain(self, names: Iterable[str] | None = None, **options: Any) -> Any:
-        """Registry tools as LangChain tools (needs toolregistry-langchain)."""
-        return self.export("langchain", names, **options)
-
-    def __getattr__(self, attr: str) -> Any:
-        # register_from_<kind> for third-party kinds; a clear error for missing plugins.
-        if attr.startswith(("register_from_", "aregister_from_")):
-            is_async = attr.startswith("a")
-            kind = attr.split("register_from_", 1)[1]
-            host = self.__dict__.get("_host")
-            if host is not None and host.knows_kind(kind):
-                if is_async:
-                    async def aload(source: Any, **options: Any) -> list[Tool]:
-                        return await self.aload(kind, source, **options)
-
-                    return aload
-
-                def load(source: Any, **options: Any) -> list[Tool]:
-                    return self.load(kind, source, **options)
-
-                return load
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
-
-    # ------------------------------------------------------------------ changes
-    def unregister(self, name: str) -> Tool:
-        """Remove a tool; returns it. :class:`ToolNotFoundError` for an unknown name."""
-        with self._lock:
-            tool = self._tools.pop(name, None)
-            if tool is None:
-                raise ToolNotFoundError(self._not_found(name))
-            self._disabled.pop(name, None)
-            self._version += 1
-        self._emit("unregister", (name,), {})
-        return tool
-
-    def unregister_namespace(self, namespace: str) -> list[str]:
-        """Remove every tool of a namespace; returns their names."""
-        with self._lock:
-            names = [n for n, t in self._tools.items() if t.namespace == namespace]
-            for n in names:
-                del self._tools[n]
-                self._disabled.pop(n, None)
-            self._disabled_namespaces.pop(namespace, None)
-            if names:
-                self._version += 1
-        if names:
-            self._emit("unregister", tuple(names), {"namespace": namespace})
-        return names
-
-    def _namespaces(self) -> set[str]:
-        return {t.namespace for t in self._tools.values() if t.namespace}
-
-    def disable(self, name: str, reason: str = "") -> None:
-        """Disable a tool or a whole namespace; calls get an error result quoting ``reason``."""
-        with self._lock:
-            if name in self._tools:
-                self._disabled[name] = reason
-                names: tuple[str, ...] = (name,)
-                details: dict[str, Any] = {"reason": reason}
-            elif name in self._namespaces():
-                self._disabled_namespaces[name] = reason
-                names = tuple(n for n, t in self._tools.items() if t.namespace == name)
-                details = {"reason": reason, "namespace": name}
-            else:
-                raise ToolNotFoundError(self._not_found(name, what="tool or namespace"))
-            self._version += 1
-        self._emit("disable", names, details)
-
-    def enable(self, name: str) -> None:
-        """Enable a tool or namespace disabled before."""
-        with self._lock:
-            if name in self._tools:
-                self._disabled.pop(name, None)
-                names: tuple[str, ...] = (name,)
-                details: dict[str, Any] = {}
-            elif name in self._namespaces() or name in self._disabled_namespaces:
-                self._disabled_namespaces.pop(name, None)
-                names = tuple(n for n, t in self._tools.items() if t.namespace == name)
-                details = {"namespace": name}
-            else:
-                raise ToolNotFoundError(self._not_found(name, what="tool or namespace"))
-            self._version += 1
-        self._emit("enable", names, details)
-
-    def is_enabled(self, name: str) -> bool:
-        """True when the tool exists and neither it nor its namespace is disabled."""
-        tool = self._tools.get(name)
-        if tool is None:
-            return False
-        return name not in self._disabled and not (
-            tool.namespace and tool.namespace in self._disabled_namespaces
-        )
-
-    def disabled_reason(self, name: str) -> str | None:
-        """Why a tool is disabled (``None`` when enabled)."""
-        tool = self._tools.get(name)
-        if tool is None or self.is_enabled(name):
-            return None
-        if name in self._disabled:
-            return self._disabled[name]
-        return self._disabled_namespaces.get(tool.namespace or "", "")
-
-    def update_tool_metadata(self, name: str, metadata: ToolMetadata | None = None,
-                             **changes: Any) -> Tool:
-        """Replace a tool's metadata, or change some of its fields (``defer=True``, ...)."""
-        with self._lock:
-            tool = self._tools.get(name)
-            if tool is None:
-                raise ToolNotFoundError(self._not_found(name))
-            new_meta = metadata if metadata is not None else tool.metadata
-            if changes:
-                try:
-                    new_meta = attrs.evolve(new_meta, **changes)
-                except TypeError as exc:
-                    fields = ", ".join(a.name for a in attrs.fields(ToolMetadata))
-                    raise ToolRegistrationError(
-                        f"update_tool_metadata({name!r}): {exc}; ToolMetadata fields: {fields}"
-                    ) from None
-            new_tool = tool.evolve(metadata=new_meta)
-            self._tools[name] = new_tool
-            self._version += 1
-        self._emit("metadata", (name,), {"changes": sorted(changes)})
-        return new_tool
-
-    def update_tool(self, tool: Tool) -> Tool:
-        """Replace a registered tool by a new version of the same name (description or schema
-        changed at the source); fires a ``metadata`` event with ``schema_changed``."""
-        with self._lock:
-            old = self._tools.get(tool.name)
-            if old is None:
-                raise ToolNotFoundError(self._not_found(tool.name))
-            self._tools[tool.name] = tool
-            self._version += 1
-        self._emit("metadata", (tool.name,),
-                   {"schema_changed": old.schema_hash != tool.schema_hash})
-        return tool
-
-    def rename(self, old: str, new: str, *, replace: bool = False) -> Tool:
-        """Give a tool a new (normalised) name."""
-        new = normalize_name(new)
-        with self._lock:
-            tool = self._tools.get(old)
-            if tool is None:
-                raise ToolNotFoundError(self._not_found(old))
-            if new in self._tools and not replace and new != old:
-                raise ToolNameCollisionError(_collision_message(tool.evolve(name=new),
-                                                                self._tools[new]))
-            renamed = tool.evolve(name=new)
-            del self._tools[old]
-            self._tools[new] = renamed
-            if old in self._disabled:
-                self._disabled[new] = self._disabled.pop(old)
-            self._version += 1
-        self._emit("rename", (new,), {"renamed": {old: new}})
-        return renamed
-
-    def set_namespace(self, name: str, namespace: str | None) -> Tool:
-        """Move a tool into ``namespace`` (``None``: out of any); its name changes with it."""
-        with self._lock:
-            tool = self._tools.get(name)
-            if tool is None:
-                raise ToolNotFoundError(self._not_found(name))
-            base = tool.name
-            if tool.namespace and base.startswith(f"{tool.namespace}-"):
-                base = base[len(tool.namespace) + 1 :]
-            moved = self._prepare(tool.evolve(name=base, namespace=None), namespace)
-            if moved.name in self._tools and moved.name != name:
-                raise ToolNameCollisionError(_collision_message(moved, self._tools[moved.name]))
-            del self._tools[name]
-            self._tools[moved.name] = moved
-            self._version += 1
-        self._emit("namespace", (moved.name,), {"renamed": {name: moved.name},
-                                                "namespace": namespace})
-        return moved
-
-    def merge(self, other: ToolRegistry, *, namespace: str | None = None,
-              replace: bool = False) -> list[Tool]:
-        """Register every tool of ``other`` here (optionally under ``namespace``)."""
-        return self._add(list(other._tools.values()), namespace=namespace, replace=replace)
-
-    def on_change(self, callback: ChangeCallback) -> Callable[[], None]:
-        """Call ``callback(event)`` after every change; returns a function that unsubscribes."""
-        with self._lock:
-            self._callbacks.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._callbacks:
-                    self._callbacks.remove(callback)
-
-        return unsubscribe
-
-    def _emit(self, kind: ChangeKind, names: tuple[str, ...], details: dict[str, Any]) -> None:
-        self._forget_plans(names, details)
-        if not self._callbacks and not self._hooks.has_on_change:
-            return
-        event = ChangeEvent(kind, names, details)
-        self._hooks.on_change(self, event)
-        for callback in list(self._callbacks):
-            try:
-                callback(event)
-            except Exception as exc:  # one bad subscriber must not break registration
-                log.warning("callback.failed", kind=kind, error=f"{type(exc).__name__}: {exc}")
-
-    def _forget_plans(self, names: tuple[str, ...], details: Mapping[str, Any]) -> None:
-        """The executor's per-tool call plans of ``names`` (and of renamed tools' old names)
-        are stale; with no names (a setting), every plan is."""
-        executor = self._executor
-        if executor is None:
-            return
-        if not names:
-            executor.invalidate()
-            return
-        renamed = details.get("renamed")
-        executor.invalidate((*names, *renamed) if isinstance(renamed, Mapping) else names)
-
-    # ------------------------------------------------------------------ queries
-    def list_tools(self, include_disabled: bool = False) -> list[str]:
-        """Tool names in registration order."""
-        with self._lock:
-            if include_disabled:
-                return list(self._tools)
-            return [n for n in self._tools if self.is_enabled(n)]
-
-    def get_tools(self, include_disabled: bool = False) -> list[Tool]:
-        """Tools in registration order."""
-        with self._lock:
-            return [t for n, t in self._tools.items() if include_disabled or self.is_enabled(n)]
-
-    def get_tool(self, name: str) -> Tool | None:
-        """The tool registered as ``name``, or ``None``."""
-        return self._tools.get(name)
-
-    def __getitem__(self, name: str) -> Tool:
-        tool = self._tools.get(name)
-        if tool is None:
-            raise ToolNotFoundError(self._not_found(name))
-        return tool
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._tools))
-
-    def __repr__(self) -> str:
-        return f"<ToolRegistry {self.name!r}: {len(self._tools)} tools>"
-
-    @property
-    def version(self) -> int:
-        """A counter that changes with every change (for caches kept outside)."""
-        return self._version
-
-    def suggest_names(self, name: str, limit: int = 3) -> list[str]:
-        """At most ``limit`` registered names close to ``name`` (discovery when installed)."""
-        suggested = self._hooks.suggest_tools(self, name, limit)
-        if suggested is not None:
-            return [s for s in suggested if s in self._tools][:limit]
-        import difflib
-
-        names = self.list_tools()
-        close = difflib.get_close_matches(name, names, n=limit, cutoff=0.6)
-        if len(close) < limit:
-            lowered = name.lower()
-            for n in names:
-                if n not in close and (lowered in n.lower() or n.lower() in lowered):
-                    close.append(n)
-                    if len(close) == limit:
-                        break
-        return close
-
-    def _not_found(self, name: str, what: str = "tool") -> str:
-        close = self.suggest_names(name) if self._tools else []
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        return f"no {what} named {name!r} in registry {self.name!r}{hint}"
-
-    # ------------------------------------------------------------------ schemas
-    def get_schemas(
-        self,
-        api_format: str = "openai-chat",
-        include_deferred: bool = True,
-        tags: Iterable[ToolTag | str] | ToolTag | str | None = None,
-        exclude_tags: Iterable[ToolTag | str] | ToolTag | str | None = None,
-        strict: bool = False,
-        names: Sequence[str] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Tool definitions in ``api_format``'s dialect, enabled tools only, in registration
-        order. ``tags``: keep tools having any of them; ``exclude_tags``: drop tools having any.
-        ``strict`` applies OpenAI strict mode (openai-chat / openai-responses).
-
-        Results are cached until the registry changes; treat them as read-only.
-        """
-        fmt = self._host.formats.get(api_format, "schemas")
-        return self._emitter.schemas(fmt, include_deferred=include_deferred, tags=tags,
-                                     exclude_tags=exclude_tags, strict=strict, names=names)
-
-    def _emission_snapshot(self, names: Sequence[str] | None) -> tuple[int, int, list[Tool]]:
-        """(version, settings version, the named tools or else every enabled one), read
-        together under the lock, for the schema emitter."""
-        with self._lock:
-            if names is not None:
-                tools = [self[n] for n in names]
-            else:
-                tools = [t for n, t in self._tools.items() if self.is_enabled(n)]
-            return self._version, self._settings_version, tools
-
-    def get_tool_schema(self, name: str, api_format: str = "openai-chat",
-                        strict: bool = False) -> dict[str, Any]:
-        """One tool's definition in ``api_format`` (disabled and deferred tools too)."""
-        fmt = self._host.formats.get(api_format, "schemas")
-        tool = self[name]
-        return self._emitter.tool(tool, fmt, bool(strict) and fmt.supports_strict,
-                                  self._settings_version)
-
-    def get_parameters(self, name: str, api_format: str = "openai-chat") -> dict[str, Any]:
-        """The parameters schema the model sees for a tool (after ``schema_transform``)."""
-        tool = self[name]
-        return self._emitter.parameters(tool, self._host.formats.get(api_format, "schemas"))
-
-    @property
-    def formats(self) -> FormatTable:
-        """The provider formats this registry knows: the built-in ones and those its plugins
-        add (``provider_formats`` hook), by name."""
-        return self._host.formats
-
-    def get_deferred_summaries(self) -> list[dict[str, Any]]:
-        """Enabled deferred tools as ``{name, description (first sentence), namespace}``,
-        for the system prompt."""
-        return [
-            {"name": t.name, "description": first_sentence(t.description), "namespace": t.namespace}
-            for t in self.get_tools()
-            if t.metadata.defer
-        ]
-
-    # ------------------------------------------------------------------ prompts
-    def render_tool_prompt(self, context: Mapping[str, Any] | None = None, *,
-                           include_deferred_summaries: bool = True,
-                           names: Iterable[str] | None = None) -> str:
-        """The tool part of a system prompt: a ``<tool_best_practices>`` block (practices and
-        prompt injections of enabled, visible tools) and the deferred-tool summaries."""
-        from .prompt import render_tool_prompt
-
-        return render_tool_prompt(self, context,
-                                  include_deferred_summaries=include_deferred_summaries,
-                                  names=names)
-
-    def tool_choice(self, value: str, api_format: str = "openai-chat") -> Any:
-        """``auto`` / ``none`` / ``required`` / a tool name as ``api_format`` expects it
-        (``langchain`` too); unknown names are an error suggesting close ones."""
-        from .tool_choice import tool_choice
-
-        return tool_choice(value, api_format, registry=self)
 
     # ------------------------------------------------------------------ execution
     def _get_executor(self) -> Executor:
@@ -962,26 +495,3 @@ class ToolRegistry:
 async def _await(awaitable: Any) -> Any:
     return await awaitable
 
-
-def first_sentence(text: str) -> str:
-    """The text of the first line up to its first ``.`` (the spec's summary rule)."""
-    line = text.strip().split("\n", 1)[0].strip()
-    head, dot, _ = line.partition(". ")
-    if dot:
-        return head + "."
-    return line
-
-
-def _collision_message(new: Tool, old: Tool) -> str:
-    def origin(t: Tool) -> str:
-        p = t.provenance
-        src = f"{p.kind} {p.detail}" if p.detail else p.kind
-        if p.original_name and p.original_name != t.name:
-            src += f", originally {p.original_name!r}"
-        return src
-
-    return (
-        f"tool name {new.name!r} is already registered (from {origin(old)}); the new tool "
-        f"comes from {origin(new)}: pass replace=True to replace it, or register under a "
-        "namespace"
-    )
