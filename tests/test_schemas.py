@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import keyword
 from typing import Any, Literal, Optional
 
 import pytest
@@ -218,8 +219,10 @@ DEFAULTS = {int: 0, str: "", float: 0.0, bool: False}
 @st.composite
 def signatures(draw: st.DrawFn) -> Any:
     count = draw(st.integers(0, 6))
-    names = draw(st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True),
-                          min_size=count, max_size=count, unique=True))
+    # parameter names are identifiers: Python keywords ("is", "in", ...) cannot be one
+    identifiers = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(
+        lambda n: not keyword.iskeyword(n))
+    names = draw(st.lists(identifiers, min_size=count, max_size=count, unique=True))
     params = []
     seen_default = False
     for name in names:
