@@ -323,6 +323,17 @@ def write_tools_module(n: int, seed: int = 0, *, pep563: bool = False) -> Path:
     return path
 
 
+def warm_up(city: str, days: int = 1) -> str:
+    """A first tool, registered before the timed ones on both sides (what every first
+    registration pays once: imports on first use, plugins loaded).
+
+    Args:
+        city: Where.
+        days: How many days.
+    """
+    return city
+
+
 def load_tools(path: str) -> list[Callable[..., Any]]:
     """Import the generated module (by path) and return its functions in definition order."""
     import importlib.util

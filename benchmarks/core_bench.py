@@ -28,16 +28,6 @@ SCRIPT = Path(__file__).resolve()
 
 
 # ----------------------------------------------------------------------------- worker side
-def _warm_up(city: str, days: int = 1) -> str:
-    """A first tool, registered before the timed ones on both sides.
-
-    Args:
-        city: Where.
-        days: How many days.
-    """
-    return city
-
-
 def _worker(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     fns = c.load_tools(params["path"])
     warm_calls = int(params.get("warm_calls", 50))
@@ -57,7 +47,7 @@ def _worker(kind: str, params: dict[str, Any]) -> dict[str, Any]:
         if params.get("register_only"):
             # one function of this file first: what every first registration pays once
             # (imports done on first use, plugins loaded), then the module's functions
-            registry.register(_warm_up)
+            registry.register(c.warm_up)
             t1, p1 = time.perf_counter(), time.process_time()
             for fn in fns:
                 registry.register(fn)

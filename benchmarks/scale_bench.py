@@ -57,16 +57,6 @@ def queries() -> list[str]:
 
 
 # ----------------------------------------------------------------------------- worker side
-def _warm_up(city: str, days: int = 1) -> str:
-    """A first tool, registered before the timed ones on both sides.
-
-    Args:
-        city: Where.
-        days: How many days.
-    """
-    return city
-
-
 def _worker(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     import inspect
 
@@ -87,7 +77,7 @@ def _worker(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     else:
         raise SystemExit(f"unknown worker kind {kind!r}")
 
-    registry.register(_warm_up)
+    registry.register(c.warm_up)
     rss0 = c.settled_rss()
     t0, p0 = time.perf_counter(), time.process_time()
     for fn in fns:
