@@ -1,13 +1,18 @@
 """Calls made by programs meet the kernel's seams as a model's calls do: authorization (deny,
-pending approval) and call observers, whose context the program's calls inherit."""
+pending approval, and the program's pause and resume at a held call) and call observers, whose
+context the program's calls inherit."""
 
 from __future__ import annotations
 
 import contextvars
+import json
 from typing import Any
+
+import pytest
 
 from toolregistry.plugin import hookimpl
 from toolregistry.types import Decision
+from toolregistry_codemode import PausedRun
 
 MakeMode = Any
 Seen = list[tuple[str, dict[str, Any]]]
@@ -43,8 +48,8 @@ def test_denied_and_pending_calls_raise_in_the_program_and_do_not_run(make_mode:
     assert seen == [("get_weather", {"city": "Paris", "unit": "c"})]
 
     held = registry.invoke("run_code", {"code": "await list_cities('asia')"})
-    assert held.is_error and held.metadata["error"]["kind"] == "tool"
-    assert "list_cities() failed (approval_required)" in held.text
+    assert held.pending and held.approval is not None and held.approval.tool == "list_cities"
+    assert "waits for a person's approval of list_cities()" in held.text
     assert held.metadata["calls"][0]["outcome"] == "approval_required"
     assert [name for name, _ in seen] == ["get_weather"]
 
@@ -92,3 +97,120 @@ def test_program_calls_are_observed_as_children_of_the_run_code_call(make_mode: 
         call_id, parent, seen_outcome = by_tool[name]
         assert parent == "span:outer", (name, parent)
         assert call_id.startswith("code") and seen_outcome == outcome
+
+
+class Person:
+    """Holds every list_cities call until a person decides it (by call id, as an authorizing
+    plugin without a queue of its own would when the same call comes again)."""
+
+    def __init__(self) -> None:
+        self.decided: dict[str, Decision] = {}
+        self.asked: list[str] = []
+
+    @hookimpl
+    def authorize(self, tool: Any, call: Any) -> Decision | None:
+        if tool.name != "list_cities":
+            return None
+        self.asked.append(call.id)
+        return self.decided.get(call.id) or Decision.pending("cities need approval", rule="ask")
+
+
+PROGRAM = ("w = await get_weather('Paris')\n"
+           "print('before', w['temp'])\n"
+           "try:\n"
+           "    cities = await list_cities('asia')\n"
+           "except PermissionError as e:\n"
+           "    cities = ['refused: ' + str(e)]\n"
+           "print('after', cities)\n"
+           "len(cities)")
+
+
+def _run_code(registry: Any, code: str, call_id: str = "call_1") -> Any:
+    (result,) = registry.execute_tool_calls([{"id": call_id, "name": "run_code",
+                                             "arguments": {"code": code}}])
+    return result
+
+
+def test_a_program_pauses_at_a_held_call_and_goes_on_after_approval(make_mode: MakeMode,
+                                                                    seen: Seen) -> None:
+    person = Person()
+    registry, mode = make_mode({"plugins": [person]})
+    held = _run_code(registry, PROGRAM)
+    assert held.pending and held.error_kind == "approval_required", held.text
+    assert held.call_id == "call_1" and held.name == "run_code"
+    asked = held.approval
+    assert asked.tool == "list_cities" and dict(asked.arguments) == {"region": "asia"}
+    assert "Paused: the program waits" in held.text and "before 14" in held.text
+    assert held.metadata["paused"] == {"approvals": [asked.id]}
+    assert [c["outcome"] for c in held.metadata["calls"]] == ["ok", "approval_required"]
+    assert [name for name, _ in seen] == ["get_weather"]
+
+    # The state as JSON (as an application keeps it); nobody decided yet: still pending and
+    # the sandbox is not even loaded.
+    state = json.loads(json.dumps(held.value.paused.to_dict()))
+    again = mode.resume(state)
+    assert again.pending and again.approval == asked and again.call_id == "call_1"
+    assert [name for name, _ in seen] == ["get_weather"]
+
+    person.decided[asked.call_id] = Decision.allow(rule="person")
+    done = mode.resume(state)
+    assert done.ok, done.text
+    assert done.call_id == "call_1" and done.name == "run_code"
+    assert done.text == "before 14\nafter ['Tokyo', 'Seoul']\nresult: 2"
+    # get_weather ran once (before the pause), list_cities once (after the decision), under
+    # the call id it was held with
+    assert [name for name, _ in seen] == ["get_weather", "list_cities"]
+    calls = done.metadata["calls"]
+    assert [(c["tool"], c["outcome"]) for c in calls] == [("get_weather", "ok"),
+                                                          ("list_cities", "ok")]
+    assert calls[1]["call_id"] == asked.call_id == person.asked[-1]
+
+
+def test_a_denied_held_call_raises_in_the_resumed_program(make_mode: MakeMode,
+                                                          seen: Seen) -> None:
+    person = Person()
+    registry, mode = make_mode({"plugins": [person]})
+    held = _run_code(registry, PROGRAM)
+    person.decided[held.approval.call_id] = Decision.deny("not today", rule="person")
+    done = mode.resume(held)  # the pending result itself
+    assert done.ok, done.text
+    assert 'after ["refused: list_cities() failed (denied): ' in done.text
+    assert "not today" in done.text and done.text.endswith("result: 1")
+    assert [name for name, _ in seen] == ["get_weather"]
+    assert [c["outcome"] for c in done.metadata["calls"]] == ["ok", "denied"]
+
+
+def test_gathered_held_calls_are_decided_one_by_one(make_mode: MakeMode, seen: Seen) -> None:
+    person = Person()
+    registry, mode = make_mode({"plugins": [person]})
+    code = ("import asyncio\n"
+            "a, w, b = await asyncio.gather(list_cities('asia'), get_weather('Oslo'),\n"
+            "                               list_cities('europe'))\n"
+            "a + b + [w['city']]")
+    held = _run_code(registry, code)
+    assert held.pending, held.text
+    first, second = held.value.paused.held
+    assert {first.arguments["region"], second.arguments["region"]} == {"asia", "europe"}
+    assert held.metadata["paused"]["approvals"] == [first.approval.id, second.approval.id]
+    assert [name for name, _ in seen] == ["get_weather"]  # ran alongside, before the pause
+
+    person.decided[first.call_id] = Decision.allow()
+    half = mode.resume(held.approval.id)  # an approval id of a program paused here
+    assert half.pending and half.approval.id == second.approval.id, half.text
+    person.decided[second.call_id] = Decision.allow()
+    done = mode.resume(half)
+    assert done.ok, done.text
+    assert json.loads(done.text) == ["Tokyo", "Seoul", "Paris", "Oslo", "Oslo"]
+    assert sorted(name for name, _ in seen) == ["get_weather", "list_cities", "list_cities"]
+
+
+def test_bad_resume_input_is_a_clear_error(make_mode: MakeMode) -> None:
+    _, mode = make_mode()
+    with pytest.raises(LookupError, match="no program paused in this process"):
+        mode.resume("apr_nothing")
+    with pytest.raises(ValueError, match="not a paused code-mode program"):
+        mode.resume({"format": "something else"})
+    with pytest.raises(TypeError, match="resume\\(\\) takes"):
+        mode.resume(42)
+    with pytest.raises(ValueError, match=r"paused by pydantic-monty 0\.0\.1"):
+        PausedRun.from_dict({"format": "toolregistry-codemode/paused-1", "monty": "0.0.1"})

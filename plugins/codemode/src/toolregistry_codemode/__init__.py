@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from toolregistry import ToolRegistry
 
     from ._codemode import MODULES, CodeMode
+    from ._paused import HeldCall, PausedRun
     from ._result import CallRecord, CodeError, CodeRun
     from ._settings import CodeModeSettings
     from ._stubs import render_type
@@ -27,6 +28,8 @@ __all__ = [
     "CodeMode",
     "CodeModeSettings",
     "CodeRun",
+    "HeldCall",
+    "PausedRun",
     "disable_code_mode",
     "enable_code_mode",
     "get_code_mode",
@@ -40,6 +43,8 @@ _LAZY = {
     "CallRecord": "._result",
     "CodeError": "._result",
     "CodeRun": "._result",
+    "HeldCall": "._paused",
+    "PausedRun": "._paused",
     "CodeModeSettings": "._settings",
     "render_type": "._stubs",
 }

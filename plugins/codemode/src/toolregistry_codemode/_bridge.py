@@ -10,10 +10,11 @@ import json
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolregistry.types import ToolResult
+from toolregistry.types import ApprovalRequest, ToolResult
 
+from ._paused import HeldCall, PausedRun
 from ._result import CallRecord, CodeError, CodeRun
 from ._stubs import ToolFunction
 
@@ -23,18 +24,31 @@ if TYPE_CHECKING:
     from ._codemode import View
     from ._settings import CodeModeSettings
 
-__all__ = ["CURRENT", "Run", "call_tool", "external", "no_os", "to_json"]
+__all__ = ["CURRENT", "Held", "Run", "call_tool", "external", "no_os", "to_json"]
 
 CURRENT: contextvars.ContextVar[Run] = contextvars.ContextVar("toolregistry_codemode_run")
 """The run whose program is calling (host callbacks run in a copy of the feeding context)."""
 
 _ids = itertools.count(1)
 _MAX_ERROR_CHARS = 2000
+_PAUSE_TRIES = 8
 _TOOL_ERRORS: dict[str | None, type[Exception]] = {
     "invalid_arguments": TypeError, "malformed_arguments": TypeError,
     "unknown_tool": NameError, "timeout": TimeoutError, "denied": PermissionError,
-    "approval_required": PermissionError,
 }
+
+
+class Held(Exception):
+    """A tool call that waits for a person's approval (the program pauses at it)."""
+
+    def __init__(self, seq: int, fn: ToolFunction, arguments: dict[str, Any], call_id: str,
+                 result: ToolResult) -> None:
+        super().__init__(result.text)
+        self.seq = seq
+        self.fn = fn
+        self.arguments = arguments
+        self.call_id = call_id
+        self.result = result
 
 
 class Run:
@@ -51,13 +65,24 @@ class Run:
         self.count = 0
         self.running: dict[asyncio.Task[Any] | None, str] = {}
         """The calls in flight: their tasks (to cancel when the program ends) and tools."""
-        self.records: list[tuple[Any, ...]] = []
-        """The calls made: (sequence number, CallRecord's fields)."""
+        self.records: dict[int, tuple[Any, ...]] = {}
+        """The calls made, by sequence number: CallRecord's fields."""
         self.last_tool_error: str | None = None
         self.stopped: CodeError | None = None
         self.closed = False
         self.feed: asyncio.Future[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.session: Any = None
+        """The sandbox session the program runs in (its state is dumped to pause it)."""
+        self.pool: Any = None
+        self.held: dict[int, Held] = {}
+        """Calls waiting for a person's approval, by sequence number."""
+        self.holding: set[asyncio.Task[Any]] = set()
+        self.pausing: bytes | None = None
+        """The sandbox's dumped state once every call in flight is held (the run pauses)."""
+        self.replay: tuple[bool, Any] | None = None
+        """What the next host call answers (a resumed program's held call), instead of a call."""
+        self._settled = asyncio.Event()
         self._out: list[str] = []
         self._out_len = 0
         self._out_lock = threading.Lock()
@@ -108,7 +133,8 @@ class Run:
         ran): the registry then interrupts them as on any cancellation."""
         self.closed = True
         me = asyncio.current_task()
-        tasks = [t for t in self.running if t is not None and not t.done() and t is not me]
+        tasks = [t for t in (*self.running, *self.holding)
+                 if t is not None and not t.done() and t is not me]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -121,7 +147,8 @@ class Run:
     # -- tool calls ---------------------------------------------------------------------------
     async def call(self, fn: ToolFunction, arguments: dict[str, Any]) -> Any:
         """One tool call through the registry's own path; its value for the program, or the
-        exception the program sees. (The per-call path: records stay tuples until the end.)"""
+        exception the program sees (:class:`Held` when a person must approve it first).
+        (The per-call path: records stay tuples until the end.)"""
         if self.stopped is not None or self.closed or self.count >= self.settings.max_tool_calls:
             self._refuse()
         self.count = seq = self.count + 1
@@ -133,25 +160,123 @@ class Run:
             result = await self.registry.ainvoke(fn.tool_name, arguments, context=self.context,
                                                  call_id=call_id)
         except asyncio.CancelledError:
-            self.records.append((seq, fn.tool_name, arguments, "cancelled",
-                                 time.perf_counter() - started, call_id))
+            self.records[seq] = (fn.tool_name, arguments, "cancelled",
+                                 time.perf_counter() - started, call_id)
             raise
         finally:
             del self.running[task]
+            if self.held and not self.running:
+                self._settled.set()
         if not result.is_error:
-            self.records.append((seq, fn.tool_name, arguments, "ok", result.duration, call_id))
+            self.records[seq] = (fn.tool_name, arguments, "ok", result.duration, call_id)
             value = result.value
             if type(value) in _SCALARS and not fn.parse_json:
                 return value
             return _to_sandbox(result, fn)
-        outcome = result.error_kind or "error"
-        self.records.append((seq, fn.tool_name, arguments, outcome, result.duration, call_id))
+        try:
+            return self.failed(seq, fn, arguments, call_id, result)
+        except Held as held:
+            await self.hold(held)
+
+    def failed(self, seq: int, fn: ToolFunction, arguments: dict[str, Any], call_id: str,
+               result: ToolResult) -> Any:
+        """Record a call that did not succeed and raise what the program sees (or
+        :class:`Held`); a resumed call's success is its value."""
+        outcome = (result.error_kind or "error") if result.is_error else "ok"
+        self.records[seq] = (fn.tool_name, arguments, outcome, result.duration, call_id)
+        if not result.is_error:
+            return _to_sandbox(result, fn)
+        if result.pending:
+            raise Held(seq, fn, arguments, call_id, result)
         text = result.text.removeprefix("Error: ")
         if len(text) > _MAX_ERROR_CHARS:
             text = text[:_MAX_ERROR_CHARS] + "…"
         message = f"{fn.py}() failed ({outcome}): {text}"
         self.last_tool_error = message
         raise _TOOL_ERRORS.get(result.error_kind, RuntimeError)(message)
+
+    # -- pausing for approval ---------------------------------------------------------------
+    async def hold(self, held: Held) -> NoReturn:
+        """Keep ``held`` (a call waiting for a person) from the program. Once every call in
+        flight is held and the program can go no further, the sandbox's state is dumped and
+        the program stopped: the run is paused (see :meth:`pause`)."""
+        self.held[held.seq] = held
+        task = asyncio.current_task()
+        if task is not None:
+            self.holding.add(task)
+        tries = 0
+        while self.pausing is None:
+            if self.running:
+                self._settled.clear()
+                await self._settled.wait()
+                continue
+            made = self.count
+            await asyncio.sleep(0.001 * tries)  # the results just delivered reach the program
+            if self.running or self.count != made or self.pausing is not None:
+                continue
+            # Served when the sandbox waits on the host: if it made another call meanwhile,
+            # that call is in the state and the program went on -- wait again.
+            state = await self.session.dump()
+            if self.running or self.count != made or self.pausing is not None:
+                continue
+            # A result delivered just before may not have reached the sandbox when it was
+            # dumped: the state must wait on exactly the held calls, else dump it again.
+            tries += 1
+            if await self.waits_on_held(state) or tries > _PAUSE_TRIES:
+                self.pausing = state
+                if self.feed is not None:
+                    self.feed.cancel()
+        await asyncio.get_running_loop().create_future()  # cancelled with the program
+        raise AssertionError("unreachable")
+
+    async def waits_on_held(self, state: bytes) -> bool:
+        """Whether the dumped ``state`` waits on exactly the held calls (loaded in another
+        worker to see)."""
+        from pydantic_monty import AsyncFunctionSnapshot, AsyncFutureSnapshot
+
+        async with asyncio.timeout(10), self.pool.checkout() as probe:
+            snap = await probe.load_snapshot(state)
+            if type(snap) is AsyncFunctionSnapshot:
+                return len(self.held) == 1
+            return type(snap) is AsyncFutureSnapshot and \
+                len(snap.pending_call_ids) == len(self.held)
+
+    def pause(self, state: bytes, code: str, call_id: str | None) -> PausedRun:
+        """The run as a :class:`PausedRun` at its held calls, from the sandbox's ``state``."""
+        from pydantic_monty import __version__
+
+        held = tuple(HeldCall(h.seq, h.fn.tool_name, h.arguments, h.call_id,
+                              h.result.approval or ApprovalRequest(
+                                  ApprovalRequest.stable_id(h.fn.tool_name, h.call_id,
+                                                            h.arguments),
+                                  h.fn.tool_name, h.arguments, h.call_id))
+                     for h in sorted(self.held.values(), key=lambda h: h.seq))
+        return PausedRun(state, code, self.id, self.count,
+                         tuple((seq, *self.records[seq]) for seq in sorted(self.records)),
+                         self.output(), held, __version__, call_id)
+
+    def replayed(self) -> Coroutine[Any, Any, Any]:
+        """The answer kept in :attr:`replay`, as the host call's coroutine (once)."""
+        answer, self.replay = self.replay, None
+        assert answer is not None
+        return _answer(*answer)
+
+    def restore(self, paused: PausedRun) -> None:
+        """Continue ``paused``'s run: its call ids, calls and output so far."""
+        self.id = paused.run_id
+        self.count = paused.count
+        self.records = {int(c[0]): tuple(c[1:]) for c in paused.calls}
+        self._out = [paused.output]
+        self._out_len = len(paused.output)
+
+    def resumed(self, held: HeldCall, result: ToolResult) -> Any:
+        """What became of ``held`` (``result``), as the program sees it (or :class:`Held`)."""
+        fn = self.view.by_name.get(held.tool)
+        if fn is None:
+            self.records[held.seq] = (held.tool, dict(held.arguments), "unknown_tool",
+                                      result.duration, held.call_id)
+            raise NameError(f"the tool {held.tool!r} is no longer available to programs")
+        return self.failed(held.seq, fn, dict(held.arguments), held.call_id, result)
 
     def _refuse(self) -> None:
         if self.stopped is not None:
@@ -166,7 +291,7 @@ class Run:
 
     def call_records(self) -> list[CallRecord]:
         """The calls made, in the order the program made them (they finish in any order)."""
-        return [CallRecord(*r[1:]) for r in sorted(self.records, key=lambda r: r[0])]
+        return [CallRecord(*self.records[seq]) for seq in sorted(self.records)]
 
 
 def external(fn: ToolFunction) -> Callable[..., Any]:
@@ -174,14 +299,30 @@ def external(fn: ToolFunction) -> Callable[..., Any]:
     coroutine (the sandbox awaits it): one coroutine per call instead of two."""
 
     def call(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
-        return CURRENT.get().call(fn, fn.bind(args, kwargs))
+        run = CURRENT.get()
+        if run.replay is not None:
+            return run.replayed()
+        return run.call(fn, fn.bind(args, kwargs))
 
     call.__name__ = fn.py
     return call
 
 
-async def call_tool(name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+async def _answer(ok: bool, value: Any) -> Any:
+    if ok:
+        return value
+    raise value
+
+
+def call_tool(name: str, arguments: Mapping[str, Any] | None = None
+              ) -> Coroutine[Any, Any, Any]:
     run = CURRENT.get()
+    if run.replay is not None:
+        return run.replayed()
+    return _call_tool(run, name, arguments)
+
+
+async def _call_tool(run: Run, name: str, arguments: Mapping[str, Any] | None) -> Any:
     if not isinstance(name, str):
         raise TypeError(f"call_tool() needs a tool name (str), got {type(name).__name__}")
     if arguments is None:

@@ -7,6 +7,7 @@ import asyncio
 import fnmatch
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +16,13 @@ from attrs import frozen
 from toolregistry import Tool, ToolMetadata
 from toolregistry.plugin import log
 from toolregistry.tool import Provenance
-from toolregistry.types import ToolContext, ToolResult
+from toolregistry.types import ApprovalRequest, ToolContext, ToolResult
 
 from ._bridge import CURRENT, Run, call_tool, external, no_os
+from ._driver import PausedAgain, continue_paused
 from ._errors import blocking, classify
-from ._result import CodeError, CodeRun
+from ._paused import PausedRun
+from ._result import CallRecord, CodeError, CodeRun
 from ._sandbox import MODULES, Sandbox
 from ._settings import PLUGIN_NAME, CodeModeSettings
 from ._stubs import ToolFunction, function_for, identifier, stub_module
@@ -31,6 +34,8 @@ __all__ = ["MODULES", "CodeMode", "View"]
 
 _SCRIPT = "program.py"
 _HOST_GRACE = 0.5
+_KEPT_PAUSED = 256
+"""Paused programs kept in memory by approval id (the oldest are forgotten first)."""
 
 _KIND_TO_RESULT = {"syntax": "invalid_arguments", "type": "invalid_arguments",
                    "runtime": "execution", "tool": "execution", "limit": "execution",
@@ -63,6 +68,7 @@ class CodeMode:
         self.sandbox = Sandbox(settings)
         self._view: View | None = None
         self._lock = threading.Lock()
+        self._paused: OrderedDict[str, PausedRun] = OrderedDict()
 
     # -- what programs see ----------------------------------------------------------------
     def exposed(self, tool: Tool) -> bool:
@@ -145,7 +151,8 @@ class CodeMode:
         mode = self
 
         async def run_code(code: str, ctx: ToolContext | None = None) -> ToolResult:
-            run = await mode.run(code, context=ctx.values if ctx is not None else None)
+            run = await mode.run(code, context=ctx.values if ctx is not None else None,
+                                 call_id=ctx.call.id if ctx is not None else None)
             return mode.to_result(run)
 
         s = self.settings
@@ -172,33 +179,52 @@ class CodeMode:
     def to_result(self, run: CodeRun) -> ToolResult:
         """A run as the tool result the model reads (``value`` is the :class:`CodeRun`;
         ``metadata["calls"]`` the audit of its tool calls). Long text is cut to
-        ``result_chars`` unless the spool plugin takes it."""
+        ``result_chars`` unless the spool plugin takes it. A paused run is a pending result
+        (``approval_required``) whose ``approval`` is what its first held call asks."""
         spool = self.registry.plugins.is_loaded("spool")
         limit = None if spool else self.settings.result_chars
         error = run.error
         meta: dict[str, Any] = {"calls": [c.to_dict() for c in run.calls]}
         if error is not None:
             meta["error"] = {"kind": error.kind, "line": error.line}
+        paused = run.paused
+        if paused is not None:
+            meta["paused"] = {"approvals": [h.approval.id for h in paused.held]}
+            result = ToolResult(call_id=None, name="", content=run.render(limit),
+                                is_error=True, error_kind="approval_required", value=run,
+                                metadata=meta)
+            result.approval = paused.approval
+            return result
         return ToolResult(call_id=None, name="", content=run.render(limit),
                           is_error=error is not None,
                           error_kind=_KIND_TO_RESULT[error.kind] if error else None,  # type: ignore[arg-type]
                           value=run, metadata=meta)
 
     # -- running ------------------------------------------------------------------------------
-    async def run(self, code: str, *, context: Mapping[str, Any] | None = None) -> CodeRun:
+    async def run(self, code: str, *, context: Mapping[str, Any] | None = None,
+                  call_id: str | None = None) -> CodeRun:
         """Run ``code``; its tool calls carry ``context`` (the application's ``context=``).
-        Never raises for a bad program: the run's ``error`` says what went wrong."""
-        from pydantic_monty import MontyError
-
+        Never raises for a bad program: the run's ``error`` says what went wrong, and its
+        ``paused`` that it waits for a person's approval (see :meth:`aresume`). ``call_id``
+        is the ``run_code`` call's id (kept in a paused run)."""
         if not isinstance(code, str) or not code.strip():
             return CodeRun(error=CodeError("syntax", "the program is empty",
                                            hint="pass the Python source as `code`"))
-        view = self.view()
-        run = Run(self.registry, self.settings, view, context)
+        run = Run(self.registry, self.settings, self.view(), context)
+        return await self._execute(run, code, call_id, None, {})
+
+    def run_sync(self, code: str, *, context: Mapping[str, Any] | None = None) -> CodeRun:
+        """:meth:`run` from synchronous code (not from inside a running event loop)."""
+        return asyncio.run(self.run(code, context=context))
+
+    async def _execute(self, run: Run, code: str, call_id: str | None,
+                       paused: PausedRun | None, decided: Mapping[str, ToolResult]) -> CodeRun:
+        from pydantic_monty import MontyError
+
         token = CURRENT.set(run)
         started = time.perf_counter()
         try:
-            await self._run(run, code)
+            await self._session(run, code, paused, decided)
         except MontyError as exc:
             run.result.error = classify(exc, code, run, self.settings)
         except TimeoutError:
@@ -211,39 +237,52 @@ class CodeMode:
         finally:
             CURRENT.reset(token)
             await run.cancel_calls()
+            if run.pausing is not None and run.result.error is None:
+                run.result.paused = run.pause(run.pausing, code, call_id)
             run.result.output = run.output()
             run.result.calls = run.call_records()
             run.result.duration = time.perf_counter() - started
-        log.info("codemode.ran", calls=len(run.result.calls), ok=run.result.ok,
-                 error=run.result.error.kind if run.result.error else None,
-                 duration=round(run.result.duration, 6))
-        return run.result
+        result = run.result
+        if result.paused is not None:
+            self._keep(result.paused)
+        log.info("codemode.ran", calls=len(result.calls), ok=result.ok,
+                 error=result.error.kind if result.error else None,
+                 paused=[h.approval.id for h in result.paused.held] if result.paused else None,
+                 duration=round(result.duration, 6))
+        return result
 
-    def run_sync(self, code: str, *, context: Mapping[str, Any] | None = None) -> CodeRun:
-        """:meth:`run` from synchronous code (not from inside a running event loop)."""
-        return asyncio.run(self.run(code, context=context))
-
-    async def _run(self, run: Run, code: str) -> None:
+    async def _session(self, run: Run, code: str, paused: PausedRun | None,
+                       decided: Mapping[str, ToolResult]) -> None:
         from pydantic_monty import MontyTypingError
 
         s = self.settings
         pool = await self.sandbox.pool()
+        check = s.type_check and paused is None
         # The sandbox stops a program that computes past wall_time itself (naming the line);
         # the host's timeout, a little later, covers the time spent waiting for tools.
         async with asyncio.timeout(s.wall_time + _HOST_GRACE), pool.checkout(
             script_name=_SCRIPT,
             limits=self.sandbox.limits(),  # type: ignore[arg-type]
-            type_check=s.type_check,
-            type_check_stubs=run.view.stubs if s.type_check else None,
+            type_check=check,
+            type_check_stubs=run.view.stubs if check else None,
             type_check_format="concise",
             os_policy={"sleep_system_max": float("inf")},
         ) as session:
             run.loop = asyncio.get_running_loop()
+            run.session, run.pool = session, pool
+            externals = dict(run.view.externals)
+
+            async def program(skip_check: bool) -> Any:
+                if paused is None:
+                    return await session.feed_run(
+                        code, external_lookup=externals, print_callback=run.printed,
+                        os=no_os, skip_type_check=skip_check)
+                snap = await session.load_snapshot(paused.state, print_callback=run.printed,
+                                                   external_lookup=externals, os=no_os)
+                return await continue_paused(run, snap, paused, decided)
 
             def feed(skip_check: bool) -> asyncio.Future[Any]:
-                run.feed = asyncio.ensure_future(session.feed_run(
-                    code, external_lookup=dict(run.view.externals), print_callback=run.printed,
-                    os=no_os, skip_type_check=skip_check))
+                run.feed = asyncio.ensure_future(program(skip_check))
                 return run.feed
 
             try:
@@ -255,9 +294,15 @@ class CodeMode:
                     # Only diagnostics that running will settle (an Optional not narrowed, a
                     # possibly unbound name): run it; a real fault raises at its line.
                     value = await feed(True)
+            except PausedAgain:
+                return
             except asyncio.CancelledError:
                 task = asyncio.current_task()
-                if run.stopped is None or (task is not None and task.cancelling()):
+                if task is not None and task.cancelling():
+                    raise
+                if run.pausing is not None:  # every call in flight is held: paused
+                    return
+                if run.stopped is None:
                     raise
                 run.result.error = run.stopped
                 return
@@ -265,3 +310,92 @@ class CodeMode:
             run.result.error = run.stopped
             return
         run.finish(value)
+
+    # -- resuming after approval ----------------------------------------------------------------
+    def _keep(self, paused: PausedRun) -> None:
+        with self._lock:
+            for held in paused.held:
+                self._paused[held.approval.id] = paused
+                self._paused.move_to_end(held.approval.id)
+            while len(self._paused) > _KEPT_PAUSED:
+                self._paused.popitem(last=False)
+
+    def paused(self, item: Any) -> PausedRun:
+        """The :class:`PausedRun` ``item`` names: ``run_code``'s pending result, its
+        :class:`CodeRun`, a :class:`PausedRun` or its ``to_dict()``, or an approval id (or
+        the result's ``approval``, or its ``to_dict()``) of a program paused in this
+        process. ``LookupError`` when there is none."""
+        if isinstance(item, ToolResult):
+            run = item.value
+            if isinstance(run, CodeRun) and run.paused is not None:
+                return run.paused
+            item = item.approval
+        if isinstance(item, CodeRun) and item.paused is not None:
+            return item.paused
+        if isinstance(item, PausedRun):
+            return item
+        if isinstance(item, Mapping):
+            if "format" in item:
+                return PausedRun.from_dict(item)
+            item = item.get("id")
+        if isinstance(item, ApprovalRequest):
+            item = item.id
+        if isinstance(item, str):
+            with self._lock:
+                found = self._paused.get(item)
+            if found is not None:
+                return found
+            raise LookupError(f"no program paused in this process waits for approval {item!r}; "
+                              "resume it with its PausedRun (or its to_dict()) instead")
+        raise TypeError(f"resume() takes run_code's pending result, a CodeRun, a PausedRun, its "
+                        f"dict or an approval id; got {type(item).__name__}")
+
+    async def aresume(self, item: Any, *, context: Mapping[str, Any] | None = None
+                      ) -> ToolResult:
+        """Continue a program paused at calls held for approval, once a person decided (with
+        the policy plugin: ``approve`` / ``deny`` on its queue). ``item`` as in
+        :meth:`paused`. The held call runs as approved (with the person's arguments when
+        they changed them), or raises ``PermissionError`` with their reason in the program,
+        which goes on from there; the result is ``run_code``'s (for the same call id), or
+        pending again when the program stops at another held call or nobody decided yet.
+        With the policy plugin the decision is taken from its queue, so a used approval is
+        its ``ApprovalError`` and nothing runs twice; otherwise the held call is made again
+        (same call id and arguments) and the authorizing plugin decides."""
+        paused = self.paused(item)
+        decided = await self._decide(paused, context)
+        if all(result.pending for result in decided.values()):
+            still = CodeRun(output=paused.output, paused=paused,
+                            calls=[CallRecord(*c[1:]) for c in paused.calls])
+            return self._answer(still, paused.call_id)
+        with self._lock:
+            for held in paused.held:
+                self._paused.pop(held.approval.id, None)
+        run = Run(self.registry, self.settings, self.view(), context)
+        run.restore(paused)
+        done = await self._execute(run, paused.code, paused.call_id, paused, decided)
+        return self._answer(done, paused.call_id)
+
+    def resume(self, item: Any, *, context: Mapping[str, Any] | None = None) -> ToolResult:
+        """:meth:`aresume` from synchronous code (not from inside a running event loop)."""
+        return asyncio.run(self.aresume(item, context=context))
+
+    def _answer(self, run: CodeRun, call_id: str | None) -> ToolResult:
+        result = self.to_result(run)
+        result.call_id = call_id
+        result.name = self.settings.tool_name
+        return result
+
+    async def _decide(self, paused: PausedRun, context: Mapping[str, Any] | None
+                      ) -> dict[str, ToolResult]:
+        """Each held call's result now: ran, denied, or still pending."""
+        ids = [held.approval.id for held in paused.held]
+        # The policy plugin publishes its queue for other plugins under its plugin state.
+        policy = self.registry.plugin_state("policy").get("policy")
+        aresume = getattr(policy, "aresume", None)
+        if aresume is not None:
+            results = list(await aresume(ids, context=context))
+        else:
+            results = list(await asyncio.gather(*(
+                self.registry.ainvoke(held.tool, dict(held.arguments), context=context,
+                                      call_id=held.call_id) for held in paused.held)))
+        return dict(zip(ids, results))

@@ -3,9 +3,12 @@ error) and the text the model reads."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import define, field, frozen
+
+if TYPE_CHECKING:
+    from ._paused import PausedRun
 
 __all__ = ["CallRecord", "CodeError", "CodeRun", "ErrorKind"]
 
@@ -54,7 +57,9 @@ class CodeError:
 @define
 class CodeRun:
     """One program's run: what it printed, its last expression's value (``None`` when it
-    ended with a statement), every tool call it made, its error (``None`` on success)."""
+    ended with a statement), every tool call it made, its error (``None`` on success), and
+    ``paused`` when it waits for a person's approval of one of its calls (resume it with
+    :meth:`CodeMode.resume`)."""
 
     output: str = ""
     value: Any = None
@@ -62,17 +67,22 @@ class CodeRun:
     error: CodeError | None = None
     duration: float = 0.0
     value_json: str | None = field(default=None, repr=False)
+    paused: PausedRun | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
         """True when the program ran to its end."""
-        return self.error is None
+        return self.error is None and self.paused is None
 
     def render(self, limit: int | None = None) -> str:
         """What the model reads: the printed text, then ``result: <JSON>`` (either alone when
         the other is empty); on error the output so far and the error. ``limit`` cuts it."""
         parts: list[str] = []
-        if self.error is not None:
+        if self.paused is not None:
+            parts.append(_paused_text(self.paused))
+            if self.output:
+                parts.append("Output so far:\n" + self.output.rstrip("\n"))
+        elif self.error is not None:
             parts.append(f"Error: {self.error.render()}")
             if self.output:
                 parts.append("Output before the error:\n" + self.output.rstrip("\n"))
@@ -91,6 +101,13 @@ class CodeRun:
             text = (text[:limit] + f"\n[cut: {cut:,} more characters not shown; print less, "
                     "or return only what you need]")
         return text
+
+
+def _paused_text(paused: PausedRun) -> str:
+    asked = "; ".join(f"{h.tool}() (approval {h.approval.id})" for h in paused.held)
+    return (f"Paused: the program waits for a person's approval of {asked}; that call "
+            "has not run. The program continues from there once a person decides (denied, the "
+            "call raises PermissionError with their reason); do not run it again.")
 
 
 def _calls_line(calls: list[CallRecord]) -> str:

@@ -1,0 +1,194 @@
+"""A code-mode program whose tool call the policy plugin holds for a person's approval: the
+``run_code`` call answers pending (the policy's ``approval_required`` and approval id), the
+program's state is kept (pydantic-monty's dump of the paused sandbox), and once a person
+decides on the policy's queue the program goes on from that call -- approved (as asked, or
+with the person's arguments) the call runs once, denied it raises with their reason -- in this
+process or in another one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import toolregistry_codemode
+import toolregistry_policy as tp
+from toolregistry import ToolRegistry, ToolResult
+
+SENT: list[str] = []
+
+PROGRAM = textwrap.dedent("""\
+    total = await add(a=40, b=2)
+    print('total', total)
+    try:
+        answer = await send_mail(to='ceo@example.com', body=f'total {total}')
+    except PermissionError as e:
+        answer = 'not sent: ' + str(e)
+    print(answer)
+    await add(a=total, b=1)
+""")
+
+
+@pytest.fixture
+def registry() -> Iterator[ToolRegistry]:
+    SENT.clear()
+    reg = ToolRegistry(default_timeout=20)
+
+    @reg.register
+    def send_mail(to: str, body: str) -> str:
+        """Send an email message to someone."""
+        SENT.append(to)
+        return f"sent to {to}"
+
+    @reg.register
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    tp.configure(reg, rules=[tp.Rule("ask", tools=["send_mail"], reason="mail leaves")])
+    toolregistry_codemode.enable_code_mode(reg)
+    yield reg
+    reg.close()
+
+
+def _run_code(registry: ToolRegistry) -> ToolResult:
+    (result,) = registry.execute_tool_calls([{"id": "toolu_1", "name": "run_code",
+                                             "arguments": {"code": PROGRAM}}])
+    return result
+
+
+def test_approved_the_program_goes_on_and_the_call_runs_once(registry: ToolRegistry) -> None:
+    held = _run_code(registry)
+    assert held.pending and held.error_kind == "approval_required", held.text
+    policy = tp.get_policy(registry)
+    [waiting] = policy.pending()
+    assert held.approval.id == waiting.id and waiting.tool == "send_mail"
+    assert dict(waiting.request.arguments) == {"to": "ceo@example.com", "body": "total 42"}
+    assert SENT == [] and "total 42" in held.text
+
+    mode = toolregistry_codemode.get_code_mode(registry)
+    assert mode is not None
+    assert mode.resume(held).pending  # nobody decided: still waiting, nothing ran
+    policy.approve(waiting.id, approver="ann")
+    done = mode.resume(held)
+    assert done.ok, done.text
+    assert done.call_id == "toolu_1"
+    assert done.text == "total 42\nsent to ceo@example.com\nresult: 43"
+    assert SENT == ["ceo@example.com"]
+    assert [c["outcome"] for c in done.metadata["calls"]] == ["ok", "ok", "ok"]
+    assert policy.get(waiting.id).status == "done"
+    # resumed again: the policy's queue says it was used; nothing runs twice
+    with pytest.raises(tp.ApprovalError, match="used already"):
+        mode.resume(held)
+    assert SENT == ["ceo@example.com"]
+
+
+def test_approved_with_changed_arguments(registry: ToolRegistry) -> None:
+    held = _run_code(registry)
+    policy = tp.get_policy(registry)
+    policy.approve(held.approval.id, approver="ann",
+                   arguments={"to": "cfo@example.com", "body": "total 42"})
+    mode = toolregistry_codemode.get_code_mode(registry)
+    assert mode is not None
+    done = mode.resume(held.value.paused.to_dict())
+    assert done.ok, done.text
+    assert "sent to cfo@example.com" in done.text and SENT == ["cfo@example.com"]
+
+
+def test_denied_the_call_raises_with_the_reason(registry: ToolRegistry) -> None:
+    held = _run_code(registry)
+    tp.get_policy(registry).deny(held.approval.id, "not to the CEO", approver="ann")
+    mode = toolregistry_codemode.get_code_mode(registry)
+    assert mode is not None
+    done = mode.resume(held.approval.id)
+    assert done.ok, done.text
+    assert "not sent: send_mail() failed (denied)" in done.text
+    assert "not to the CEO" in done.text and done.text.endswith("result: 43")
+    assert SENT == []
+    assert [c["outcome"] for c in done.metadata["calls"]] == ["ok", "denied", "ok"]
+
+
+RESUMER = '''
+import json, sys
+from toolregistry import ToolRegistry
+import toolregistry_codemode
+import toolregistry_policy as tp
+import mailtools
+
+registry = ToolRegistry(config=sys.argv[1])
+registry.register(mailtools.send_mail)
+registry.register(mailtools.add)
+mode = toolregistry_codemode.enable_code_mode(registry)
+policy = tp.get_policy(registry)
+[waiting] = policy.pending()
+policy.approve(waiting.id, approver="ops")
+with open(sys.argv[2], encoding="utf-8") as fh:
+    paused = json.load(fh)
+result = mode.resume(paused)
+print(json.dumps({"id": waiting.id, "call_id": result.call_id, "outcome": result.outcome,
+                  "text": result.text, "pid": __import__("os").getpid()}))
+registry.close()
+'''
+
+TOOLS = '''
+import os
+
+def send_mail(to: str, body: str) -> str:
+    """Send an email message to someone."""
+    with open(os.environ["SENT_FILE"], "a", encoding="utf-8") as fh:
+        fh.write(f"{os.getpid()} {to}\\n")
+    return f"sent to {to}"
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
+
+def test_the_program_goes_on_in_another_process(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mailtools.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "resume.py").write_text(RESUMER, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.toolregistry.plugins.policy]
+        store = "approvals.db"
+        rules = [{ tools = ["send_*"], decision = "ask" }]
+    """), encoding="utf-8")
+    sent = tmp_path / "sent.txt"
+    monkeypatch.setenv("SENT_FILE", str(sent))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import mailtools  # type: ignore[import-not-found]
+
+    registry = ToolRegistry(config=tmp_path / "pyproject.toml")
+    try:
+        registry.register(mailtools.send_mail)
+        registry.register(mailtools.add)
+        toolregistry_codemode.enable_code_mode(registry)
+        held = _run_code(registry)
+        assert held.pending, held.text
+        saved = tmp_path / "paused.json"
+        saved.write_text(json.dumps(held.value.paused.to_dict()), encoding="utf-8")
+        out = subprocess.run([sys.executable, str(tmp_path / "resume.py"),
+                              str(tmp_path / "pyproject.toml"), str(saved)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120, check=False,
+                             env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        assert out.returncode == 0, out.stderr
+        answer = json.loads(out.stdout)
+        assert answer["id"] == held.approval.id and answer["call_id"] == "toolu_1"
+        assert answer["outcome"] == "ok", answer["text"]
+        assert answer["text"] == "total 42\nsent to ceo@example.com\nresult: 43"
+        assert sent.read_text().split() == [str(answer["pid"]), "ceo@example.com"]
+        # this process's copy of the paused program: the approval was used in the other one
+        mode = toolregistry_codemode.get_code_mode(registry)
+        assert mode is not None
+        with pytest.raises(tp.ApprovalError, match="used already"):
+            mode.resume(held)
+        assert len(sent.read_text().splitlines()) == 1
+    finally:
+        registry.close()
