@@ -214,3 +214,27 @@ def test_bad_resume_input_is_a_clear_error(make_mode: MakeMode) -> None:
         mode.resume(42)
     with pytest.raises(ValueError, match=r"paused by pydantic-monty 0\.0\.1"):
         PausedRun.from_dict({"format": "toolregistry-codemode/paused-1", "monty": "0.0.1"})
+
+
+def test_a_resumed_program_pauses_again_at_its_next_held_call(make_mode: MakeMode,
+                                                              seen: Seen) -> None:
+    person = Person()
+    registry, mode = make_mode({"plugins": [person]})
+    code = ("a = await list_cities('asia')\n"
+            "w = await get_weather(a[0])\n"
+            "b = await call_tool('list_cities', {'region': 'europe'})\n"
+            "[a, w['temp'], b]")
+    first = _run_code(registry, code)
+    assert first.pending and dict(first.approval.arguments) == {"region": "asia"}
+    person.decided[first.approval.call_id] = Decision.allow()
+    second = mode.resume(first)
+    assert second.pending, second.text
+    assert dict(second.approval.arguments) == {"region": "europe"}
+    assert second.call_id == "call_1"
+    assert [name for name, _ in seen] == ["list_cities", "get_weather"]
+    person.decided[second.approval.call_id] = Decision.allow()
+    done = mode.resume(second.value.paused.to_dict())
+    assert done.ok, done.text
+    assert json.loads(done.text) == [["Tokyo", "Seoul"], 21, ["Paris", "Oslo"]]
+    assert [c["outcome"] for c in done.metadata["calls"]] == ["ok", "ok", "ok"]
+    assert [name for name, _ in seen] == ["list_cities", "get_weather", "list_cities"]
