@@ -198,8 +198,12 @@ def test_metrics_duration_calls_by_outcome_and_in_flight(
         return "done"
 
     reg.register(slow)
-    reg.invoke("slow", {})
+    slow_result = reg.invoke("slow", {})
     points = _points(reader.get_metrics_data())
+    # the duration recorded is the one the registry measured (ToolResult.duration)
+    slow_points = [p for p in points["toolregistry.tool.call.duration"]
+                   if dict(p.attributes)["gen_ai.tool.name"] == "slow"]
+    assert [(p.count, p.sum) for p in slow_points] == [(1, slow_result.duration)]
     # calls by tool and outcome: the duration histogram's count
     calls = {(dict(p.attributes)["gen_ai.tool.name"], dict(p.attributes)["toolregistry.outcome"]):
              p.count for p in points["toolregistry.tool.call.duration"]}
@@ -312,3 +316,74 @@ def test_bad_settings_are_refused_naming_the_option(tmp_path: Path) -> None:
         ToolRegistry(config=config(tmp_path, "capture-contents = true"))
     with pytest.raises(ConfigError, match=r"capture.contents"):
         ToolRegistry(config=config(tmp_path, "capture-contents = true"), strict_plugins=True)
+
+
+NO_PROVIDER_SCRIPT = '''
+import json
+from opentelemetry import metrics, trace
+from toolregistry import ToolRegistry
+from toolregistry_otel import _telemetry
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+reg = ToolRegistry()
+reg.register(add)
+out = {"value": reg.invoke("add", {"a": 1, "b": 2}).value,
+       "tracer": _telemetry._SWITCH.tracer is not None,
+       "instruments": _telemetry._SWITCH.instruments is not None}
+if out["tracer"]:  # a provider named in the environment was loaded by the first call
+    out["provider"] = type(trace.get_tracer_provider()).__module__
+else:  # none yet: one set now is used from the next call on
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    reg.invoke("add", {"a": 1, "b": 2})
+    out["spans"] = [s.name for s in exporter.get_finished_spans()]
+    out["instruments after"] = _telemetry._SWITCH.instruments is not None
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.parametrize("environment", ["none", "named"])
+def test_without_a_provider_nothing_is_recorded_until_one_is_set(environment: str) -> None:
+    """A fresh process (the session's conftest set providers in this one): with the API's
+    default providers the plugin makes nothing; a provider set later, or one the environment
+    names (the API loads it on first use), is used from the next call on."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_PYTHON_")}
+    if environment == "named":
+        env["OTEL_PYTHON_TRACER_PROVIDER"] = "sdk_tracer_provider"
+    done = subprocess.run([sys.executable, "-c", NO_PROVIDER_SCRIPT], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if environment == "none":
+        assert out == {"value": 3, "tracer": False, "instruments": False,
+                       "spans": ["execute_tool add"], "instruments after": False}
+    else:
+        assert out == {"value": 3, "tracer": True, "instruments": False,
+                       "provider": "opentelemetry.sdk.trace"}
+
+
+def test_the_private_fast_path_names_still_exist() -> None:
+    """The no-provider check reads the API's module globals ``_TRACER_PROVIDER`` /
+    ``_METER_PROVIDER`` (the public getters cost more than the rest of the check: see
+    benchmarks/otel_bench.py, "provider check"). Without them it falls back to the public
+    getters, correct but slower: this test says so when an API release renames them."""
+    import opentelemetry.metrics._internal as metrics_internal
+    import opentelemetry.trace as trace_module
+
+    assert hasattr(trace_module, "_TRACER_PROVIDER")
+    assert hasattr(metrics_internal, "_METER_PROVIDER")

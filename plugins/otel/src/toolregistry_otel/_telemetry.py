@@ -19,7 +19,8 @@ import opentelemetry.metrics._internal as _metrics_api
 import opentelemetry.trace as _trace_api
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.context import attach, get_current
+from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 
 from toolregistry.plugin import log
 
@@ -38,24 +39,39 @@ CONTENT_PREFIX = "content."
 _CLIENT_OPERATIONS = frozenset({"mcp.load", "openapi.load"})
 _REMOTE_KINDS = frozenset({"mcp", "openapi", "langchain"})
 _UNKNOWN = object()
+_INTERNAL = SpanKind.INTERNAL
 # The API loads a provider named in the environment on first use of its getter.
 _TRACER_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _METER_ENV = "OTEL_PYTHON_METER_PROVIDER" in os.environ
 
 
 class _Switch:
-    """Whether a real tracer / meter provider is installed (the API's proxies are not).
+    """Whether a real tracer / meter provider is installed (the API's proxies are not), and
+    what the plugin then uses: its tracer, its instruments.
 
-    A provider is set once per process, so once found real it stays real. Until then each
-    check reads the API's global (one module attribute; the public getter only when the
-    environment names a provider to load, which the getter then does).
+    A provider is set once per process, so once found real it stays real: the tracer and the
+    instruments are kept, and a call reads them from here. Until then each check reads the
+    API's module globals ``opentelemetry.trace._TRACER_PROVIDER`` and
+    ``opentelemetry.metrics._internal._METER_PROVIDER`` (private names) and goes on to the
+    public getters only when one is set, or when the environment names a provider for the API
+    to load (which the getter then does). Why not the public getters on every call: while no
+    provider is set, each also looks ``OTEL_PYTHON_*_PROVIDER`` up in ``os.environ`` (a
+    failed lookup raises and catches ``KeyError`` twice), about 20 times the cost of reading
+    the globals and more than the rest of what the plugin adds to a call
+    (``benchmarks/otel_bench.py``, "provider check"). The API has no public, cheaper way to
+    ask (its proxy tracer answers a ``start_span`` with a non-recording span, costlier still).
+    The globals are read through ``getattr`` with a default, so an API release without them
+    takes the public getters: correct, only slower (a test names the globals so that such a
+    release is noticed).
     """
 
-    __slots__ = ("meter", "tracer")
+    __slots__ = ("instruments", "lock", "meter", "tracer")
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()
         self.tracer: trace.Tracer | None = None
         self.meter: metrics.Meter | None = None
+        self.instruments: _Instruments | None = None
 
     def tracing(self) -> trace.Tracer | None:
         tracer = self.tracer
@@ -68,17 +84,21 @@ class _Switch:
             tracer = self.tracer = provider.get_tracer(SCOPE, _version())
         return tracer
 
-    def metering(self) -> metrics.Meter | None:
-        meter = self.meter
-        if meter is None:
+    def metering(self) -> _Instruments | None:
+        instruments = self.instruments
+        if instruments is None:
             if getattr(_metrics_api, "_METER_PROVIDER", _UNKNOWN) is None and not _METER_ENV:
                 return None
             provider = metrics.get_meter_provider()
             if isinstance(provider, metrics.NoOpMeterProvider) or \
                     type(provider).__name__ == "_ProxyMeterProvider":  # the API's default
                 return None
-            meter = self.meter = provider.get_meter(SCOPE, _version())
-        return meter
+            with self.lock:  # made once: a second observable counter would count twice
+                instruments = self.instruments
+                if instruments is None:
+                    self.meter = provider.get_meter(SCOPE, _version())
+                    instruments = self.instruments = _Instruments(self.meter)
+        return instruments
 
 
 _SWITCH = _Switch()
@@ -94,21 +114,27 @@ def _version() -> str:
 
 
 class _InFlight:
-    """Calls in flight per (registry, tool), counted in Python and read by the SDK when it
-    collects (an observable up-down counter: nothing per call goes through the SDK)."""
+    """Calls in flight per (registry, tool), kept in Python and read by the SDK when it
+    collects (an observable up-down counter: nothing per call goes through the SDK).
+
+    Each key has a set of the ids of its running calls' tokens (a token lives until its call
+    finishes, so its id is unique meanwhile): adding and discarding one is a single atomic
+    operation, no lock per call, and a count never drifts.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.counts: dict[tuple[tuple[str, str], ...], int] = {}
+        self.calls: dict[tuple[tuple[str, str], ...], set[int]] = {}
 
-    def add(self, key: tuple[tuple[str, str], ...], delta: int) -> None:
+    def running(self, key: tuple[tuple[str, str], ...]) -> set[int]:
+        """The set of running calls of ``key`` (made once; shared by the key's observers)."""
         with self.lock:
-            self.counts[key] = self.counts.get(key, 0) + delta
+            return self.calls.setdefault(key, set())
 
     def observe(self, options: Any) -> list[metrics.Observation]:
         with self.lock:
-            items = list(self.counts.items())
-        return [metrics.Observation(value, dict(key)) for key, value in items]
+            items = list(self.calls.items())
+        return [metrics.Observation(len(calls), dict(key)) for key, calls in items]
 
 
 IN_FLIGHT = _InFlight()
@@ -129,19 +155,6 @@ class _Instruments:
         self.discovery = meter.create_histogram(
             "toolregistry.discovery.query.duration", unit="s",
             description="Duration of discovery queries.")
-
-
-_INSTRUMENTS: dict[int, _Instruments] = {}
-
-
-def _instruments() -> _Instruments | None:
-    meter = _SWITCH.metering()
-    if meter is None:
-        return None
-    found = _INSTRUMENTS.get(id(meter))
-    if found is None:
-        found = _INSTRUMENTS[id(meter)] = _Instruments(meter)
-    return found
 
 
 def inject(carrier: MutableMapping[str, str]) -> None:
@@ -219,13 +232,22 @@ class Telemetry:
 
 
 class ToolObserver:
-    """``execute_tool {gen_ai.tool.name}`` spans and the call metrics for one tool."""
+    """``execute_tool {gen_ai.tool.name}`` spans and the call metrics for one tool.
 
-    __slots__ = ("flight_key", "metric_attributes", "outcome_attributes", "span_name", "static",
-                 "telemetry")
+    What does not change between calls is made here once: the span name, the span's
+    attributes but the call id, the metric attributes per outcome, the tool's set of running
+    calls. Per call: one provider check, one dict copy, the SDK's span (made current in the
+    call's own context, which the kernel copied for it and drops after it: nothing to detach),
+    and at the end one histogram record of the kernel's measured duration.
+    """
+
+    __slots__ = ("capture", "metric_attributes", "metrics", "ok_attributes",
+                 "outcome_attributes", "running", "span_name", "static", "telemetry")
 
     def __init__(self, telemetry: Telemetry, tool: Tool) -> None:
         self.telemetry = telemetry
+        self.capture = telemetry.capture
+        self.metrics = telemetry.settings.metrics
         self.span_name = f"execute_tool {tool.name}"
         kind = tool.provenance.kind
         self.static: dict[str, Any] = {
@@ -240,38 +262,48 @@ class ToolObserver:
         self.static["toolregistry.tool.source"] = kind
         self.metric_attributes = {"gen_ai.tool.name": tool.name,
                                   "toolregistry.registry": telemetry.registry_name}
-        self.flight_key = tuple(self.metric_attributes.items())
-        self.outcome_attributes: dict[str, dict[str, str]] = {}  # per outcome, made once
+        self.running = IN_FLIGHT.running(tuple(self.metric_attributes.items()))
+        self.ok_attributes = {**self.metric_attributes, "toolregistry.outcome": "ok"}
+        self.outcome_attributes: dict[str, dict[str, str]] = {}  # the error kinds, made once
 
     def call_started(self, call: ToolCall) -> Any:
-        tracer = _SWITCH.tracing()
-        instruments = _instruments() if self.telemetry.settings.metrics else None
-        if tracer is None and instruments is None:
-            return None
-        span = None
-        if tracer is not None:
-            attributes = dict(self.static)
+        tracer = _SWITCH.tracer
+        if tracer is None:
+            tracer = _SWITCH.tracing()
+        instruments = None
+        if self.metrics:
+            instruments = _SWITCH.instruments
+            if instruments is None:
+                instruments = _SWITCH.metering()
+        if tracer is None:
+            if instruments is None:
+                return None
+            token: tuple[Any, Any] = (None, instruments)
+        else:
+            attributes = self.static.copy()
             attributes["gen_ai.tool.call.id"] = call.id
-            span = tracer.start_span(self.span_name, kind=SpanKind.INTERNAL,
+            parent = get_current()
+            span = tracer.start_span(self.span_name, parent, kind=_INTERNAL,
                                      attributes=attributes)
             # This runs inside the call's own context: the span is current for the hooks, the
             # tool and what it calls, and goes away with the call's context.
-            otel_context.attach(trace.set_span_in_context(span))
+            attach(set_span_in_context(span, parent))
+            token = (span, instruments)
         if instruments is not None:
-            IN_FLIGHT.add(self.flight_key, 1)
-        return span, instruments, time.perf_counter()
+            self.running.add(id(token))
+        return token
 
     def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
         if token is None:
             return
-        span, instruments, started = token
-        outcome = result.outcome
+        span, instruments = token
+        failed = result.is_error
         if span is not None:
-            t = self.telemetry
-            if outcome != "ok":
-                span.set_attribute("error.type", outcome)
-                span.set_status(Status(StatusCode.ERROR, t.bound(result.text)))
-            if t.capture:
+            if failed:
+                span.set_attribute("error.type", result.outcome)
+                span.set_status(Status(StatusCode.ERROR, self.telemetry.bound(result.text)))
+            if self.capture:
+                t = self.telemetry
                 if call.arguments is not None:
                     span.set_attribute("gen_ai.tool.call.arguments", t.json_text(call.arguments))
                 span.set_attribute("gen_ai.tool.call.result", t.bound(result.text))
@@ -279,12 +311,16 @@ class ToolObserver:
                     span.set_attribute("toolregistry.toolcall_reason", t.bound(call.reason))
             span.end()
         if instruments is not None:
-            attributes = self.outcome_attributes.get(outcome)
-            if attributes is None:
-                attributes = self.outcome_attributes[outcome] = {
-                    **self.metric_attributes, "toolregistry.outcome": outcome}
-            instruments.duration.record(time.perf_counter() - started, attributes)
-            IN_FLIGHT.add(self.flight_key, -1)
+            attributes = self.ok_attributes if not failed else self._failed(result.outcome)
+            instruments.duration.record(result.duration, attributes)
+            self.running.discard(id(token))
+
+    def _failed(self, outcome: str) -> dict[str, str]:
+        attributes = self.outcome_attributes.get(outcome)
+        if attributes is None:
+            attributes = self.outcome_attributes[outcome] = {
+                **self.metric_attributes, "toolregistry.outcome": outcome}
+        return attributes
 
 
 class BatchObserver:
@@ -354,7 +390,7 @@ class OperationObserver:
                            error: BaseException | None, token: Any) -> None:
         span, attach_token, started = token
         if name == "discovery.query" and self.telemetry.settings.metrics:
-            instruments = _instruments()
+            instruments = _SWITCH.metering()
             if instruments is not None:
                 instruments.discovery.record(
                     time.perf_counter() - started,
