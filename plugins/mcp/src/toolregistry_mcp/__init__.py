@@ -13,16 +13,17 @@ from toolregistry.plugin import lazy_exports
 
 if TYPE_CHECKING:
     from ._client import MCPClient, MCPConnectError
-    from ._loader import MCPSource, aload, arefresh, load, refresh, sources
+    from ._loader import aload, arefresh, load, refresh, sources
     from ._oauth import ClientAuth, FileTokenStorage
     from ._serve import REQUEST_KEY, ServeOptions, aserve, build_server, serve
     from ._settings import MCPSettings
+    from ._source import MCPSource
 
 # Loaded on first use, so that loading the plugin stays cheap.
 _LAZY = {
     **dict.fromkeys(("MCPClient", "MCPConnectError"), "._client"),
-    **dict.fromkeys(("MCPSource", "aload", "arefresh", "load", "refresh", "sources"),
-                    "._loader"),
+    **dict.fromkeys(("aload", "arefresh", "load", "refresh", "sources"), "._loader"),
+    "MCPSource": "._source",
     "MCPSettings": "._settings",
     **dict.fromkeys(("REQUEST_KEY", "ServeOptions", "aserve", "build_server", "serve"),
                     "._serve"),

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from toolregistry import Tool
     from toolregistry.types import Job
 
-    from ._loader import MCPSource
+    from ._source import MCPSource
 
 __all__ = ["MARK", "RUNNER", "SessionRunner", "runner_for"]
 

@@ -311,6 +311,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _version() -> str:
-    from ._client import _version as v
+    from ._session import _version as v
 
     return v()
