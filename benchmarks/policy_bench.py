@@ -17,16 +17,24 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import time
+from importlib.metadata import entry_points
 from typing import Any
 
 from toolregistry import ToolRegistry
 from toolregistry.types import ToolCall
 
+# The other plugins installed beside the policy (all of them in `nox -s bench`) are disabled in
+# every registry here: their observers (otel's spans, the inspector's log) would otherwise be
+# in every tool's plan and their cost and noise in every ratio.
+OTHERS = sorted(ep.name for ep in entry_points(group="toolregistry.plugins")
+                if ep.name != "policy")
 
-def _registry(**options: Any) -> ToolRegistry:
-    reg = ToolRegistry(**options)
+
+def _registry(*, policy: bool = True) -> ToolRegistry:
+    reg = ToolRegistry(disable_plugins=OTHERS + ([] if policy else ["policy"]))
 
     @reg.register
     def fetch(url: str, n: int = 1) -> str:
@@ -51,7 +59,21 @@ def _argument_rules(n: int) -> list[dict[str, Any]]:
     return rules
 
 
-def _decide(reg: ToolRegistry, calls: int) -> list[float]:
+class Measure:
+    """Wall-clock times of single calls (for medians) and the thread's CPU time in all."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.cpu = 0.0
+
+    def median(self) -> float:
+        return statistics.median(self.times) * 1e6
+
+    def cpu_per_call(self) -> float:
+        return self.cpu / len(self.times) * 1e6
+
+
+def _decide(reg: ToolRegistry, calls: int, into: Measure) -> None:
     import toolregistry_policy as tp
 
     policy = tp.get_policy(reg)
@@ -59,24 +81,36 @@ def _decide(reg: ToolRegistry, calls: int) -> list[float]:
     assert tool is not None
     call = ToolCall("fetch", {"url": "https://example.com/x", "n": 3}, "c1")
     decide = policy.authorize
-    times = []
+    times = into.times
     gc.collect()
+    cpu = time.thread_time()
     for _ in range(calls):
         t = time.perf_counter()
         decide(tool, call)
         times.append(time.perf_counter() - t)
-    return times
+    into.cpu += time.thread_time() - cpu
 
 
-def _invoke(reg: ToolRegistry, calls: int) -> list[float]:
+def _invoke(reg: ToolRegistry, calls: int, into: Measure) -> None:
     args = {"url": "https://example.com/x", "n": 3}
-    times = []
+    times = into.times
     gc.collect()
+    cpu = time.thread_time()
     for _ in range(calls):
         t = time.perf_counter()
         reg.invoke("fetch", args)
         times.append(time.perf_counter() - t)
-    return times
+    into.cpu += time.thread_time() - cpu
+
+
+def _policy_hooks(reg: ToolRegistry, name: str) -> list[str]:
+    """The policy plugin's hooks in the call plan of tool ``name`` (compiled by a call)."""
+    hooks = reg._get_executor().pipeline._plans[name].hooks
+    found = [f"observer {type(o).__module__}" for o in hooks.observers
+             if type(o).__module__.startswith("toolregistry_policy")]
+    if hooks.authorize is not None:  # no other plugin here implements authorize
+        found.append("authorize")
+    return found
 
 
 def main() -> None:
@@ -96,39 +130,41 @@ def main() -> None:
                                                         "arguments": {"n": {"max": 10}}}])
     worst = _registry()
     tp.configure(worst, rules=_argument_rules(100))
-    plain = _registry(disable_plugins=["policy"])
+    plain = _registry(policy=False)
     static = _registry()
     tp.configure(static, rules=_other_rules(100))
     for reg in (compiled, worst, plain, static):
         assert reg.invoke("fetch", {"url": "https://example.com/x", "n": 3}).ok
 
-    d_compiled: list[float] = []
-    d_worst: list[float] = []
-    i_plain: list[float] = []
-    i_static: list[float] = []
-    i_worst: list[float] = []
+    d_compiled, d_worst, i_plain, i_static, i_worst = (Measure() for _ in range(5))
     for _ in range(rounds):  # interleaved
-        d_compiled += _decide(compiled, calls // rounds)
-        d_worst += _decide(worst, calls // rounds)
-        i_plain += _invoke(plain, calls // rounds)
-        i_static += _invoke(static, calls // rounds)
-        i_worst += _invoke(worst, calls // rounds)
-    med = statistics.median
-    hooks = static._get_executor().pipeline._plans["fetch"].hooks
-    static_free = hooks.authorize is None and not hooks.observers
+        _decide(compiled, calls // rounds, d_compiled)
+        _decide(worst, calls // rounds, d_worst)
+        _invoke(plain, calls // rounds, i_plain)
+        _invoke(static, calls // rounds, i_static)
+        _invoke(worst, calls // rounds, i_worst)
+    found = _policy_hooks(static, "fetch")
 
-    print(f"{'measure':<66}{'value':>10}{'target':>10}")
-    print(f"{'decision, 100 rules, 1 concerns the tool (µs)':<66}"
-          f"{med(d_compiled) * 1e6:>10.2f}{'<= 3':>10}")
-    print(f"{'decision, 100 rules all checking arguments, last matches (µs)':<66}"
-          f"{med(d_worst) * 1e6:>10.2f}{'<= 3':>10}")
-    print(f"{'invoke, policy plugin blocked (µs)':<66}{med(i_plain) * 1e6:>10.2f}")
-    print(f"{'invoke, 100 rules, tool allowed statically (µs)':<66}{med(i_static) * 1e6:>10.2f}")
-    print(f"{'  ratio static / blocked':<66}{med(i_static) / med(i_plain):>10.3f}{'~1.00':>10}")
-    print(f"{'  static allow: no policy hook in the call plan':<66}{static_free!s:>10}"
-          f"{'True':>10}")
-    print(f"{'invoke, 100 rules all checking arguments (µs)':<66}{med(i_worst) * 1e6:>10.2f}")
-    print(f"{'  added per call (µs)':<66}{(med(i_worst) - med(i_plain)) * 1e6:>10.2f}")
+    def row(what: str, m: Measure | None, value: str, target: str = "") -> None:
+        cpu = f"{m.cpu_per_call():.2f}" if m is not None else ""
+        print(f"{what:<62}{value:>9}{cpu:>9}{target:>9}")
+
+    print(f"other plugins disabled: {', '.join(OTHERS) or 'none installed'}; load average "
+          f"{os.getloadavg()[0]:.2f}; medians of {calls} calls in {rounds} interleaved rounds")
+    print(f"{'measure (µs per call)':<62}{'median':>9}{'cpu':>9}{'target':>9}")
+    row("decision, 100 rules, 1 concerns the tool", d_compiled,
+        f"{d_compiled.median():.2f}", "<= 3")
+    row("decision, 100 rules all checking arguments, last matches", d_worst,
+        f"{d_worst.median():.2f}", "<= 3")
+    row("invoke, policy plugin blocked", i_plain, f"{i_plain.median():.2f}")
+    row("invoke, 100 rules, tool allowed statically", i_static, f"{i_static.median():.2f}")
+    row("  ratio static / blocked", None, f"{i_static.median() / i_plain.median():.3f}",
+        "~1.00")
+    row("  static allow: no policy hook in the call plan", None, str(not found), "True")
+    row("invoke, 100 rules all checking arguments", i_worst, f"{i_worst.median():.2f}")
+    row("  added per call", None, f"{i_worst.median() - i_plain.median():.2f}")
+    if found:
+        print(f"policy hooks in the plan of a statically allowed tool: {', '.join(found)}")
     for reg in (compiled, worst, plain, static):
         reg.close()
 

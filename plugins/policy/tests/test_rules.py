@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import toolregistry_policy as tp
-from toolregistry import Tool, ToolMetadata, ToolRegistry
+from toolregistry import Tool, ToolCall, ToolMetadata, ToolRegistry, ToolResult
 from toolregistry.errors import ConfigError
+from toolregistry.plugin import hookimpl
 from toolregistry.tool import Provenance
 
 
@@ -170,16 +171,50 @@ def test_bad_rule_in_pyproject_is_a_config_error(tmp_path: Path) -> None:
         reg.close()
 
 
-def test_static_allow_pays_nothing(registry: ToolRegistry) -> None:
+class Spans:
+    """Another plugin that observes every call of every tool (as otel and the inspector do
+    when every plugin is installed, e.g. in `nox -s bench`)."""
+
+    def __init__(self) -> None:
+        self.finished: list[str] = []
+
+    @hookimpl
+    def call_observer(self, tool: Tool) -> Spans:
+        return self
+
+    def call_started(self, call: ToolCall) -> None:
+        return None
+
+    def call_finished(self, call: ToolCall, result: ToolResult, token: object) -> None:
+        self.finished.append(call.name)
+
+
+def _policy_hooks(registry: ToolRegistry, name: str) -> list[str]:
+    """The policy's hooks in the call plan of ``name``: its authorize, its observers."""
+    hooks = registry._get_executor().pipeline._plans[name].hooks
+    found = [type(o).__module__ for o in hooks.observers
+             if type(o).__module__.startswith("toolregistry_policy")]
+    return found + (["authorize"] if hooks.authorize is not None else [])
+
+
+@pytest.mark.parametrize("observed", [False, True], ids=["policy-only", "with-an-observer"])
+def test_static_allow_pays_nothing(registry: ToolRegistry, observed: bool) -> None:
+    spans = Spans()
+    if observed:
+        registry.plugins.add(spans, name="spans")
     tp.configure(registry, rules=[tp.Rule("ask", tools=["fs-write"]),
                                   tp.Rule("allow", tools=["fetch"], arguments={"n": {"max": 3}})])
     for name in ("fs-read", "fs-write", "fetch"):
         registry.invoke(name, {"n": 1})
     plans = registry._get_executor().pipeline._plans
-    assert plans["fs-read"].hooks.authorize is None  # static allow: no hook at all
-    assert not plans["fs-read"].hooks.observers
-    assert plans["fetch"].hooks.authorize is not None  # depends on the arguments
-    assert plans["fs-write"].hooks.observers  # may ask: the store is kept in step
+    assert _policy_hooks(registry, "fs-read") == []  # static allow: no policy hook at all
+    # ... and nothing else of the policy: the plan is what the other plugins put there.
+    assert plans["fs-read"].hooks.authorize is None
+    assert list(plans["fs-read"].hooks.observers) == ([spans] if observed else [])
+    assert _policy_hooks(registry, "fetch") == ["authorize"]  # depends on the arguments
+    assert _policy_hooks(registry, "fs-write") == [  # may ask: the store is kept in step
+        "toolregistry_policy._plugin", "authorize"]
+    assert spans.finished == (["fs-read", "fs-write", "fetch"] if observed else [])
     assert [r.tool for r in tp.get_policy(registry).audit.query()] == ["fs-write", "fetch"]
 
 
