@@ -99,5 +99,10 @@ class _Log:
         """True when debug events would be emitted (skip building costly context otherwise)."""
         return _enabled(logging.DEBUG)
 
+    def is_info(self) -> bool:
+        """True when info events would be emitted (an event on a hot path may skip its
+        arguments otherwise)."""
+        return _enabled(logging.INFO)
+
 
 log = _Log()

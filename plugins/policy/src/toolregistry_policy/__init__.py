@@ -26,7 +26,9 @@ if TYPE_CHECKING:
         SQLiteStore,
     )
     from ._audit import AuditLog, AuditRecord
-    from ._policy import Policy, Verdict, pending_result
+    from ._blocking import Verdict
+    from ._policy import Policy
+    from ._resume import pending_result
     from ._rules import ArgumentCheck, Rule
     from ._settings import PolicySettings
     from ._terminal import TerminalApprover
@@ -60,8 +62,8 @@ _LAZY = {
     "AuditLog": "._audit",
     "AuditRecord": "._audit",
     "Policy": "._policy",
-    "Verdict": "._policy",
-    "pending_result": "._policy",
+    "Verdict": "._blocking",
+    "pending_result": "._resume",
     "ArgumentCheck": "._rules",
     "Rule": "._rules",
     "PolicySettings": "._settings",

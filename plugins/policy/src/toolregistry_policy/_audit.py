@@ -39,38 +39,42 @@ class AuditLog:
     """The most recent ``size`` records, newest last, and listeners told of each new one."""
 
     def __init__(self, size: int = 10_000) -> None:
-        self._records: deque[AuditRecord] = deque(maxlen=size)
+        self._records: deque[tuple[Any, ...]] = deque(maxlen=size)
         self._listeners: list[Callable[[AuditRecord], Any]] = []
         self._lock = threading.Lock()
 
     def record(self, tool: str, call_id: str | None, decision: str, rule: str | None = None,
                reason: str | None = None, approver: str | None = None,
-               approval_id: str | None = None) -> AuditRecord:
+               approval_id: str | None = None) -> None:
         """Keep a record and emit its ``policy.decision`` event."""
-        entry = AuditRecord(time.time(), tool, call_id, decision, rule, reason, approver,
-                            approval_id)
-        self._records.append(entry)  # deque.append is atomic
-        log.info("policy.decision", tool=tool, call_id=call_id, rule=rule, decision=decision,
-                 reason=reason, approver=approver, approval_id=approval_id)
-        for listener in self._listeners:
-            try:
-                listener(entry)
-            except Exception as exc:
-                log.warning("policy.listener_failed", error=f"{type(exc).__name__}: {exc}")
-        return entry
+        # Kept as a plain tuple (made an AuditRecord when read): this runs for every call a
+        # rule decides, so it is kept to a few hundred nanoseconds.
+        row = (time.time(), tool, call_id, decision, rule, reason, approver, approval_id)
+        self._records.append(row)  # deque.append is atomic
+        if log.is_info():
+            log.info("policy.decision", tool=tool, call_id=call_id, rule=rule,
+                     decision=decision, reason=reason, approver=approver,
+                     approval_id=approval_id)
+        if self._listeners:
+            entry = AuditRecord._make(row)
+            for listener in self._listeners:
+                try:
+                    listener(entry)
+                except Exception as exc:
+                    log.warning("policy.listener_failed", error=f"{type(exc).__name__}: {exc}")
 
     def query(self, *, tool: str | None = None, decision: str | None = None,
               call_id: str | None = None, approval_id: str | None = None,
               since: float | None = None, limit: int | None = None) -> list[AuditRecord]:
         """Records matching every filter given, oldest first (``limit``: the newest N)."""
         with self._lock:
-            records = list(self._records)
-        out = [r for r in records
-               if (tool is None or r.tool == tool)
-               and (decision is None or r.decision == decision)
-               and (call_id is None or r.call_id == call_id)
-               and (approval_id is None or r.approval_id == approval_id)
-               and (since is None or r.time >= since)]
+            rows = list(self._records)  # one step: appends from other threads may go on
+        out = [AuditRecord._make(r) for r in rows  # (time, tool, call_id, decision, ...)
+               if (tool is None or r[1] == tool)
+               and (decision is None or r[3] == decision)
+               and (call_id is None or r[2] == call_id)
+               and (approval_id is None or r[7] == approval_id)
+               and (since is None or r[0] >= since)]
         return out[-limit:] if limit else out
 
     def subscribe(self, listener: Callable[[AuditRecord], Any]) -> Callable[[], None]:

@@ -1,13 +1,10 @@
-"""The policy of one registry: rules compiled per tool, the ``authorize`` decision, blocking
-approval through a handler, deferred approval through the approvals store, resuming decided
-calls through the registry's normal path, budgets and the audit trail."""
+"""The policy of one registry (:class:`Policy`): its configuration, the compiled plan of each
+tool, the ``authorize`` decision (rules, budgets, audit; held calls go to a blocking handler,
+``_blocking``, or to the approvals store), the approvals queue a person decides through, and
+resuming decided calls (``_resume``)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import inspect
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -15,88 +12,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-from attrs import frozen
 
 from toolregistry.errors import ConfigError
-from toolregistry.plugin import import_target, log
+from toolregistry.plugin import log
 from toolregistry.types import ApprovalRequest, Decision, ToolResult
 
 from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore
 from ._audit import AuditLog
-from ._budgets import Budgets, ToolBudget
-from ._rules import Compiled, Rule, compile_decider, compile_rules, tool_facts
+from ._blocking import EditGrants, Verdict, ask_handler, load_handler
+from ._budgets import Budgets
+from ._decider import ToolPolicy
+from ._resume import claim, granted, pending_result
+from ._rules import Compiled, Rule, compile_rules, tool_facts
 from ._settings import PolicySettings
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry
 
-__all__ = ["Policy", "Verdict"]
-
-# The approvals a running `resume` grants, by call id: authorize lets exactly these calls
-# through an `ask` rule (the contextvar is set around the registry call, so it reaches the
-# call's own context on every path and nothing else).
-_granted: contextvars.ContextVar[Mapping[str, Approval] | None] = contextvars.ContextVar(
-    "toolregistry_policy_granted", default=None)
+__all__ = ["Policy", "Verdict", "pending_result"]
 
 Kind = Literal["allow", "deny", "ask"]
 _KEEP: Any = object()
 _ALLOW: dict[str, Decision] = {}  # Decisions are immutable: one per rule name
 Listener = Callable[[Approval], Any]
-
-
-@frozen
-class Verdict:
-    """A person's answer to an approval request, as a handler returns it (a handler may
-    also return ``True`` / ``False``). Build with :meth:`approve` and :meth:`deny`."""
-
-    approved: bool
-    reason: str | None = None
-    arguments: Mapping[str, Any] | None = None
-    approver: str | None = None
-
-    @classmethod
-    def approve(cls, arguments: Mapping[str, Any] | None = None, *,
-                approver: str | None = None) -> Verdict:
-        """Let the call run (with ``arguments`` instead of the model's, when given)."""
-        return cls(True, None, dict(arguments) if arguments is not None else None, approver)
-
-    @classmethod
-    def deny(cls, reason: str | None = None, *, approver: str | None = None) -> Verdict:
-        """Refuse the call; ``reason`` is what the model reads."""
-        return cls(False, reason, None, approver)
-
-
-class ToolPolicy:
-    """The rules that may decide one tool's calls, compiled once per tool."""
-
-    __slots__ = ("asks", "budget", "decide_index", "default", "rules", "static", "tool")
-
-    def __init__(self, tool: Tool, rules: tuple[Compiled, ...], default: Kind,
-                 budget: ToolBudget | None) -> None:
-        self.tool = tool
-        self.default: Kind = default
-        self.budget = budget
-        # The rules after the first one that matches every call of the tool never decide.
-        kept = []
-        for rule in rules:
-            kept.append(rule)
-            if rule.static:
-                break
-        self.rules = tuple(kept)
-        first = kept[0] if kept else None
-        self.static: Kind | None = (first.rule.decision if first is not None and first.static
-                                    else default if first is None else None)
-        self.asks = any(r.rule.decision == "ask" for r in kept) or (
-            default == "ask" and not (kept and kept[-1].static))
-        self.decide_index = compile_decider(self.rules)
-
-    def decide(self, arguments: Mapping[str, Any]) -> tuple[Compiled | None, Kind]:
-        """The first rule that matches the call, and its decision (``None``: the default)."""
-        index = self.decide_index(arguments)
-        if index < 0:
-            return None, self.default
-        rule = self.rules[index]
-        return rule, rule.rule.decision
 
 
 class Policy:
@@ -107,7 +45,7 @@ class Policy:
         self._lock = threading.RLock()
         self._plans: dict[str, ToolPolicy] = {}
         self._listeners: list[Listener] = []
-        self._edit_grants: dict[tuple[str, str], int] = {}
+        self.edit_grants = EditGrants()
         self.audit = AuditLog(settings.audit_size)
         self.store: ApprovalStore = MemoryStore()
         self._code_rules: list[Rule | Mapping[str, Any]] | None = None
@@ -128,7 +66,7 @@ class Policy:
         compiled = compile_rules(rules, self._base())
         budgets = Budgets(settings.budgets)
         if handler is None and settings.handler is not None:
-            handler = _load_handler(settings.handler)
+            handler = load_handler(settings.handler)
         if store is None and settings.store is not None and (
                 init or settings.store != self.settings.store):
             path = Path(settings.store).expanduser()
@@ -278,15 +216,20 @@ class Policy:
     # -- authorize ------------------------------------------------------------------------
     def authorize(self, tool: Tool, call: ToolCall) -> Decision:
         """The decision for one call (the ``authorize`` hook)."""
-        plan = self.plan(tool)
-        arguments = call.arguments or {}
-        rule, kind = plan.decide(arguments)
-        label = rule.label if rule is not None else "default"
-        grants = _granted.get()
+        plan = self._plans.get(tool.name)
+        if plan is None or plan.tool is not tool:
+            plan = self.plan(tool)
+        index = plan.decide_index(call.arguments or {})
+        if index < 0:
+            rule, kind, label = None, plan.default, "default"
+        else:
+            rule = plan.rules[index]
+            kind, label = rule.rule.decision, rule.label
+        grants = granted.get()
         if grants is not None and kind == "ask":
-            granted = grants.get(call.id or "")
-            if granted is not None and granted.tool == tool.name:
-                return self._allow(plan, call, "approval", granted.approver, granted.id)
+            grant = grants.get(call.id or "")
+            if grant is not None and grant.tool == tool.name:
+                return self._allow(plan, call, "approval", grant.approver, grant.id)
         if kind == "deny":
             reason = self._reason(rule, kind) or "not allowed"
             self.audit.record(tool.name, call.id, "deny", label, reason)
@@ -313,7 +256,7 @@ class Policy:
              ) -> Decision:
         name = plan.tool.name
         arguments = dict(call.arguments or {})
-        if self._edit_grants and self._take_edit_grant(name, arguments):
+        if self.edit_grants and self.edit_grants.take(name, arguments):
             return self._allow(plan, call, "approval", None, None)
         approval_id = ApprovalRequest.stable_id(name, call.id, arguments)
         existing = self.store.get(approval_id)
@@ -322,7 +265,7 @@ class Policy:
         request = ApprovalRequest(approval_id, name, arguments, call.id, call.reason, reason,
                                   label)
         if self.handler is not None:
-            return self._blocking(plan, call, request)
+            return ask_handler(self, plan, call, request)
         fresh = Approval(request)
         kept = self.store.add(fresh)
         self.audit.record(name, call.id, "ask", label, reason, None, approval_id)
@@ -364,82 +307,6 @@ class Policy:
                f"({approval.outcome or approval.status}); it does not run twice")
         self.audit.record(name, call.id, "deny", "approval", why, None, approval.id)
         return Decision.deny(why, rule="approval")
-
-    def _blocking(self, plan: ToolPolicy, call: ToolCall, request: ApprovalRequest
-                  ) -> Decision:
-        name = plan.tool.name
-        try:
-            verdict = _as_verdict(self._call_handler(request))
-        except TimeoutError:
-            why = (f"nobody answered the approval request within "
-                   f"{self.settings.handler_timeout:g} s")
-            self.audit.record(name, call.id, "deny", request.rule, why, None, request.id)
-            return Decision.deny(why, rule=request.rule)
-        except Exception as exc:
-            why = f"the approval handler failed ({type(exc).__name__}: {exc})"
-            log.warning("policy.handler_failed", tool=name, call_id=call.id, error=why)
-            self.audit.record(name, call.id, "deny", request.rule, why, None, request.id)
-            return Decision.deny(why, rule=request.rule)
-        if not verdict.approved:
-            why = verdict.reason or "a person declined it"
-            self.audit.record(name, call.id, "reject", request.rule, why, verdict.approver,
-                              request.id)
-            return Decision.deny(why, rule="approval")
-        self.audit.record(name, call.id, "approve", request.rule, None, verdict.approver,
-                          request.id)
-        if verdict.arguments is not None and dict(verdict.arguments) != dict(request.arguments):
-            # The kernel has validated the model's arguments already: the changed call is
-            # approved for once, and the model is told to make it.
-            edited = _canonical(verdict.arguments)
-            with self._lock:
-                key = (name, edited)
-                self._edit_grants[key] = self._edit_grants.get(key, 0) + 1
-            why = (f"a person approved it with changed arguments: call {name!r} again with "
-                   f"exactly these arguments, which are approved once: {edited}")
-            return Decision.deny(why, rule="approval")
-        return self._allow(plan, call, "approval", verdict.approver, request.id)
-
-    def _take_edit_grant(self, name: str, arguments: Mapping[str, Any]) -> bool:
-        key = (name, _canonical(arguments))
-        with self._lock:
-            left = self._edit_grants.get(key, 0)
-            if not left:
-                return False
-            if left == 1:
-                del self._edit_grants[key]
-            else:
-                self._edit_grants[key] = left - 1
-        return True
-
-    def _call_handler(self, request: ApprovalRequest) -> Any:
-        """The handler's answer, sync or async, within ``handler_timeout`` seconds. It runs
-        on a helper thread (an async handler on a loop of its own there), so that the caller's
-        event loop, if any, is not what it waits on."""
-        handler = self.handler
-        assert handler is not None
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                out = handler(request)
-                if inspect.isawaitable(out):
-                    out = asyncio.run(_awaited(out))
-                box["value"] = out
-            except BaseException as exc:
-                box["error"] = exc
-
-        helper = threading.Thread(target=contextvars.copy_context().run, args=(run,),
-                                  name="toolregistry-approval", daemon=True)
-        helper.start()
-        helper.join(self.settings.handler_timeout)
-        if helper.is_alive():
-            raise TimeoutError
-        if "error" in box:
-            error = box["error"]
-            if not isinstance(error, Exception):
-                raise RuntimeError(f"{type(error).__name__}") from error
-            raise error
-        return box.get("value")
 
     # -- the approvals queue ----------------------------------------------------------------
     def pending(self) -> list[Approval]:
@@ -536,14 +403,14 @@ class Policy:
         stays pending. An unknown id, or one already used, is an :class:`ApprovalError`, and
         then nothing runs.
         """
-        plan = self._claim(items)
+        plan = claim(self, items)
         if plan.calls:
-            token = _granted.set(plan.grants)
+            token = granted.set(plan.grants)
             try:
                 results = self._registry.execute_tool_calls(plan.calls, context=context,
                                                              timeout=timeout)
             finally:
-                _granted.reset(token)
+                granted.reset(token)
         else:
             results = []
         return plan.finish(self, results)
@@ -551,51 +418,18 @@ class Policy:
     async def aresume(self, items: Iterable[Any], *, context: Mapping[str, Any] | None = None,
                       timeout: float | None = None) -> list[ToolResult]:
         """Async twin of :meth:`resume`."""
-        plan = self._claim(items)
+        plan = claim(self, items)
         if plan.calls:
-            token = _granted.set(plan.grants)
+            token = granted.set(plan.grants)
             try:
                 results = await self._registry.aexecute_tool_calls(
                     plan.calls, context=context, timeout=timeout)
             finally:
-                _granted.reset(token)
+                granted.reset(token)
         else:
             results = []
         return plan.finish(self, results)
 
-    def _claim(self, items: Iterable[Any]) -> _Resumption:
-        slots: list[ToolResult | str] = []
-        for item in items:
-            approval_id = _approval_id(item)
-            slots.append(item if approval_id is None else approval_id)
-        ids = [s for s in slots if isinstance(s, str)]
-        seen: set[str] = set()
-        for approval_id in ids:
-            if approval_id in seen:
-                raise ApprovalError(f"approval {approval_id!r} is given twice; it runs once")
-            seen.add(approval_id)
-        approvals = {approval_id: self.get(approval_id) for approval_id in ids}
-        for approval in approvals.values():
-            if approval.status in ("running", "done"):
-                raise ApprovalError(
-                    f"approval {approval.id!r} ({approval.tool}) was used already "
-                    f"({approval.outcome or approval.status}); nothing runs twice")
-        claimed: list[tuple[Approval, Approval]] = []
-        for approval in approvals.values():
-            if approval.status == "pending":
-                continue
-            new = attrs.evolve(approval, status="running") if approval.status == "approved" \
-                else attrs.evolve(approval, status="done", outcome="denied")
-            kept = self.store.transition(approval.id, (approval.status,), new)
-            if kept is not new:
-                for old, _ in claimed:  # give back what was claimed: nothing runs
-                    self.store.transition(old.id, ("running", "done"), old)
-                raise ApprovalError(f"approval {approval.id!r} ({approval.tool}) was used by "
-                                    "another resume meanwhile; nothing runs twice")
-            claimed.append((approval, new))
-        for _, new in claimed:
-            self._notify(new)
-        return _Resumption(slots, approvals)
 
     def _finish(self, approval: Approval, result: ToolResult) -> None:
         current = self.store.get(approval.id) or approval
@@ -617,120 +451,3 @@ class Policy:
             approval = self.store.get(ran)
             if approval is not None:
                 self._finish(approval, result)
-
-
-class _Resumption:
-    """One ``resume``: the slots (results passed through, approval ids), the approvals, and
-    the calls to run."""
-
-    def __init__(self, slots: list[ToolResult | str], approvals: dict[str, Approval]) -> None:
-        self.slots = slots
-        self.approvals = approvals
-        self.calls: list[dict[str, Any]] = []
-        self.grants: dict[str, Approval] = {}
-        for approval in approvals.values():
-            if approval.status == "approved":
-                call_id = approval.request.call_id or approval.id
-                self.calls.append({"id": call_id, "name": approval.tool,
-                                   "arguments": approval.effective_arguments})
-                self.grants[call_id] = approval
-
-    def finish(self, policy: Policy, results: list[ToolResult]) -> list[ToolResult]:
-        ran = dict(zip([c["id"] for c in self.calls], results))
-        out: list[ToolResult] = []
-        for slot in self.slots:
-            if isinstance(slot, ToolResult):
-                out.append(slot)
-                continue
-            approval = self.approvals[slot]
-            request = approval.request
-            if approval.status == "approved":
-                result = ran[request.call_id or approval.id]
-                result.call_id = request.call_id
-                policy._finish(approval, result)
-                if approval.edited and not result.is_error:
-                    _note_edit(result, approval)
-                result.metadata["approval"] = {"id": approval.id, "approver": approval.approver,
-                                               "edited": approval.edited}
-            elif approval.status == "denied":
-                why = approval.note or "a person declined it"
-                result = ToolResult(request.call_id, request.tool,
-                                    f"Error: the call to {request.tool!r} was denied: {why}. It "
-                                    "did not run; do not call it again with these arguments.",
-                                    is_error=True, error_kind="denied", reason=request.reason)
-                policy.audit.record(request.tool, request.call_id, "deny", "approval", why,
-                                    approval.approver, approval.id)
-            else:
-                result = pending_result(request)
-            out.append(result)
-        return out
-
-
-def pending_result(request: ApprovalRequest) -> ToolResult:
-    """The result of a call still waiting for approval (as the kernel answers it)."""
-    why = f" ({request.message})" if request.message else ""
-    result = ToolResult(request.call_id, request.tool,
-                        f"Error: the call to {request.tool!r} waits for a person's approval"
-                        f"{why}; it has not run (approval {request.id}).", is_error=True,
-                        error_kind="approval_required", reason=request.reason)
-    result.approval = request
-    return result
-
-
-def _note_edit(result: ToolResult, approval: Approval) -> None:
-    note = (f"(A person approved this call with changed arguments: "
-            f"{_canonical(approval.effective_arguments)}.)")
-    if isinstance(result.content, str):
-        result.content = f"{note}\n{result.content}"
-    else:
-        result.content = [{"type": "text", "text": note}, *result.content]
-
-
-def _approval_id(item: Any) -> str | None:
-    """The approval id an item of ``resume`` names (``None``: a result passed through)."""
-    if isinstance(item, str):
-        return item
-    if isinstance(item, ToolResult):
-        return item.approval.id if item.pending and item.approval is not None else None
-    if isinstance(item, ApprovalRequest):
-        return item.id
-    if isinstance(item, Approval):
-        return item.id
-    if isinstance(item, Mapping):
-        data = item.get("request", item)
-        approval_id = data.get("id") if isinstance(data, Mapping) else None
-        if isinstance(approval_id, str):
-            return approval_id
-    raise TypeError(f"resume() takes results, approval ids, ApprovalRequest objects or their "
-                    f"dicts; got {type(item).__name__}")
-
-
-def _as_verdict(answer: Any) -> Verdict:
-    if isinstance(answer, Verdict):
-        return answer
-    if answer is True:
-        return Verdict.approve()
-    if answer is False or answer is None:
-        return Verdict.deny()
-    raise TypeError(f"an approval handler returns True, False or a Verdict, not "
-                    f"{type(answer).__name__}")
-
-
-def _canonical(arguments: Mapping[str, Any]) -> str:
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def _load_handler(spec: str) -> Callable[[ApprovalRequest], Any]:
-    if spec == "terminal":
-        from ._terminal import TerminalApprover
-
-        return TerminalApprover()
-    handler = import_target(spec, "[tool.toolregistry.plugins.policy] handler")
-    if not callable(handler):
-        raise ConfigError(f"[tool.toolregistry.plugins.policy] handler {spec!r} is not "
-                          "callable")
-    return handler  # type: ignore[no-any-return]

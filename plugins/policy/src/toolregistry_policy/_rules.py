@@ -1,9 +1,12 @@
-"""Permission rules: what a rule matches (tool facts and argument predicates), compiled once
-per tool into the list of rules that may decide its calls."""
+"""Permission rules: the rule model (from code or a TOML table, checked with errors naming
+the rule), what a rule matches of a tool (:class:`ToolFacts`) and of a call's arguments
+(:class:`ArgumentCheck`: the reference semantics of ``inside``, ``hosts``, ``min`` / ``max``,
+``one-of``). ``_decider`` compiles the rules that concern a tool into one function."""
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import ipaddress
 import math
 import os
@@ -17,7 +20,8 @@ from attrs import field, frozen
 
 from toolregistry.errors import ConfigError
 
-__all__ = ["RULE_KEYS", "ArgumentCheck", "Rule", "ToolFacts", "compile_rules", "tool_facts"]
+__all__ = ["RULE_KEYS", "ArgumentCheck", "Compiled", "Rule", "ToolFacts", "compile_rules",
+           "host_allowed", "hostname", "ip_address", "path_inside", "tool_facts"]
 
 Kind = Literal["allow", "deny", "ask"]
 KINDS = ("allow", "deny", "ask")
@@ -103,13 +107,13 @@ class ArgumentCheck:
             value = arguments[self.argument]
         except KeyError:
             return False
-        if self.inside and not _inside(value, self.inside):
+        if self.inside and not path_inside(value, self.inside):
             return False
-        if self.hosts and not _host_allowed(value, self.hosts):
+        if self.hosts and not host_allowed(value, self.hosts):
             return False
         if self.min is not None or self.max is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                    math.isnan(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    isinstance(value, float) and math.isnan(value)):
                 return False
             if self.min is not None and value < self.min:
                 return False
@@ -138,7 +142,8 @@ class ArgumentCheck:
         for key in ("min", "max"):
             value = spec.get(key)
             if value is not None and (isinstance(value, bool) or
-                                      not isinstance(value, (int, float))):
+                                      not isinstance(value, (int, float)) or
+                                      (isinstance(value, float) and math.isnan(value))):
                 raise ConfigError(f"{here}: {key} must be a number, got {value!r}")
             bounds[key] = value
         one_of = spec.get("one-of")
@@ -155,35 +160,52 @@ def _directory(path: str, base: Path | None) -> str:
     return os.path.realpath(p)
 
 
-def _inside(value: Any, directories: Sequence[str]) -> bool:
+def path_inside(value: Any, directories: Sequence[str]) -> bool:
+    """Whether ``value`` is a path that resolves (symlinks and ``..``) inside one of the
+    ``directories`` (resolved already)."""
     if not isinstance(value, (str, os.PathLike)) or not str(value) or "\x00" in str(value):
         return False
     real = os.path.realpath(Path(value).expanduser())  # symlinks and '..' resolved
     return any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in directories)
 
 
-def _host_allowed(value: Any, hosts: Sequence[str]) -> bool:
-    if not isinstance(value, str):
-        return False
+@functools.lru_cache(maxsize=1024)
+def hostname(value: str) -> str | None:
+    """The host of a URL, lower case, without a trailing dot (``None``: none)."""
     try:
         host = urlsplit(value.strip()).hostname
     except ValueError:
+        return None
+    return host.rstrip(".").lower() if host else None
+
+
+@functools.lru_cache(maxsize=1024)
+def ip_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``text`` as an IP address (``None``: it is not one)."""
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def host_allowed(value: Any, hosts: Sequence[str]) -> bool:
+    """Whether ``value`` is a URL whose host is one of ``hosts`` (``*.domain``: a subdomain;
+    IP addresses compared as addresses)."""
+    if not isinstance(value, str):
         return False
+    host = hostname(value)
     if not host:
         return False
-    host = host.rstrip(".").lower()
     for allowed in hosts:
         if allowed.startswith("*."):
             if host.endswith(allowed[1:]):
                 return True
         elif host == allowed:
             return True
-        else:
-            try:  # 127.0.0.1 vs 127.000.000.001 and the like
-                if ipaddress.ip_address(host) == ipaddress.ip_address(allowed):
-                    return True
-            except ValueError:
-                pass
+        else:  # 127.0.0.1 vs 127.000.000.001 and the like
+            address = ip_address(host)
+            if address is not None and address == ip_address(allowed):
+                return True
     return False
 
 
@@ -278,6 +300,11 @@ class Compiled:
         """True when the rule's decision does not depend on the arguments."""
         return not self.checks
 
+    def matches_arguments(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether the argument checks all hold for a call's ``arguments``, read one by one
+        (the reference the compiled decision function of a tool agrees with)."""
+        return all(check(arguments) for check in self.checks)
+
     def matches_tool(self, facts: ToolFacts) -> bool:
         """Whether the tool-level conditions hold for a tool."""
         if self.tools and not any(p.match(facts.name) for p in self.tools):
@@ -341,69 +368,3 @@ def compile_rules(rules: Iterable[Rule | Mapping[str, Any]], base: Path | None =
             rule = Rule.from_dict(rule, index)
         out.append(compile_rule(rule, index, base))
     return tuple(out)
-
-
-_MISSING = object()
-
-
-def compile_decider(rules: Sequence[Compiled]) -> Callable[[Mapping[str, Any]], int]:
-    """One function of a call's arguments that returns the index of the first rule of
-    ``rules`` whose argument checks all hold (``-1``: none does).
-
-    The checks are generated as one Python function, inline where they are comparisons
-    (bounds, membership), so that a tool with many argument rules pays for comparisons
-    rather than for a function call per check.
-    """
-    if not any(rule.checks for rule in rules):
-        first = 0 if rules else -1
-        return lambda arguments: first
-    names: dict[str, Any] = {"_M": _MISSING, "_inside": _inside, "_host": _host_allowed,
-                             "_nan": math.isnan}
-    # Argument values are read once, before the first rule (``prelude``): a rule's test is
-    # then only its comparisons. Values are looked up with .get, so any Mapping works.
-    prelude = ["def decide(a):"]
-    lines: list[str] = []
-    args: dict[str, str] = {}
-    numbers: set[str] = set()
-    for index, rule in enumerate(rules):
-        terms: list[str] = []
-        for k, check in enumerate(rule.checks):
-            if not isinstance(check, ArgumentCheck):
-                names[f"_w{index}_{k}"] = check
-                terms.append(f"_w{index}_{k}(a)")
-                continue
-            var = args.get(check.argument)
-            if var is None:
-                var = args[check.argument] = f"v{len(args)}"
-                names[f"_k{var}"] = check.argument
-                prelude.append(f"    {var} = a.get(_k{var}, _M)")
-            numeric = check.min is not None or check.max is not None
-            if numeric:
-                if f"{var}n" not in numbers:
-                    numbers.add(f"{var}n")
-                    prelude.append(f"    {var}n = {var} is not _M and (type({var}) is int or "
-                                   f"(type({var}) is float and not _nan({var})))")
-                terms.append(f"{var}n")
-            else:
-                terms.append(f"{var} is not _M")
-            if check.inside:
-                names[f"_d{index}_{k}"] = check.inside
-                terms.append(f"_inside({var}, _d{index}_{k})")
-            if check.hosts:
-                names[f"_h{index}_{k}"] = check.hosts
-                terms.append(f"_host({var}, _h{index}_{k})")
-            if numeric:
-                if check.min is not None:
-                    names[f"_lo{index}_{k}"] = check.min
-                    terms.append(f"{var} >= _lo{index}_{k}")
-                if check.max is not None:
-                    names[f"_hi{index}_{k}"] = check.max
-                    terms.append(f"{var} <= _hi{index}_{k}")
-            if check.one_of is not None:
-                names[f"_in{index}_{k}"] = check.one_of
-                terms.append(f"{var} in _in{index}_{k}")
-        lines.append(f"    if {' and '.join(terms) or 'True'}:")
-        lines.append(f"        return {index}")
-    lines.append("    return -1")
-    exec(compile("\n".join(prelude + lines), "<policy rules>", "exec"), names)
-    return names["decide"]  # type: ignore[no-any-return]
