@@ -151,6 +151,15 @@ class _Argument:
         return table, linear, unlisted
 
 
+def _inside_check(name: str, directories: Sequence[str]
+                  ) -> Callable[[Mapping[str, Any]], bool]:
+    """``inside`` of argument ``name`` (:func:`~._rules.path_inside`)."""
+    def check(arguments: Mapping[str, Any]) -> bool:
+        return path_inside(arguments[name], directories)
+
+    return check
+
+
 def _host_check(name: str, hosts: Sequence[str]) -> Callable[[Mapping[str, Any]], bool]:
     """``hosts`` of argument ``name`` as :func:`~._rules.host_allowed` checks it, with the
     names in a set and the IP addresses parsed once."""
@@ -182,7 +191,7 @@ def _verifier(rule: Compiled) -> Callable[[Mapping[str, Any]], bool] | None:
             continue
         name = check.argument
         if check.inside:
-            slow.append(lambda a, n=name, d=check.inside: path_inside(a[n], d))
+            slow.append(_inside_check(name, check.inside))
         if check.hosts:
             slow.append(_host_check(name, check.hosts))
     if not slow:
