@@ -21,7 +21,7 @@ from structlog.testing import capture_logs
 
 from toolregistry import Tool, ToolCall, ToolContext, ToolMetadata, ToolRegistry, ToolResult
 from toolregistry.errors import ToolCallError, ToolTimeoutError
-from toolregistry.plugin import hookimpl
+from toolregistry.plugin import UNOBSERVED, hookimpl
 from toolregistry.types import ApprovalRequest, Decision, Job
 
 
@@ -500,6 +500,53 @@ def test_observers_see_stripped_arguments_refusals_and_timeouts() -> None:
         # holds the arguments after pre_invoke stripped them, and the reason it kept.
         assert tracer.started[0] == ("slow", "batch0", {"n": "1", "why": "test"})
         assert tracer.seen["s"] == ({"n": "1"}, "test")
+    finally:
+        reg.close()
+
+
+def test_an_observer_may_sit_a_call_out() -> None:
+    """``call_started`` answering ``UNOBSERVED``: no ``call_finished`` for that observer and
+    that call; the other observers of the call are told as usual."""
+    told: list[tuple[str, str | None]] = []
+
+    class Sometimes:
+        def __init__(self, name: str, sits_out: str) -> None:
+            self.name, self.sits_out = name, sits_out
+
+        @hookimpl
+        def call_observer(self) -> Any:
+            plugin = self
+
+            class Observer:
+                def call_started(self, call: ToolCall) -> Any:
+                    if call.id is not None and call.id.startswith(plugin.sits_out):
+                        return UNOBSERVED
+                    SPAN.set(plugin.name)
+                    return plugin.name
+
+                def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+                    told.append((str(token), call.id))
+
+            return Observer()
+
+    class A(Sometimes):  # plugins are registered under their class names
+        pass
+
+    reg = ToolRegistry(plugins=[A("a", "x"), Sometimes("b", "xy")])
+
+    @reg.register
+    def where() -> str | None:
+        return SPAN.get()
+
+    try:
+        assert reg.invoke("where", {}, call_id="xy1").value is None  # both sit it out
+        assert reg.invoke("where", {}, call_id="x1").value == "b"  # a sits it out
+        assert reg.invoke("where", {}, call_id="z1").value in ("a", "b")
+        assert asyncio.run(reg.ainvoke("where", {}, call_id="xy2")).value is None
+        results = reg.execute_tool_calls([chat("where", {}, "xy3"), chat("where", {}, "x3")])
+        assert [r.value for r in results] == [None, "b"]
+        assert sorted(told) == [("a", "z1"), ("b", "x1"), ("b", "x3"), ("b", "z1")]
+        assert SPAN.get() is None
     finally:
         reg.close()
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._log import log
 from ._results import error_result
+from .hookspecs import UNOBSERVED
 from .types import ApprovalRequest, Decision
 
 if TYPE_CHECKING:
@@ -462,9 +463,12 @@ class Hooks:
                        result: ToolResult, tokens: Sequence[Any]) -> None:
         """Tell ``observers`` the call ended with ``result``.
 
-        Error policy: as :meth:`calls_started`.
+        Error policy: as :meth:`calls_started`. An observer that sat the call out
+        (``UNOBSERVED``) is not told.
         """
         for observer, token in zip(observers, tokens):
+            if token is UNOBSERVED:
+                continue
             try:
                 observer.call_finished(call, result, token)
             except Exception as exc:

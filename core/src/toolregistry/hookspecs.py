@@ -59,6 +59,22 @@ class OperationObserver(Protocol):
         """The operation ended (``error``: what it raised, or ``None``)."""
 
 
+class _Unobserved:
+    """The type of :data:`UNOBSERVED` (one instance)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNOBSERVED"
+
+
+UNOBSERVED = _Unobserved()
+"""What ``CallObserver.call_started`` returns to sit a call out (e.g. a tracer with no
+provider installed): it changed nothing in the call's context, and its ``call_finished`` is
+not called for that call. When every observer of a call sits it out, the call costs what an
+unobserved one does past ``call_started``."""
+
+
 class CallObserver(Protocol):
     """Told about every call of one tool (returned by the ``call_observer`` hook).
 
@@ -68,7 +84,8 @@ class CallObserver(Protocol):
     and is gone with the call. ``call_finished`` runs once per started call, after
     ``post_invoke``, in a copy of that context, with the call's final result (duration in
     ``result.duration``, outcome in ``result.outcome``: ``ok``, an error kind, ``denied``,
-    ``approval_required``). Whatever ``call_started`` returns comes back as ``token``.
+    ``approval_required``). Whatever ``call_started`` returns comes back as ``token``; an
+    observer that returns :data:`UNOBSERVED` sits the call out (no ``call_finished``).
     Exceptions from either are logged once per observer and never fail the call.
     """
 

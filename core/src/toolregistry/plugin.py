@@ -5,7 +5,8 @@ events, the kernel helpers.
 for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
-``Runner``, ``OperationObserver``), and the context seams (``operation``,
+``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
+out), and the context seams (``operation``,
 ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``); the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
@@ -21,7 +22,14 @@ from ._context import add_carrier, add_log_context, continuing, operation, outgo
 from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
 from ._log import log
 from ._names import normalize_name
-from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner, hookimpl
+from .hookspecs import (
+    UNOBSERVED,
+    BatchObserver,
+    CallObserver,
+    OperationObserver,
+    Runner,
+    hookimpl,
+)
 
 if TYPE_CHECKING:
     from .formats import (
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "UNOBSERVED",
     "Answer",
     "AsyncLoader",
     "BatchObserver",

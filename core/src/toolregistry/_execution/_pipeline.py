@@ -29,6 +29,7 @@ from toolregistry._log import log
 from toolregistry._names import normalize_name
 from toolregistry._results import error_result, make_result
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
+from toolregistry.hookspecs import UNOBSERVED
 from toolregistry.types import ToolCall, ToolContext, ToolResult
 
 from ._plan import CallPlan
@@ -210,12 +211,12 @@ class CallPipeline:
             return plan
         here = contextvars.copy_context()
         observers = plan.hooks.observers
-        if not observers:
+        tokens = here.run(self._hooks.calls_started, observers, call) if observers else None
+        if tokens is None or tokens.count(UNOBSERVED) == len(tokens):  # nobody observes it
             item = self._prepare(plan, call, context, timeout, async_path, here)
             if observed and isinstance(item, Prepared):
                 item.observed = True
             return item
-        tokens = here.run(self._hooks.calls_started, observers, call)
         item = here.run(self._prepare, plan, call, context, timeout, async_path, here)
         if isinstance(item, Prepared):
             item.observed = True

@@ -22,7 +22,7 @@ from opentelemetry import metrics, propagate, trace
 from opentelemetry.context import attach, get_current
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 
-from toolregistry.plugin import log
+from toolregistry.plugin import UNOBSERVED, log
 
 from ._settings import OtelSettings, capture_from_environment
 
@@ -236,9 +236,11 @@ class ToolObserver:
 
     What does not change between calls is made here once: the span name, the span's
     attributes but the call id, the metric attributes per outcome, the tool's set of running
-    calls. Per call: one provider check, one dict copy, the SDK's span (made current in the
-    call's own context, which the kernel copied for it and drops after it: nothing to detach),
-    and at the end one histogram record of the kernel's measured duration.
+    calls. Without a provider ``call_started`` answers ``UNOBSERVED`` and the kernel skips the
+    rest of the observer's work for the call. With one, per call: one provider check, one dict
+    copy, the SDK's span (made current in the call's own context, which the kernel copied for
+    it and drops after it: nothing to detach), and at the end one histogram record of the
+    kernel's measured duration.
     """
 
     __slots__ = ("capture", "metric_attributes", "metrics", "ok_attributes",
@@ -277,7 +279,7 @@ class ToolObserver:
                 instruments = _SWITCH.metering()
         if tracer is None:
             if instruments is None:
-                return None
+                return UNOBSERVED  # no provider: the kernel treats the call as unobserved
             token: tuple[Any, Any] = (None, instruments)
         else:
             attributes = self.static.copy()
@@ -294,7 +296,7 @@ class ToolObserver:
         return token
 
     def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
-        if token is None:
+        if token is None:  # call_started failed (logged by the kernel)
             return
         span, instruments = token
         failed = result.is_error
