@@ -329,6 +329,145 @@ def test_an_authorize_answer_that_is_not_a_decision_denies() -> None:
         reg.close()
 
 
+class Deferred:
+    """An authorization plugin whose decision takes a while (a person, a remote service): it
+    answers with an awaitable, awaited while the calls wait."""
+
+    def __init__(self, ticks: int = 0) -> None:
+        self.loops: list[asyncio.AbstractEventLoop] = []
+        self.ticks = ticks
+        self.started: list[str] = []
+
+    @hookimpl
+    def authorize(self, tool: Tool, call: ToolCall) -> Any:
+        async def decide() -> Decision | None:
+            self.started.append(tool.name)
+            self.loops.append(asyncio.get_running_loop())
+            await Ticker.reached(self.ticks)  # other tasks of the loop make progress meanwhile
+            if tool.name == "rm":
+                return Decision.deny("not after review", rule="review")
+            if tool.name == "send":
+                return Decision.pending("a person must look", rule="review")
+            if tool.name == "boom":
+                raise RuntimeError("review service down")
+            return Decision.allow(rule="review")
+        return decide()
+
+
+class Ticker:
+    """A task that ticks on the caller's loop; ``reached(n)`` waits for ``n`` ticks."""
+
+    current: Ticker | None = None
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = asyncio.Event()
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(0.001)
+            self.count += 1
+            self.changed.set()
+            self.changed = asyncio.Event()
+
+    @staticmethod
+    async def reached(n: int) -> None:
+        ticker = Ticker.current
+        while n and ticker is not None and ticker.count < n:
+            await ticker.changed.wait()
+
+
+async def _with_ticker(work: Any) -> tuple[Any, int]:
+    ticker = Ticker.current = Ticker()
+    task = asyncio.get_running_loop().create_task(ticker.run())
+    try:
+        return await work, ticker.count
+    finally:
+        task.cancel()
+        Ticker.current = None
+
+
+@pytest.fixture
+def deferred() -> Iterator[tuple[ToolRegistry, Deferred, Ran]]:
+    plugin, ran = Deferred(ticks=5), Ran()
+    reg = ToolRegistry(plugins=[ran])
+    reg.plugins.add(plugin, name="deferred")
+    def make(name: str) -> Any:
+        def tool() -> str:
+            ran.calls.append(name)
+            return "done"
+        return tool
+
+    for name in ("rm", "send", "boom", "ls"):
+        reg.register(make(name), name=name)
+    yield reg, plugin, ran
+    reg.close()
+
+
+def test_an_awaitable_decision_is_awaited_on_the_callers_loop(
+        deferred: tuple[ToolRegistry, Deferred, Ran]) -> None:
+    reg, plugin, ran = deferred
+    calls = [chat("rm", {}, "c1"), chat("send", {}, "c2"), chat("ls", {}, "c3"),
+             chat("boom", {}, "c4")]
+
+    async def both() -> tuple[list[ToolResult], ToolResult, asyncio.AbstractEventLoop]:
+        batch, _ = await _with_ticker(reg.aexecute_tool_calls(calls))
+        one, ticks = await _with_ticker(reg.ainvoke("ls", {}))
+        assert ticks >= 5  # the loop ran the ticker while the decision was awaited
+        return batch, one, asyncio.get_running_loop()
+
+    batch, one, loop = asyncio.run(both())
+    assert plugin.loops == [loop] * 5  # awaited on the caller's loop, not another one
+    assert plugin.started == ["rm", "send", "ls", "boom", "ls"]  # in order, before any ran
+    for results in (batch, reg.execute_tool_calls(calls)):  # the sync API runs them through
+        denied, pending, allowed, broken = results
+        assert denied.error_kind == "denied" and "not after review" in denied.text
+        assert pending.pending and pending.approval is not None
+        assert pending.approval.message == "a person must look"
+        assert allowed.ok
+        assert broken.error_kind == "denied" and "review service down" in broken.text
+    assert one.ok
+    assert ran.calls == ["ls", "ls", "ls"] and ran.post == ["ls", "ls", "ls"]
+
+
+def test_a_sync_deny_spares_the_awaitable_decision() -> None:
+    plugin = Deferred()
+    reg = ToolRegistry()
+    reg.plugins.add(plugin, name="deferred")
+    reg.plugins.add(Gate(), name="gate")
+    reg.register(lambda: "x", name="rm")
+    try:
+        for result in (reg.invoke("rm", {}), asyncio.run(reg.ainvoke("rm", {}))):
+            assert result.error_kind == "denied" and "deleting files" in result.text
+        assert plugin.started == []  # closed unawaited: nobody was asked
+    finally:
+        reg.close()
+
+
+def test_a_tools_time_starts_after_an_awaited_decision() -> None:
+    class Slow:
+        @hookimpl
+        def authorize(self) -> Any:
+            async def decide() -> None:
+                await asyncio.sleep(1.0)
+            return decide()
+
+    reg = ToolRegistry(plugins=[Slow()])
+    left: list[float | None] = []
+
+    @reg.register
+    async def probe(ctx: ToolContext) -> str:
+        left.append(ctx.remaining())
+        return "ok"
+
+    try:
+        assert asyncio.run(reg.ainvoke("probe", {}, timeout=30)).ok
+        assert reg.invoke("probe", {}, timeout=30).ok
+        assert all(r is not None and r > 29.5 for r in left), left
+    finally:
+        reg.close()
+
+
 def test_authorize_concerns_only_the_tools_a_plugin_declares() -> None:
     class OnlyRm(Gate):
         @hookimpl

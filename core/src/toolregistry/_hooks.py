@@ -10,6 +10,7 @@ semantics (order, wrappers, first result) through a subset hook caller.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
-__all__ = ["Hooks", "ToolHooks"]
+__all__ = ["Deciding", "Hooks", "ToolHooks"]
 
 HookCall = Callable[..., Any]
 """A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
@@ -411,27 +412,46 @@ class Hooks:
         return result if replacement is None else replacement
 
     def authorize(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall
-                  ) -> ToolResult | None:
+                  ) -> ToolResult | Deciding | None:
         """Ask the compiled ``authorize`` implementations of ``tool`` about ``call`` and
         combine their decisions, deny-overrides (:meth:`Decision.combine`): ``None`` lets the
         call run; a ``denied`` result, or a pending one (``approval_required``) carrying its
-        :class:`ApprovalRequest`, answers it without running it.
+        :class:`ApprovalRequest`, answers it without running it. When an implementation
+        answered with an awaitable (a decision still to come, e.g. a person's), and no other
+        denied the call already, a :class:`Deciding` holds them all: the async API awaits it
+        on the caller's loop, the sync API runs it to completion.
 
         Error policy: an exception, or an answer that is not a ``Decision``, is logged
         (``hook.failed``) and denies the call, naming the error; nothing runs.
         """
         try:
             out = caller(registry=registry, tool=tool, call=call)
-            decisions = out if isinstance(out, list) else ([] if out is None else [out])
+        except Exception as exc:
+            return self.refusal(tool, call, _failed_authorize(tool, exc))
+        if isinstance(out, Decision):  # one implementation: the usual case
+            return None if out.kind == "allow" else self.refusal(tool, call, out)
+        decisions = out if isinstance(out, list) else ([] if out is None else [out])
+        if any(not isinstance(d, Decision) and inspect.isawaitable(d) for d in decisions):
+            if not any(isinstance(d, Decision) and d.kind == "deny" for d in decisions):
+                return Deciding(self, tool, call, decisions)
+            _close(decisions)  # denied anyway: nobody is asked
+            decisions = [d for d in decisions if isinstance(d, Decision)]
+        return self.refusal(tool, call, self._combined(tool, decisions))
+
+    @staticmethod
+    def _combined(tool: Tool, decisions: Sequence[Any]) -> Decision | None:
+        try:
             for decision in decisions:
                 if not isinstance(decision, Decision):
                     raise TypeError(f"authorize returned {type(decision).__name__}, not a "
                                     "Decision (or None)")
-            decision = Decision.combine(decisions)
+            return Decision.combine(decisions)
         except Exception as exc:
-            log.warning("hook.failed", hook="authorize", tool=tool.name,
-                        error=f"{type(exc).__name__}: {exc}")
-            decision = Decision.deny(f"authorization failed ({type(exc).__name__}: {exc})")
+            return _failed_authorize(tool, exc)
+
+    @staticmethod
+    def refusal(tool: Tool, call: ToolCall, decision: Decision | None) -> ToolResult | None:
+        """The result of a call that ``decision`` does not let run (``None``: it runs)."""
         if decision is None or decision.kind == "allow":
             return None
         name = tool.name
@@ -540,3 +560,61 @@ class Hooks:
         except Exception as exc:
             self._failed("suggest_tools", exc, name=name)
             return None
+
+
+class Deciding:
+    """The decisions of ``authorize`` implementations about one call when some are still to
+    come (they returned awaitables, e.g. waiting for a person). :meth:`result` awaits them in
+    pluggy's order and answers as :meth:`Hooks.authorize` does: the async API awaits it on
+    the caller's loop before the call runs (the loop stays free meanwhile), the sync API runs
+    it to completion in the calling thread (a helper thread when a loop runs there).
+
+    Error policy: an awaitable that raises denies the call, naming the error (logged as
+    ``hook.failed``); once a decision denies, the awaitables left are closed unawaited.
+    """
+
+    __slots__ = ("call", "decisions", "hooks", "tool")
+
+    def __init__(self, hooks: Hooks, tool: Tool, call: ToolCall, decisions: list[Any]) -> None:
+        self.hooks = hooks
+        self.tool = tool
+        self.call = call
+        self.decisions = decisions
+
+    async def result(self) -> ToolResult | None:
+        """The call's refusal (a denied or pending result), or ``None``: it runs."""
+        got: list[Any] = []
+        left = list(self.decisions)
+        try:
+            while left:
+                decision = left.pop(0)
+                if not isinstance(decision, Decision) and inspect.isawaitable(decision):
+                    try:
+                        decision = await decision
+                    except Exception as exc:
+                        _close(left)
+                        return self.hooks.refusal(self.tool, self.call,
+                                                  _failed_authorize(self.tool, exc))
+                    if decision is None:
+                        continue
+                got.append(decision)
+                if isinstance(decision, Decision) and decision.kind == "deny":
+                    _close(left)
+                    break
+        finally:
+            _close(left)  # cancelled meanwhile: what was not awaited is closed
+        return self.hooks.refusal(self.tool, self.call, self.hooks._combined(self.tool, got))
+
+
+def _failed_authorize(tool: Tool, exc: Exception) -> Decision:
+    log.warning("hook.failed", hook="authorize", tool=tool.name,
+                error=f"{type(exc).__name__}: {exc}")
+    return Decision.deny(f"authorization failed ({type(exc).__name__}: {exc})")
+
+
+def _close(decisions: Sequence[Any]) -> None:
+    """Close the coroutines among ``decisions`` that will not be awaited."""
+    for decision in decisions:
+        close = getattr(decision, "close", None)
+        if inspect.iscoroutine(decision) and close is not None:
+            close()

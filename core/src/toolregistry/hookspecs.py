@@ -11,7 +11,7 @@ documents every hook.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -275,7 +275,8 @@ def provider_formats() -> Iterable[ProviderFormat]:  # type: ignore[empty-body]
 
 
 @hookspec
-def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall) -> Decision | None:
+def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall
+              ) -> Decision | Awaitable[Decision | None] | None:
     """May ``call`` run? Fires after ``pre_invoke`` and validation, before anything runs.
 
     ``call.arguments`` passed validation (they are the model's, after ``pre_invoke`` and,
@@ -289,6 +290,12 @@ def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall) -> Decision | 
     :class:`~toolregistry.types.ApprovalRequest`); neither runs, neither goes through
     ``post_invoke``. An exception denies the call, naming the error. Per-tool: compiled into
     the call plan (``call_hooks``).
+
+    A decision that takes a while (a person's answer, a remote service) may be returned as an
+    awaitable of a ``Decision`` (or ``None``), e.g. a coroutine: the async API awaits it on the
+    caller's event loop before the call runs, without holding the loop; the sync API runs it
+    to completion. Unless another implementation denied the call already (then it is closed
+    unawaited).
     """
 
 

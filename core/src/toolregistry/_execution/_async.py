@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolregistry._log import log
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
+from toolregistry.types import ToolResult
 
 from ._policies import group_order
 from ._sync import pool_work, segments
@@ -24,7 +25,6 @@ from ._threads import SPREAD_AFTER, Work, in_pool
 
 if TYPE_CHECKING:
     from toolregistry.hookspecs import Runner
-    from toolregistry.types import ToolResult
 
     from ._executor import Executor
     from ._pipeline import Prepared
@@ -94,6 +94,9 @@ class AsyncScheduler:
                       timeout: float | None) -> list[ToolResult]:
         """A batch: one result per call, in order."""
         items, batch = self.pipeline.prepare_batch(calls, context, timeout, async_path=True)
+        for i, item in enumerate(items):  # authorizations still to come, in order, first
+            if not isinstance(item, ToolResult) and item.deciding is not None:
+                items[i] = await self.pipeline.decided(item)
         results: list[Any] = list(items)
         for segment in segments(items):
             if len(segment) == 1:

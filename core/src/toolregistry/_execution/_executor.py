@@ -174,6 +174,8 @@ class Executor:
         """``registry.ainvoke``."""
         timeout = call_timeout(timeout)
         prep = self.pipeline.prepare_invoke(name, arguments, context, timeout, call_id, True)
+        if isinstance(prep, Prepared) and prep.deciding is not None:
+            prep = await self.pipeline.decided(prep)
         return await self.aio.run(prep) if isinstance(prep, Prepared) else prep
 
     async def aexecute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,

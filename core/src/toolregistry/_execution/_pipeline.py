@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from toolregistry._calls import CallParseError, parse_arguments, parse_call
+from toolregistry._hooks import Deciding
 from toolregistry._log import log
 from toolregistry._names import normalize_name
 from toolregistry._results import error_result, make_result
@@ -76,11 +77,12 @@ class Prepared:
     call's own ``contextvars.Context`` (a copy of the caller's, or of its batch's): the tool
     runs in it, entered exactly once. ``observed`` is true when observers put values there
     (the call then always runs in it, never in the caller's context); ``tokens`` are the
-    call observers' tokens.
+    call observers' tokens. ``deciding`` (async API only) is an authorization still to come,
+    awaited by :meth:`CallPipeline.decided` before the call runs.
     """
 
-    __slots__ = ("args", "call", "context", "ctx", "fn", "is_async", "kwargs", "observed",
-                 "plan", "timeout", "tokens")
+    __slots__ = ("args", "call", "context", "ctx", "deciding", "fn", "is_async", "kwargs",
+                 "observed", "plan", "timeout", "tokens")
 
     def __init__(self, plan: CallPlan, call: ToolCall, fn: Callable[..., Any] | None,
                  is_async: bool, args: Any, kwargs: dict[str, Any], timeout: float | None,
@@ -96,6 +98,7 @@ class Prepared:
         self.context = context
         self.observed = False
         self.tokens: list[Any] | None = None
+        self.deciding: Deciding | None = None
 
 
 class Batch:
@@ -250,10 +253,20 @@ class CallPipeline:
                 return error_result(call.id, tool.name, "invalid_arguments",
                                     validation_message(tool.name, exc2), reason=call.reason)
             call.arguments = arguments = coerced  # what runs is what is authorized
+        deciding = None
         if hooks.authorize is not None:
             refused = self._hooks.authorize(hooks.authorize, registry, tool, call)
             if refused is not None:
-                return refused
+                if not isinstance(refused, Deciding):
+                    return refused
+                if async_path:  # awaited on the caller's loop before the call runs (decided)
+                    deciding = refused
+                else:
+                    decided, error = _run_awaitable(refused.result())
+                    if error is not None:
+                        raise error
+                    if decided is not None:
+                        return decided  # type: ignore[no-any-return]
         if timeout is not None:
             limit: float | None = timeout if timeout > 0 else None
         else:
@@ -284,8 +297,32 @@ class CallPipeline:
         if _enabled(logging.DEBUG):
             log.debug("call.started", tool=tool.name, call_id=call.id, arguments=arguments)
         if async_path:
-            return Prepared(plan, call, plan.afn, plan.ais_async, args, kwargs, limit, ctx, here)
+            prep = Prepared(plan, call, plan.afn, plan.ais_async, args, kwargs, limit, ctx, here)
+            prep.deciding = deciding
+            return prep
         return Prepared(plan, call, plan.fn, plan.is_async, args, kwargs, limit, ctx, here)
+
+    async def decided(self, prep: Prepared) -> Prepared | ToolResult:
+        """Await the authorization still to come of a prepared call (``prep.deciding``, async
+        API) on the running loop: the call, ready to run, or the result it ends with (then
+        logged, and its observers told)."""
+        deciding, prep.deciding = prep.deciding, None
+        if deciding is None:
+            return prep
+        if prep.observed:  # what a plugin awaits sees the call's context, as on the sync API
+            refused = await asyncio.get_running_loop().create_task(
+                deciding.result(), context=prep.context.copy())
+        else:
+            refused = await deciding.result()
+        if refused is None:
+            if prep.ctx is not None and prep.timeout is not None:  # its time starts now
+                prep.ctx.deadline = time.monotonic() + prep.timeout
+            return prep
+        if prep.tokens is not None:
+            prep.context.copy().run(self._hooks.calls_finished, prep.plan.hooks.observers,
+                                    prep.call, refused, prep.tokens)
+        log_result(refused)
+        return refused
 
     def _prepare_one(self, call: ToolCall, context: Mapping[str, Any] | None,
                      timeout: float | None, async_path: bool, observed: bool = False
