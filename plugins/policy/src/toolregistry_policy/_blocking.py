@@ -1,6 +1,10 @@
 """Blocking approval: a handler (any callable, sync or async, or the terminal) answers an
 ``ask`` while the call waits; its answer (:class:`Verdict`), its time limit, and the calls a
-person approved with changed arguments (:class:`EditGrants`)."""
+person approved with changed arguments (:class:`EditGrants`).
+
+The question is a coroutine (:func:`ask_handler`) that ``authorize`` returns: the kernel awaits
+it on the caller's event loop on the async API (an async handler runs there, a sync one on a
+helper thread, and the loop goes on meanwhile) and runs it to completion on the sync API."""
 
 from __future__ import annotations
 
@@ -83,15 +87,17 @@ class EditGrants:
         return True
 
 
-def ask_handler(policy: Policy, plan: ToolPolicy, call: ToolCall, request: ApprovalRequest
-            ) -> Decision:
-    """Ask the policy's handler about a held call: its decision, audited."""
+async def ask_handler(policy: Policy, plan: ToolPolicy, call: ToolCall,
+                      request: ApprovalRequest) -> Decision:
+    """Ask the policy's handler about a held call, on the running loop (the kernel awaits
+    this on the caller's loop on the async API, and runs it to completion on the sync API):
+    its decision, audited."""
     name = plan.tool.name
+    timeout = policy.settings.handler_timeout
     try:
-        verdict = as_verdict(call_handler(policy.handler, request, policy.settings.handler_timeout))
+        verdict = as_verdict(await call_handler(policy.handler, request, timeout))
     except TimeoutError:
-        why = (f"nobody answered the approval request within "
-               f"{policy.settings.handler_timeout:g} s")
+        why = f"nobody answered the approval request within {timeout:g} s"
         policy.audit.record(name, call.id, "deny", request.rule, why, None, request.id)
         return Decision.deny(why, rule=request.rule)
     except Exception as exc:
@@ -116,35 +122,52 @@ def ask_handler(policy: Policy, plan: ToolPolicy, call: ToolCall, request: Appro
     return policy._allow(plan, call, "approval", verdict.approver, request.id)
 
 
-def call_handler(handler: Callable[[ApprovalRequest], Any] | None, request: ApprovalRequest,
-                 timeout: float) -> Any:
-    """The handler's answer, sync or async, within ``timeout`` seconds. It runs
-    on a helper thread (an async handler on a loop of its own there), so that the caller's
-    event loop, if any, is not what it waits on."""
+def _is_async(handler: Any) -> bool:
+    """An ``async def`` function, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        inspect.getattr_static(type(handler), "__call__", None))
+
+
+async def call_handler(handler: Callable[[ApprovalRequest], Any] | None,
+                       request: ApprovalRequest, timeout: float) -> Any:
+    """The handler's answer within ``timeout`` seconds, waited for on the running loop
+    without holding it: an async handler is awaited there (cancelled at the time limit); a
+    sync one runs on a helper thread (left to finish on its own, as a daemon, when it takes
+    too long), and an awaitable it returns is awaited on the loop."""
     assert handler is not None
-    box: dict[str, Any] = {}
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    if _is_async(handler):
+        return await asyncio.wait_for(handler(request), timeout)
+    answer: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if answer.done():
+            return
+        if error is None:
+            answer.set_result(value)
+        else:
+            answer.set_exception(error if isinstance(error, Exception) else
+                                 RuntimeError(f"{type(error).__name__}"))
 
     def run() -> None:
         try:
-            out = handler(request)
-            if inspect.isawaitable(out):
-                out = asyncio.run(_awaited(out))
-            box["value"] = out
+            value, error = handler(request), None
         except BaseException as exc:
-            box["error"] = exc
+            value, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop is gone: nobody waits any more
+            if inspect.iscoroutine(value):
+                value.close()
 
     helper = threading.Thread(target=contextvars.copy_context().run, args=(run,),
                               name="toolregistry-approval", daemon=True)
     helper.start()
-    helper.join(timeout)
-    if helper.is_alive():
-        raise TimeoutError
-    if "error" in box:
-        error = box["error"]
-        if not isinstance(error, Exception):
-            raise RuntimeError(f"{type(error).__name__}") from error
-        raise error
-    return box.get("value")
+    out = await asyncio.wait_for(answer, timeout)
+    if inspect.isawaitable(out):  # a sync callable that returned an awaitable
+        out = await asyncio.wait_for(out, max(0.0, deadline - loop.time()))
+    return out
 
 
 def as_verdict(answer: Any) -> Verdict:
@@ -160,10 +183,6 @@ def as_verdict(answer: Any) -> Verdict:
 
 def canonical(arguments: Mapping[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
 
 
 def load_handler(spec: str) -> Callable[[ApprovalRequest], Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -214,8 +214,9 @@ class Policy:
         return None
 
     # -- authorize ------------------------------------------------------------------------
-    def authorize(self, tool: Tool, call: ToolCall) -> Decision:
-        """The decision for one call (the ``authorize`` hook)."""
+    def authorize(self, tool: Tool, call: ToolCall) -> Decision | Awaitable[Decision]:
+        """The decision for one call (the ``authorize`` hook); a person's decision through a
+        blocking handler comes as an awaitable (the kernel awaits it)."""
         plan = self._plans.get(tool.name)
         if plan is None or plan.tool is not tool:
             plan = self.plan(tool)
@@ -253,7 +254,7 @@ class Policy:
         return decision
 
     def _ask(self, plan: ToolPolicy, call: ToolCall, label: str, reason: str | None
-             ) -> Decision:
+             ) -> Decision | Awaitable[Decision]:
         name = plan.tool.name
         arguments = dict(call.arguments or {})
         if self.edit_grants and self.edit_grants.take(name, arguments):
@@ -264,7 +265,7 @@ class Policy:
             return self._settled(plan, call, existing)
         request = ApprovalRequest(approval_id, name, arguments, call.id, call.reason, reason,
                                   label)
-        if self.handler is not None:
+        if self.handler is not None:  # awaited by the kernel: the caller's loop goes on
             return ask_handler(self, plan, call, request)
         fresh = Approval(request)
         kept = self.store.add(fresh)
