@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextvars
+import inspect
 import json
 import threading
 import time
@@ -440,6 +441,41 @@ def test_a_sync_deny_spares_the_awaitable_decision() -> None:
         for result in (reg.invoke("rm", {}), asyncio.run(reg.ainvoke("rm", {}))):
             assert result.error_kind == "denied" and "deleting files" in result.text
         assert plugin.started == []  # closed unawaited: nobody was asked
+    finally:
+        reg.close()
+
+
+def test_cancelling_a_batch_closes_the_decisions_not_yet_asked() -> None:
+    made: list[Any] = []
+    started = asyncio.Event()
+
+    class Forever:
+        @hookimpl
+        def authorize(self, call: ToolCall) -> Any:
+            async def decide() -> Decision:
+                started.set()
+                await asyncio.Event().wait()  # nobody answers
+                return Decision.allow()
+            made.append(decide())
+            return made[-1]
+
+    ran: list[str] = []
+    reg = ToolRegistry(plugins=[Forever()])
+    reg.register(lambda: ran.append("x"), name="send")
+
+    async def main() -> None:
+        batch = asyncio.get_running_loop().create_task(reg.aexecute_tool_calls(
+            [chat("send", {}, f"c{i}") for i in range(3)]))
+        await started.wait()
+        batch.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await batch
+
+    try:
+        asyncio.run(main())
+        assert len(made) == 3 and ran == []
+        # The first was cancelled while asked, the two others closed unawaited.
+        assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * 3
     finally:
         reg.close()
 

@@ -605,6 +605,11 @@ class Deciding:
             _close(left)  # cancelled meanwhile: what was not awaited is closed
         return self.hooks.refusal(self.tool, self.call, self.hooks._combined(self.tool, got))
 
+    def close(self) -> None:
+        """Close the coroutines among the decisions that were never awaited (the call will
+        not run: its batch was cancelled, say)."""
+        _close(self.decisions)
+
 
 def _failed_authorize(tool: Tool, exc: Exception) -> Decision:
     log.warning("hook.failed", hook="authorize", tool=tool.name,

@@ -94,9 +94,15 @@ class AsyncScheduler:
                       timeout: float | None) -> list[ToolResult]:
         """A batch: one result per call, in order."""
         items, batch = self.pipeline.prepare_batch(calls, context, timeout, async_path=True)
-        for i, item in enumerate(items):  # authorizations still to come, in order, first
-            if not isinstance(item, ToolResult) and item.deciding is not None:
-                items[i] = await self.pipeline.decided(item)
+        try:  # authorizations still to come, in order, before any call runs
+            for i, item in enumerate(items):
+                if not isinstance(item, ToolResult) and item.deciding is not None:
+                    items[i] = await self.pipeline.decided(item)
+        except BaseException:  # cancelled: the decisions not asked for are closed
+            for item in items:
+                if not isinstance(item, ToolResult) and item.deciding is not None:
+                    item.deciding.close()
+            raise
         results: list[Any] = list(items)
         for segment in segments(items):
             if len(segment) == 1:

@@ -310,10 +310,15 @@ class CallPipeline:
         if deciding is None:
             return prep
         if prep.observed:  # what a plugin awaits sees the call's context, as on the sync API
-            refused = await asyncio.get_running_loop().create_task(
-                deciding.result(), context=prep.context.copy())
+            task = asyncio.get_running_loop().create_task(deciding.result(),
+                                                          context=prep.context.copy())
+            task.add_done_callback(lambda _: deciding.close())  # also if cancelled unstarted
+            refused = await task
         else:
-            refused = await deciding.result()
+            try:
+                refused = await deciding.result()
+            finally:
+                deciding.close()
         if refused is None:
             if prep.ctx is not None and prep.timeout is not None:  # its time starts now
                 prep.ctx.deadline = time.monotonic() + prep.timeout
