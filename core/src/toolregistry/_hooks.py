@@ -427,16 +427,16 @@ class Hooks:
         try:
             out = caller(registry=registry, tool=tool, call=call)
         except Exception as exc:
-            return self.refusal(tool, call, _failed_authorize(tool, exc))
+            return self._refusal(tool, call, _failed_authorize(tool, exc))
         if isinstance(out, Decision):  # one implementation: the usual case
-            return None if out.kind == "allow" else self.refusal(tool, call, out)
+            return None if out.kind == "allow" else self._refusal(tool, call, out)
         decisions = out if isinstance(out, list) else ([] if out is None else [out])
         if any(not isinstance(d, Decision) and inspect.isawaitable(d) for d in decisions):
             if not any(isinstance(d, Decision) and d.kind == "deny" for d in decisions):
                 return Deciding(self, tool, call, decisions)
             _close(decisions)  # denied anyway: nobody is asked
             decisions = [d for d in decisions if isinstance(d, Decision)]
-        return self.refusal(tool, call, self._combined(tool, decisions))
+        return self._refusal(tool, call, self._combined(tool, decisions))
 
     @staticmethod
     def _combined(tool: Tool, decisions: Sequence[Any]) -> Decision | None:
@@ -450,7 +450,7 @@ class Hooks:
             return _failed_authorize(tool, exc)
 
     @staticmethod
-    def refusal(tool: Tool, call: ToolCall, decision: Decision | None) -> ToolResult | None:
+    def _refusal(tool: Tool, call: ToolCall, decision: Decision | None) -> ToolResult | None:
         """The result of a call that ``decision`` does not let run (``None``: it runs)."""
         if decision is None or decision.kind == "allow":
             return None
@@ -593,7 +593,7 @@ class Deciding:
                         decision = await decision
                     except Exception as exc:
                         _close(left)
-                        return self.hooks.refusal(self.tool, self.call,
+                        return self.hooks._refusal(self.tool, self.call,
                                                   _failed_authorize(self.tool, exc))
                     if decision is None:
                         continue
@@ -603,7 +603,7 @@ class Deciding:
                     break
         finally:
             _close(left)  # cancelled meanwhile: what was not awaited is closed
-        return self.hooks.refusal(self.tool, self.call, self.hooks._combined(self.tool, got))
+        return self.hooks._refusal(self.tool, self.call, self.hooks._combined(self.tool, got))
 
     def close(self) -> None:
         """Close the coroutines among the decisions that were never awaited (the call will
