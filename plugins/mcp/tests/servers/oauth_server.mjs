@@ -3,7 +3,8 @@
 // resource $RESOURCE (RFC 8707 resource indicators, RFC 9068 JWTs) by client credentials and
 // by authorization code with PKCE (the login and consent are answered by the test as a user
 // would, through the provider's own interaction pages), refreshes them, and registers
-// clients dynamically (RFC 7591). Access tokens live $TOKEN_TTL seconds (default 300; the
+// clients dynamically (RFC 7591); the client 'signer' ($SIGNER_JWK) authenticates with
+// private_key_jwt. Access tokens live $TOKEN_TTL seconds (default 300; the
 // client 'shortlived' gets tokens of two seconds).
 import Provider from "oidc-provider";
 
@@ -14,6 +15,17 @@ const other = process.env.OTHER_RESOURCE || "http://127.0.0.1:9/other";
 const ttl = Number(process.env.TOKEN_TTL || 300);
 const issuer = `http://127.0.0.1:${port}`;
 const scopes = ["tools:read", "tools:admin", "tools:other"];
+// The public key (a JWK) of the client 'signer', which authenticates with client assertions
+// signed by its private key (private_key_jwt, RFC 7523) instead of a secret.
+const signer = process.env.SIGNER_JWK ? [{
+  client_id: "signer",
+  grant_types: ["client_credentials"],
+  redirect_uris: [],
+  response_types: [],
+  scope: "tools:read tools:admin",
+  token_endpoint_auth_method: "private_key_jwt",
+  jwks: { keys: [JSON.parse(process.env.SIGNER_JWK)] },
+}] : [];
 
 const provider = new Provider(issuer, {
   clients: [
@@ -41,6 +53,7 @@ const provider = new Provider(issuer, {
       response_types: [],
       scope: "tools:read tools:other",
     },
+    ...signer,
   ],
   scopes: ["openid", "offline_access", ...scopes],
   pkce: { required: () => true },
