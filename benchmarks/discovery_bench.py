@@ -145,7 +145,15 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def load_bfcl() -> tuple[list[dict[str, Any]], list[tuple[str, list[str]]]]:
     """(tools, queries): tools with unique provider-safe names, queries with relevant names."""
+    tools, queries, _categories = load_bfcl_by_category()
+    return tools, queries
+
+
+def load_bfcl_by_category() -> tuple[list[dict[str, Any]], list[tuple[str, list[str]]],
+                                     list[str]]:
+    """:func:`load_bfcl` plus the category of each query."""
     data = bfcl_data_dir()
+    categories: list[str] = []
     tools: list[dict[str, Any]] = []
     by_definition: dict[str, str] = {}
     taken: set[str] = set()
@@ -177,7 +185,8 @@ def load_bfcl() -> tuple[list[dict[str, Any]], list[tuple[str, list[str]]]]:
             query = next(m["content"] for m in first_turn if m["role"] == "user")
             relevant = sorted({local[n] for call in answers[row["id"]] for n in call})
             queries.append((query, relevant))
-    return tools, queries
+            categories.append(cat)
+    return tools, queries, categories
 
 
 def scale_tools(tools: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
@@ -436,16 +445,24 @@ job = json.load(open(sys.argv[1], encoding="utf-8"))
 sys.path.insert(0, job["benchmarks"])
 import _common as c
 from toolregistry import Tool, ToolRegistry
-from toolregistry_discovery import SemanticOptions, ToolDiscoveryTool
+from toolregistry_discovery import SemanticOptions, ToolDiscoveryTool, WordLlamaEmbedder
 
+hybrid = job["side"] != "bm25f"
+dim = job["dim"]
 reg = ToolRegistry(config=job["empty_config"])
 reg.register_tools([Tool(name=t["name"], description=t["description"], parameters=t["parameters"],
                          callable=lambda **kw: None) for t in job["tools"]])
 base = c.settled_rss()
 out = {}
 t0, c0 = time.perf_counter(), time.process_time()
-if job["side"] == "hybrid":
-    d = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=job["cache"]))
+
+def options():
+    return SemanticOptions(embedder=None if dim == 256 else WordLlamaEmbedder(dim=dim),
+                           cache=job["cache"])
+
+
+if hybrid:
+    d = ToolDiscoveryTool(reg, semantic=options())
     assert d.semantic.stats["embedded"] == len(job["tools"]), d.semantic.stats
 else:
     d = ToolDiscoveryTool(reg)
@@ -458,10 +475,10 @@ for q in job["queries"]:
 out["rss"] = c.settled_rss() - base  # one index built, queried
 out["query_median"] = statistics.median(times)
 out["query_p95"] = sorted(times)[int(0.95 * (len(times) - 1))]
-if job["side"] == "hybrid":  # a restart: the same tools, vectors from the disk cache
+if hybrid:  # a restart: the same tools, vectors from the disk cache
     d.close()
     t0 = time.perf_counter()
-    d = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=job["cache"]))
+    d = ToolDiscoveryTool(reg, semantic=options())
     out["build_warm"] = time.perf_counter() - t0
     assert d.semantic.stats["from_cache"] == len(job["tools"]), d.semantic.stats
 c.emit_result(out)
@@ -477,7 +494,8 @@ def semantic_job(side: str, tools: list[dict[str, Any]], queries: list[str], rou
         leftover.unlink()
     job = CACHE / f"semantic-{side}.json"
     job.write_text(json.dumps({
-        "side": side, "tools": tools, "queries": queries, "cache": str(cache),
+        "side": side, "dim": 128 if side.endswith("128") else 256,
+        "tools": tools, "queries": queries, "cache": str(cache),
         "benchmarks": str(Path(__file__).parent), "empty_config": str(CACHE / "empty.toml"),
     }), encoding="utf-8")
     env = dict(os.environ)
@@ -492,18 +510,23 @@ def semantic_job(side: str, tools: list[dict[str, Any]], queries: list[str], rou
     raise RuntimeError(f"{side} semantic worker failed:\n{proc.stderr[-3000:]}")
 
 
+SEMANTIC_SIDES = ("BM25F", "hybrid", "hybrid 128")  # hybrid: the default (256 dimensions)
+
+
 def semantic_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
                   queries: list[str]) -> list[c.Row]:
     big = scale_tools(tools, args.semantic_tools)
-    samples: dict[str, dict[str, list[float]]] = {"BM25F": {}, "hybrid": {}}
+    samples: dict[str, dict[str, list[float]]] = {side: {} for side in SEMANTIC_SIDES}
 
     def run(side: str, round_: int) -> None:
         c.log(f"hybrid at {len(big):,} tools: {side}, round {round_ + 1}")
-        for key, value in semantic_job(side.lower(), big, queries, round_).items():
+        job = side.lower().replace(" ", "-")
+        for key, value in semantic_job(job, big, queries, round_).items():
             samples[side].setdefault(key, []).append(value)
 
-    c.interleave(["hybrid", "BM25F"], args.rounds, run)
-    extra = [h - b for h, b in zip(samples["hybrid"]["rss"], samples["BM25F"]["rss"])]
+    c.interleave(list(SEMANTIC_SIDES[::-1]), args.rounds, run)
+    extra = {side: [h - b for h, b in zip(samples[side]["rss"], samples["BM25F"]["rss"])]
+             for side in SEMANTIC_SIDES[1:]}
 
     def col(key: str) -> dict[str, list[float]]:
         return {side: got[key] for side, got in samples.items() if key in got}
@@ -519,9 +542,205 @@ def semantic_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
               check=lambda m: m["hybrid"] <= 2e-3),
         c.Row(f"{n} tools: query p95", col("query_p95")),
         c.Row(f"{n} tools: memory after building (RSS growth)", col("rss"), unit="bytes"),
-        c.Row(f"{n} tools: memory the dense side adds", {"hybrid": extra}, unit="bytes",
+        c.Row(f"{n} tools: memory the dense side adds", extra, unit="bytes",
               target="<= 50 MiB", check=lambda m: m["hybrid"] <= 50 * 2**20),
     ]
+
+
+# The held-out check: half of the BFCL categories to choose settings on, the other half to
+# report what a choice made on the first half gains on queries it never saw.
+TUNE_HALF = ("simple_python", "simple_javascript", "parallel")
+HELD_OUT_HALF = ("simple_java", "multiple", "parallel_multiple")
+GAIN_TARGET = 2.0  # points, recall@5 and MRR, on the whole tuning set
+SCORE_FUSION_DEPTH = 50  # candidates per side, as the plugin takes for top_k <= 12
+
+
+def _subset(picks: list[bool], items: list[Any]) -> list[Any]:
+    return [x for x, keep in zip(items, picks) if keep]
+
+
+def dense_similarities(embedder: Callable[[list[str]], Any], doc_texts: list[str],
+                       queries: list[str]) -> Any:
+    """Cosine similarity of every query to every document (rows: queries)."""
+    import numpy as np
+
+    def unit(raw: Any) -> Any:
+        m = np.asarray(raw, dtype=np.float32)
+        n = np.linalg.norm(m, axis=1, keepdims=True)
+        n[n == 0] = 1.0
+        return m / n
+
+    return unit(embedder(queries)) @ unit(embedder(doc_texts)).T
+
+
+def fused_ranking(lexical: list[tuple[str, float]], sims: Any, keys: list[str], how: str,
+                  param: float, top_k: int) -> list[str]:
+    """One query's top ``top_k`` by a fusion of BM25F's ranked (key, score) list and the
+    dense similarities: ``score`` (the plugin's form: bm25f / best + param * z / 10, z over
+    all tools, dense-only candidates need z > 0), ``rrf`` (1 / (param + rank) on each side)
+    or ``dense`` (the dense side alone)."""
+    import numpy as np
+
+    n = min(SCORE_FUSION_DEPTH, sims.size)
+    top = np.argpartition(sims, sims.size - n)[sims.size - n:]
+    order = [int(r) for r in top[np.lexsort((top, -sims[top]))]]
+    if how == "dense":
+        return [keys[r] for r in order[:top_k]]
+    std = float(sims.std())
+    z = (sims - float(sims.mean())) / (std if std > 0 else 1.0)
+    row = {k: i for i, k in enumerate(keys)}
+    lrank = {k: i for i, (k, _) in enumerate(lexical[:SCORE_FUSION_DEPTH], 1)}
+    drank = {keys[r]: i for i, r in enumerate(order, 1)}
+    inf = float("inf")
+    if how == "rrf":
+        cands = set(lrank) | set(drank)
+        score = {k: (1 / (param + lrank[k]) if k in lrank else 0.0)
+                 + (1 / (param + drank[k]) if k in drank else 0.0) for k in cands}
+    else:
+        best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
+        score = {k: s / best for k, s in lexical[:SCORE_FUSION_DEPTH]}
+        for k in drank:
+            if k not in score and z[row[k]] > 0:
+                score[k] = 0.0
+        score = {k: v + param * float(z[row[k]]) / 10.0 for k, v in score.items()}
+    ranked = sorted(score, key=lambda k: (-score[k], lrank.get(k, inf), drank.get(k, inf), k))
+    return ranked[:top_k]
+
+
+def _gains(m: dict[str, float], base: dict[str, float]) -> tuple[float, float]:
+    return 100 * (m["recall@5"] - base["recall@5"]), 100 * (m["mrr"] - base["mrr"])
+
+
+def _verdict(gain: float) -> str:
+    return "PASS" if gain >= GAIN_TARGET - 1e-9 else "MISS"
+
+
+def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]],
+                     categories: list[str], top_k: int) -> None:
+    """BM25F vs the plugin's hybrid on BFCL (whole, tuning half, held-out half) and on the
+    paraphrase set, with the targets; then the variants measured to choose the default."""
+    halves = {"tuning half": [cat in TUNE_HALF for cat in categories],
+              "held-out half": [cat in HELD_OUT_HALF for cat in categories]}
+    assert all(a != b for a, b in zip(*halves.values())), "each category in one half"
+    bm25f_runs = run_ours(tools, queries, top_k)
+    hybrid_runs = run_ours(tools, queries, top_k, semantic=True)
+    p_tools, p_queries = load_paraphrases()
+    print()
+    print(f"Hybrid retrieval quality: BM25F vs BM25F + WordLlama l2_supercat 256 (the default), "
+          f"top {top_k}; gains in points")
+    print(f"  {'query set':<44}{'system':<8}{'recall@1':>9}{'recall@5':>9}{'MRR':>7}"
+          f"{'gain r@5':>10}{'gain MRR':>10}  target (both)  result")
+    sets: list[tuple[str, list[bool] | None]] = [
+        (f"BFCL, all {len(queries)} (the tuning set)", None),
+        *((f"BFCL {name}, {sum(p)}", p) for name, p in halves.items()),
+    ]
+    for label, picks in sets:
+        qs = queries if picks is None else _subset(picks, queries)
+        base = metrics(bm25f_runs if picks is None else _subset(picks, bm25f_runs), qs)
+        hyb = metrics(hybrid_runs if picks is None else _subset(picks, hybrid_runs), qs)
+        g5, gm = _gains(hyb, base)
+        target = f">= +{GAIN_TARGET:.1f}" if picks is None else ""
+        verdict = f"{_verdict(g5)} / {_verdict(gm)}" if picks is None else ""
+        for system, m in (("BM25F", base), ("hybrid", hyb)):
+            gains = f"{g5:>+10.2f}{gm:>+10.2f}  {target:<13}  {verdict}" if system == "hybrid" else ""
+            print(f"  {label if system == 'BM25F' else '':<44}{system:<8}{m['recall@1']:>9.3f}"
+                  f"{m['recall@5']:>9.3f}{m['mrr']:>7.3f}{gains}")
+    p_base = metrics(run_ours(p_tools, p_queries, top_k), p_queries)
+    p_hyb = metrics(run_ours(p_tools, p_queries, top_k, semantic=True), p_queries)
+    g5, gm = _gains(p_hyb, p_base)
+    label = f"paraphrase set, {len(p_queries)} ({len(p_tools)} tools)"
+    print(f"  {label:<44}{'BM25F':<8}{p_base['recall@1']:>9.3f}{p_base['recall@5']:>9.3f}"
+          f"{p_base['mrr']:>7.3f}")
+    print(f"  {'':<44}{'hybrid':<8}{p_hyb['recall@1']:>9.3f}{p_hyb['recall@5']:>9.3f}"
+          f"{p_hyb['mrr']:>7.3f}{g5:>+10.2f}{gm:>+10.2f}")
+    print(f"  halves of BFCL's categories: tuning {', '.join(TUNE_HALF)}; held out "
+          f"{', '.join(HELD_OUT_HALF)}")
+
+    # -- variants: what else was measured before keeping this default ----------------------
+    bfcl = _VariantSet(tools, queries, bm25f_runs)
+    para = _VariantSet(p_tools, p_queries, run_ours(p_tools, p_queries, top_k))
+    default = (256, "all", "score", 1.0)
+    variants = [
+        ("default: 256 dims, all fields, score fusion w=1", default),
+        ("dense side alone (256 dims)", (256, "all", "dense", 0.0)),
+        ("128 dims (Matryoshka truncation)", (128, "all", "score", 1.0)),
+        ("64 dims (Matryoshka truncation)", (64, "all", "score", 1.0)),
+        ("text: name + description", (256, "name+description", "score", 1.0)),
+        ("text: name + description + param names", (256, "name+description+params", "score",
+                                                    1.0)),
+        *((f"score fusion w={w:g}", (256, "all", "score", w)) for w in (0.5, 1.5, 2.0, 3.0)),
+        *((f"reciprocal rank fusion k={k}", (256, "all", "rrf", float(k))) for k in (10, 60)),
+    ]
+    print()
+    print("Variants (gains over BM25F in points, recall@5/MRR; the tuning and held-out halves "
+          "are BFCL's categories as above)")
+    print(f"  {'variant':<50}{'BFCL all':>14}{'tuning half':>14}{'held-out':>14}"
+          f"{'paraphrases':>16}{'vectors@10k':>13}")
+    chosen: tuple[float, str] | None = None
+    for label, (dim, mix, how, param) in variants:
+        runs = bfcl.runs(dim, mix, how, param, top_k)
+        if (dim, mix, how, param) == default:
+            plugin, mine = metrics(hybrid_runs, queries), metrics(runs, queries)
+            if any(abs(plugin[k] - mine[k]) > 2e-3 for k in mine):
+                print(f"  (warning: this replica of the plugin's fusion gives {mine}, "
+                      f"the plugin {plugin})")
+        cells = [bfcl.gains(runs, None), *(bfcl.gains(runs, p) for p in halves.values()),
+                 para.gains(para.runs(dim, mix, how, param, top_k), None)]
+        if how != "dense" and (chosen is None or sum(cells[1]) > chosen[0] + 1e-9):
+            chosen = (sum(cells[1]), label)
+        print(f"  {label:<50}" + "".join(f"{a:>+7.2f}/{b:<+6.2f}" for a, b in cells[:3])
+              + f"{cells[3][0]:>+8.1f}/{cells[3][1]:<+7.1f}"
+              + f"{10_000 * dim * 4 / 2**20:>9.1f} MiB")
+    if chosen is not None:
+        print(f"  best on the tuning half (sum of both gains): {chosen[1]}")
+
+
+class _VariantSet:
+    """One query set with its BM25F results, to rank it by dense and fused variants."""
+
+    MIXES = ("all", "name+description", "name+description+params")
+
+    def __init__(self, tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]],
+                 bm25f_runs: list[list[str]]) -> None:
+        from toolregistry_discovery import ToolDiscoveryTool
+        from toolregistry_discovery._fields import tool_texts
+        from toolregistry_discovery._semantic import embedding_text
+
+        reg = _ours_registry(tools)
+        index = ToolDiscoveryTool(reg).index
+        self.queries = queries
+        self.keys = [t["name"] for t in tools]
+        self.base_runs = bm25f_runs
+        self.lexical = [[(h.key, h.score) for h in index.search(q, SCORE_FUSION_DEPTH)]
+                        for q, _ in queries]
+        fields = {t.name: tool_texts(t) for t in reg.get_tools()}
+
+        def text(key: str, mix: str) -> str:
+            names, description, hint, _tags, params, _param_texts = fields[key]
+            if mix == "all":
+                return embedding_text(fields[key])
+            kept = params if mix.endswith("params") else ()
+            return embedding_text((names, description, hint, (), kept, ()))
+
+        self.texts = {mix: [text(k, mix) for k in self.keys] for mix in self.MIXES}
+        self._sims: dict[tuple[int, str], Any] = {}
+
+    def runs(self, dim: int, mix: str, how: str, param: float, top_k: int) -> list[list[str]]:
+        from toolregistry_discovery import WordLlamaEmbedder
+
+        if (dim, mix) not in self._sims:
+            self._sims[dim, mix] = dense_similarities(
+                WordLlamaEmbedder(dim=dim), self.texts[mix], [q for q, _ in self.queries])
+        sims = self._sims[dim, mix]
+        return [fused_ranking(self.lexical[i], sims[i], self.keys, how, param, top_k)
+                for i in range(len(self.queries))]
+
+    def gains(self, runs: list[list[str]], picks: list[bool] | None) -> tuple[float, float]:
+        if picks is None:
+            return _gains(metrics(runs, self.queries), metrics(self.base_runs, self.queries))
+        qs = _subset(picks, self.queries)
+        return _gains(metrics(_subset(picks, runs), qs),
+                      metrics(_subset(picks, self.base_runs), qs))
 
 
 def print_quality(title: str, rows: list[tuple[str, dict[str, float]]]) -> None:
@@ -536,7 +755,7 @@ def print_quality(title: str, rows: list[tuple[str, dict[str, float]]]) -> None:
 
 def worker(args: argparse.Namespace) -> None:
     (CACHE / "empty.toml").write_text("")  # our registries ignore any pyproject config
-    tools, queries = load_bfcl()
+    tools, queries, categories = load_bfcl_by_category()
     top_k = 5
     speed_queries = [q for q, _ in queries[: args.queries]]
     t0 = time.perf_counter()
@@ -559,24 +778,10 @@ def worker(args: argparse.Namespace) -> None:
               f"{100 * (ours_r5 - best_other):+.1f} points")
 
     if "semantic" in args.only:
-        bm25f = metrics(run_ours(tools, queries, top_k), queries)
-        hybrid = metrics(run_ours(tools, queries, top_k, semantic=True), queries)
-        print_quality(f"Hybrid retrieval (BM25F + WordLlama l2_supercat_256): BFCL v4, "
-                      f"{len(tools)} tools, {len(queries)} queries (the tuning set)",
-                      [("BM25F", bm25f), ("hybrid", hybrid)])
-        for key in ("recall@5", "mrr"):
-            gain = 100 * (hybrid[key] - bm25f[key])
-            print(f"  {key} gain: {gain:+.2f} points (target >= +2.0): "
-                  f"{'PASS' if gain >= 2.0 - 1e-9 else 'MISS'}")
-        p_tools, p_queries = load_paraphrases()
-        print_quality(f"Hybrid retrieval: paraphrase set, {len(p_tools)} tools, "
-                      f"{len(p_queries)} queries",
-                      [("BM25F", metrics(run_ours(p_tools, p_queries, top_k), p_queries)),
-                       ("hybrid", metrics(run_ours(p_tools, p_queries, top_k, semantic=True),
-                                          p_queries))])
+        semantic_quality(tools, queries, categories, top_k)
         c.print_table(f"Hybrid retrieval speed and memory ({len(speed_queries)} BFCL queries, "
                       f"{args.rounds} interleaved fresh-process round(s) per side)",
-                      semantic_rows(args, tools, speed_queries), ["BM25F", "hybrid"])
+                      semantic_rows(args, tools, speed_queries), list(SEMANTIC_SIDES))
 
     if "scale" in args.only:
         table = scale_rows(args, tools, speed_queries)

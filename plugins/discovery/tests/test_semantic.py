@@ -71,15 +71,21 @@ class Counting:
 
 # -- the default embedder ------------------------------------------------------------------
 
-def test_vectors_are_wordllamas_own(embedder: WordLlamaEmbedder) -> None:
-    """Our reading of the shipped files gives the vectors WordLlama.embed(norm=True) gives."""
+@pytest.mark.parametrize("dim", [256, 128])
+def test_vectors_are_wordllamas_own(embedder: WordLlamaEmbedder, dim: int) -> None:
+    """Our reading of the shipped files gives the vectors WordLlama.embed(norm=True) gives,
+    also for a Matryoshka truncation (WordLlama.load(trunc_dim=...))."""
+    if dim != embedder.dim:
+        embedder = WordLlamaEmbedder(dim=dim)
+        assert embedder.dim == dim and embedder.model_id.endswith(f"/trunc{dim}")
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
         import wordllama  # configures the root logger on import (restored below)
 
         model = wordllama.WordLlama.load(cache_dir=Path(wordllama.__file__).parent,
-                                         disable_download=True)
+                                         disable_download=True,
+                                         trunc_dim=None if dim == 256 else dim)
     finally:
         for h in root.handlers[:]:
             if h not in handlers:
@@ -116,6 +122,12 @@ def test_default_embedder_works_offline_without_importing_wordllama(tmp_path: Pa
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok wordllama-")
+
+
+@pytest.mark.parametrize("dim", [0, 32, 512, 100, True, "128"])
+def test_unknown_dimension_is_named(dim: Any) -> None:
+    with pytest.raises(ValueError, match=r"dim must be one of \(64, 128, 256\)"):
+        WordLlamaEmbedder(dim=dim)
 
 
 def test_covers_latin_script_only(embedder: WordLlamaEmbedder) -> None:

@@ -100,11 +100,13 @@ def _is_latin(ch: str) -> bool:
 
 
 class WordLlamaEmbedder:
-    """WordLlama's ``l2_supercat`` static embeddings (256 dimensions), read offline from
-    the weights and tokenizer that the ``wordllama`` wheel ships.
+    """WordLlama's ``l2_supercat`` static embeddings, read offline from the weights and
+    tokenizer that the ``wordllama`` wheel ships (256 dimensions, the only size it ships).
 
     A text's vector is the mean of its tokens' vectors, as ``WordLlama.embed`` computes it.
-    The files are read with ``tokenizers`` and ``safetensors`` without importing
+    The model was trained Matryoshka-style: ``dim=128`` or ``dim=64`` keeps the first
+    columns of the table (as ``WordLlama.load(trunc_dim=...)``), for less memory and lower
+    quality. The files are read with ``tokenizers`` and ``safetensors`` without importing
     ``wordllama``: importing it configures the root logger (``logging.basicConfig``), and its
     loader downloads from the model hub unless told otherwise. The model was trained on
     English, so :meth:`covers` accepts text that is mostly Latin script.
@@ -112,8 +114,12 @@ class WordLlamaEmbedder:
 
     CONFIG = "l2_supercat"
     DIM = 256
+    DIMS = (64, 128, 256)
 
-    def __init__(self) -> None:
+    def __init__(self, dim: int = DIM) -> None:
+        if isinstance(dim, bool) or dim not in self.DIMS:
+            raise ValueError(f"WordLlamaEmbedder dim must be one of {self.DIMS} (the shipped "
+                             f"256-dimension model or a Matryoshka truncation of it), got {dim!r}")
         spec = importlib.util.find_spec("wordllama")
         if spec is None or not spec.submodule_search_locations:
             raise ModuleNotFoundError(
@@ -144,12 +150,16 @@ class WordLlamaEmbedder:
             table = fh.get_tensor("embedding.weight")  # float16, kept as shipped
         if table.ndim != 2 or table.shape[1] != self.DIM:
             raise ValueError(f"unexpected embedding table {table.shape} in {weights}")
-        self._table = table
-        self.model_id = f"wordllama-{metadata.version('wordllama')}/{self.CONFIG}_{self.DIM}"
+        # float16 as shipped; a truncation keeps only its columns (a contiguous copy).
+        self._table = table if dim == self.DIM else np.ascontiguousarray(table[:, :dim])
+        self._dim = dim
+        suffix = "" if dim == self.DIM else f"/trunc{dim}"
+        self.model_id = (f"wordllama-{metadata.version('wordllama')}/{self.CONFIG}_{self.DIM}"
+                         f"{suffix}")
 
     @property
     def dim(self) -> int:
-        return self.DIM
+        return self._dim
 
     def covers(self, text: str) -> bool:
         """Whether most letters of ``text`` are Latin script (what the model knows)."""
