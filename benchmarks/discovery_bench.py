@@ -467,13 +467,15 @@ if hybrid:
 else:
     d = ToolDiscoveryTool(reg)
 out["build_cold"], out["build_cold_cpu"] = time.perf_counter() - t0, time.process_time() - c0
-times = []
+times, cpu = [], []
 for q in job["queries"]:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     d.discover(q, top_k=5)
     times.append(time.perf_counter() - t0)
+    cpu.append(time.thread_time() - c0)
 out["rss"] = c.settled_rss() - base  # one index built, queried
 out["query_median"] = statistics.median(times)
+out["query_cpu_median"] = statistics.median(cpu)
 out["query_p95"] = sorted(times)[int(0.95 * (len(times) - 1))]
 if hybrid:  # a restart: the same tools, vectors from the disk cache
     d.close()
@@ -536,10 +538,13 @@ def semantic_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
         c.Row(f"{n} tools: index build, cold (hybrid: model load + embedding every tool)",
               col("build_cold"), target="hybrid <= 10 s",
               check=lambda m: m["hybrid"] <= 10.0),
-        c.Row(f"{n} tools: index build, cold, CPU", col("build_cold_cpu")),
+        c.Row(f"{n} tools: index build, cold, CPU", col("build_cold_cpu"),
+              target="hybrid <= 10 s", check=lambda m: m["hybrid"] <= 10.0),
         c.Row(f"{n} tools: index build, warm (vectors from the disk cache)", col("build_warm")),
         c.Row(f"{n} tools: query median", col("query_median"), target="hybrid <= 2 ms",
               check=lambda m: m["hybrid"] <= 2e-3),
+        c.Row(f"{n} tools: query median, CPU of the thread", col("query_cpu_median"),
+              target="hybrid <= 2 ms", check=lambda m: m["hybrid"] <= 2e-3),
         c.Row(f"{n} tools: query p95", col("query_p95")),
         c.Row(f"{n} tools: memory after building (RSS growth)", col("rss"), unit="bytes"),
         c.Row(f"{n} tools: memory the dense side adds", extra, unit="bytes",
