@@ -579,11 +579,13 @@ def dense_similarities(embedder: Callable[[list[str]], Any], doc_texts: list[str
 
 
 def fused_ranking(lexical: list[tuple[str, float]], sims: Any, keys: list[str], how: str,
-                  param: float, top_k: int) -> list[str]:
+                  param: float, top_k: int, request_z: Any = None) -> list[str]:
     """One query's top ``top_k`` by a fusion of BM25F's ranked (key, score) list and the
     dense similarities: ``score`` (the plugin's form: bm25f / best + param * z / 10, z over
-    all tools, dense-only candidates need z > 0), ``rrf`` (1 / (param + rank) on each side)
-    or ``dense`` (the dense side alone)."""
+    all tools, dense-only candidates need z > 0; with ``request_z``, the z of each request
+    of a multi-request query (requests x tools), a candidate's z is the best of them and
+    the whole query's), ``rrf`` (1 / (param + rank) on each side) or ``dense`` (the dense
+    side alone)."""
     import numpy as np
 
     n = min(SCORE_FUSION_DEPTH, sims.size)
@@ -607,7 +609,8 @@ def fused_ranking(lexical: list[tuple[str, float]], sims: Any, keys: list[str], 
         for k in drank:
             if k not in score and z[row[k]] > 0:
                 score[k] = 0.0
-        score = {k: v + param * float(z[row[k]]) / 10.0 for k, v in score.items()}
+        best_z = z if request_z is None else np.maximum(z, request_z.max(axis=0))
+        score = {k: v + param * float(best_z[row[k]]) / 10.0 for k, v in score.items()}
     ranked = sorted(score, key=lambda k: (-score[k], lrank.get(k, inf), drank.get(k, inf), k))
     return ranked[:top_k]
 
@@ -631,8 +634,8 @@ def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[
     hybrid_runs = run_ours(tools, queries, top_k, semantic=True)
     p_tools, p_queries = load_paraphrases()
     print()
-    print(f"Hybrid retrieval quality: BM25F vs BM25F + WordLlama l2_supercat 256 (the default), "
-          f"top {top_k}; gains in points")
+    print(f"Hybrid retrieval quality: BM25F vs BM25F + WordLlama l2_supercat 256 (the default, "
+          f"z per request), top {top_k}; gains in points")
     print(f"  {'query set':<44}{'system':<8}{'recall@1':>9}{'recall@5':>9}{'MRR':>7}"
           f"{'gain r@5':>10}{'gain MRR':>10}  target (both)  result")
     sets: list[tuple[str, list[bool] | None]] = [
@@ -667,6 +670,7 @@ def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[
     default = (256, "all", "score", 1.0)
     variants = [
         ("default: 256 dims, all fields, score fusion w=1", default),
+        ("default without the per-request z", (256, "all", "score-whole", 1.0)),
         ("dense side alone (256 dims)", (256, "all", "dense", 0.0)),
         ("128 dims (Matryoshka truncation)", (128, "all", "score", 1.0)),
         ("64 dims (Matryoshka truncation)", (64, "all", "score", 1.0)),
@@ -691,7 +695,8 @@ def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[
                       f"the plugin {plugin})")
         cells = [bfcl.gains(runs, None), *(bfcl.gains(runs, p) for p in halves.values()),
                  para.gains(para.runs(dim, mix, how, param, top_k), None)]
-        if how != "dense" and (chosen is None or sum(cells[1]) > chosen[0] + 1e-9):
+        if how not in ("dense", "score-whole") and (chosen is None
+                                                    or sum(cells[1]) > chosen[0] + 1e-9):
             chosen = (sum(cells[1]), label)
         print(f"  {label:<50}" + "".join(f"{a:>+7.2f}/{b:<+6.2f}" for a, b in cells[:3])
               + f"{cells[3][0]:>+8.1f}/{cells[3][1]:<+7.1f}"
@@ -731,13 +736,31 @@ class _VariantSet:
         self._sims: dict[tuple[int, str], Any] = {}
 
     def runs(self, dim: int, mix: str, how: str, param: float, top_k: int) -> list[list[str]]:
+        """The top ``top_k`` of every query; ``how``: ``score`` (with the per-request z, as
+        the plugin), ``score-whole`` (the whole query's z only), ``rrf`` or ``dense``."""
+
         from toolregistry_discovery import WordLlamaEmbedder
+        from toolregistry_discovery._semantic import split_requests
 
         if (dim, mix) not in self._sims:
-            self._sims[dim, mix] = dense_similarities(
-                WordLlamaEmbedder(dim=dim), self.texts[mix], [q for q, _ in self.queries])
-        sims = self._sims[dim, mix]
-        return [fused_ranking(self.lexical[i], sims[i], self.keys, how, param, top_k)
+            embedder = WordLlamaEmbedder(dim=dim)
+            sims = dense_similarities(embedder, self.texts[mix], [q for q, _ in self.queries])
+            per_request: list[Any] = []
+            for query, _ in self.queries:
+                requests = split_requests(query)
+                if not requests:
+                    per_request.append(None)
+                    continue
+                r = dense_similarities(embedder, self.texts[mix], requests)
+                spread = r.std(axis=1, keepdims=True)
+                spread[spread == 0] = 1.0
+                per_request.append((r - r.mean(axis=1, keepdims=True)) / spread)
+            self._sims[dim, mix] = (sims, per_request)
+        sims, per_request = self._sims[dim, mix]
+        with_requests = how == "score"
+        how = "score" if how == "score-whole" else how
+        return [fused_ranking(self.lexical[i], sims[i], self.keys, how, param, top_k,
+                              per_request[i] if with_requests else None)
                 for i in range(len(self.queries))]
 
     def gains(self, runs: list[list[str]], picks: list[bool] | None) -> tuple[float, float]:
@@ -784,9 +807,11 @@ def worker(args: argparse.Namespace) -> None:
 
     if "semantic" in args.only:
         semantic_quality(tools, queries, categories, top_k)
-        c.print_table(f"Hybrid retrieval speed and memory ({len(speed_queries)} BFCL queries, "
-                      f"{args.rounds} interleaved fresh-process round(s) per side)",
-                      semantic_rows(args, tools, speed_queries), list(SEMANTIC_SIDES))
+        # Spread over every category, so queries of several requests are timed too.
+        spread = [q for q, _ in queries[:: max(1, len(queries) // args.queries)]][: args.queries]
+        c.print_table(f"Hybrid retrieval speed and memory ({len(spread)} BFCL queries from "
+                      f"every category, {args.rounds} interleaved fresh-process round(s) per side)",
+                      semantic_rows(args, tools, spread), list(SEMANTIC_SIDES))
 
     if "scale" in args.only:
         table = scale_rows(args, tools, speed_queries)

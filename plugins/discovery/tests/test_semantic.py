@@ -20,7 +20,7 @@ from toolregistry import Tool, ToolMetadata, ToolRegistry
 from toolregistry.errors import ConfigError
 from toolregistry_discovery import SemanticOptions, ToolDiscoveryTool, WordLlamaEmbedder
 from toolregistry_discovery._plugin import get_discoverer
-from toolregistry_discovery._semantic import DenseIndex
+from toolregistry_discovery._semantic import DenseIndex, split_requests
 
 DATA = json.loads((Path(__file__).parent / "data" / "paraphrases.json").read_text("utf-8"))
 QUERIES: list[tuple[str, str]] = [(q, want) for q, want in DATA["queries"]]
@@ -235,6 +235,56 @@ def test_explain_shows_both_sides(tmp_path: Path, embedder: WordLlamaEmbedder) -
         assert ex["dense_rank"] == dense_order.index(name) + 1
         assert ex["dense_similarity"] == pytest.approx(sims[names.index(name)], abs=1e-3)
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+
+@pytest.mark.parametrize(("query", "requests"), [
+    ("Book a hotel in Paris. Then find a vegan restaurant nearby.",
+     ["Book a hotel in Paris.", "Then find a vegan restaurant nearby."]),
+    ('"Put my photos into one archive, then mail it to my sister."',
+     ["Put my photos into one archive", "then mail it to my sister."]),
+    ("What is 5 plus 3? Also, what does the word serendipity mean? Finally translate it into French",
+     ["What is 5 plus 3?", "Also, what does the word serendipity mean?",
+      "Finally translate it into French"]),
+    ("Find the area of a triangle with base 10 and height 5.", []),  # one request
+    ("Get the weather. Then stop.", []),  # too short to be requests of their own
+    ("the weather then", []),
+    ("", []),
+])
+def test_split_requests(query: str, requests: list[str]) -> None:
+    assert split_requests(query) == requests
+
+
+@pytest.mark.parametrize(("query", "first", "second"), [
+    ("Put my holiday photos into a single archive, then mail it to my sister.",
+     "compress_files", "send_email"),
+    ("Reserve a room in Rome for three nights. After that, find somewhere nearby that "
+     "serves pasta.", "book_hotel", "find_restaurants"),
+    ("How much is 100 dollars in euros? Also, what does the word serendipity mean?",
+     "lookup_definition", "convert_currency"),
+])
+def test_each_request_of_a_query_finds_its_tool(tmp_path: Path, embedder: WordLlamaEmbedder,
+                                                query: str, first: str, second: str) -> None:
+    """One vector for a query of several requests resembles none of their tools; each
+    request's own z counts, and explain says which request it was (recomputed here)."""
+    reg = _registry(tmp_path)
+    d = ToolDiscoveryTool(reg, semantic=SemanticOptions(embedder=embedder, cache=False))
+    hits = d.discover(query, top_k=5, explain=True)
+    assert _names(hits)[:2] == [first, second]
+    from toolregistry_discovery._fields import tool_texts
+    from toolregistry_discovery._semantic import embedding_text
+
+    names = [t["name"] for t in DATA["tools"]]
+    vecs = np.asarray(embedder([embedding_text(tool_texts(reg.get_tool(n))) for n in names]))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    requests = split_requests(query)
+    req = np.asarray(embedder(requests))
+    req /= np.linalg.norm(req, axis=1, keepdims=True)
+    sims = req @ vecs.T  # requests x tools
+    z = (sims - sims.mean(axis=1, keepdims=True)) / sims.std(axis=1, keepdims=True)
+    second_hit = hits[1]["explain"]
+    i = requests.index(second_hit["dense_request"])
+    assert second_hit["dense_z"] == pytest.approx(z[i, names.index(second)], abs=2e-3)
+    assert second_hit["dense_z"] == pytest.approx(z[:, names.index(second)].max(), abs=2e-3)
 
 
 def test_weight_zero_is_bm25f(tmp_path: Path) -> None:

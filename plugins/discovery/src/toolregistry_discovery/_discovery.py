@@ -306,6 +306,8 @@ class ToolDiscoveryTool:
                     rank = int(np.count_nonzero(dense.similarities > hit.similarity)) + 1
                 detail.update(dense_rank=rank, dense_similarity=_round(hit.similarity, 4),
                               dense_z=_round(hit.z, 3))
+                if hit.request is not None:  # z of one request of a multi-request query
+                    detail["dense_request"] = hit.request
             detail["fused"] = round(hit.score, 4)
             out.append((hit.key, hit.score, detail))
         return out

@@ -13,7 +13,10 @@ together when the next query needs them.
 
 Fusion: ``lexical / best lexical + weight * z / 10`` over the union of both sides' candidates,
 where ``z`` is a tool's cosine similarity to the query in standard deviations above the mean
-over all tools (a z of 10, a clear hit, weighs as much as the best BM25F hit).
+over all tools (a z of 10, a clear hit, weighs as much as the best BM25F hit). A query that
+asks for several things ("Book a hotel in Paris. Then find a vegan restaurant nearby.") is
+also embedded request by request, and a candidate's ``z`` is the best of the whole query's and
+each request's: one averaged vector of several requests resembles none of their tools.
 """
 
 from __future__ import annotations
@@ -36,12 +39,19 @@ from attrs import frozen
 from toolregistry.plugin import import_target, log
 
 __all__ = ["DenseIndex", "EmbeddingCache", "SemanticOptions", "SemanticSearch",
-           "WordLlamaEmbedder", "default_cache_path", "embedding_text"]
+           "WordLlamaEmbedder", "default_cache_path", "embedding_text", "split_requests"]
 
 Embedder = Callable[[list[str]], Any]
 
 INSTALL_HINT = "install the extra: pip install 'toolregistry-discovery[semantic]'"
 _Z_SCALE = 10.0
+# A request: a sentence, or a clause opened by a word that starts another task.
+_REQUEST_SPLIT = re.compile(
+    r"(?<=[.?!;])\s+|,?\s+(?=(?:then|also|after that|additionally|finally|lastly)\b)",
+    re.IGNORECASE)
+_MIN_REQUEST_WORDS = 4
+_MAX_REQUESTS = 8
+_STATS_SAMPLE = 2048  # rows whose similarities give a request's mean and spread
 
 
 def default_cache_path() -> Path:
@@ -93,6 +103,15 @@ def embedding_text(texts: Sequence[str | tuple[str, ...]]) -> str:
     parts += [_IDENT_SPLIT.sub(" ", p) for p in params]
     parts += list(param_texts)
     return " ".join(p for p in parts if p)
+
+
+def split_requests(query: str) -> list[str]:
+    """The separate requests of a query that asks for several things: its sentences and the
+    clauses opened by "then", "also", "after that", "additionally", "finally" or "lastly",
+    each of at least four words (at most eight); ``[]`` when the query makes one request."""
+    parts = [p.strip(" \"'") for p in _REQUEST_SPLIT.split(query.strip(" \"'"))]
+    parts = [p for p in parts if len(p.split()) >= _MIN_REQUEST_WORDS][:_MAX_REQUESTS]
+    return parts if len(parts) >= 2 else []
 
 
 def _is_latin(ch: str) -> bool:
@@ -370,6 +389,15 @@ class DenseIndex:
         # (measured here: a p95 of tens of ms at 10,000 tools for a median of 0.1 ms).
         return _rowdot(self._matrix[: len(self._keys)], query)
 
+    def rows(self, rows: Any) -> Any:
+        """The vectors of ``rows`` (a copy)."""
+        return self._matrix[rows]
+
+    def sample(self, limit: int) -> Any:
+        """At most about ``limit`` rows spread evenly over the index (all rows when fewer)."""
+        n = len(self._keys)
+        return self._matrix[:n:max(1, -(-n // limit))]
+
     def key_of(self, row: int) -> str:
         return self._keys[row]
 
@@ -383,11 +411,17 @@ class DenseIndex:
 
 @frozen
 class DenseRanking:
-    """One query's dense side: similarity and z-score per row, rows best first."""
+    """One query's dense side: similarity and z-score per row, rows best first; for a query
+    of several requests, their unit vectors and the mean and spread of each one's
+    similarities over the index."""
 
     similarities: Any
     z: Any
     order: Any  # the top rows, best first
+    requests: tuple[str, ...] = ()
+    request_vectors: Any = None
+    request_mean: Any = None
+    request_std: Any = None
 
 
 class SemanticSearch:
@@ -488,7 +522,39 @@ class SemanticSearch:
             n = min(n, sims.size)
             top = np.argpartition(sims, sims.size - n)[sims.size - n :]
             order = top[np.lexsort((top, -sims[top]))]
-            return DenseRanking(sims, z, order)
+            requests = split_requests(query)
+            if not requests:
+                return DenseRanking(sims, z, order)
+            vectors = _as_matrix(self.embedder(requests), len(requests), self._source)
+            keep = vectors.any(axis=1)
+            if not keep.any():
+                return DenseRanking(sims, z, order)
+            vectors = vectors[keep]
+            # Mean and spread of each request's similarities from an even sample of the
+            # rows: a few hundred microseconds at most, whatever the size of the index.
+            sample = self.index.sample(_STATS_SAMPLE)
+            stats = np.stack([_rowdot(sample, v) for v in vectors], axis=1)
+            spread = stats.std(axis=0)
+            spread[spread == 0] = 1.0
+            return DenseRanking(sims, z, order,
+                                tuple(r for r, k in zip(requests, keep.tolist()) if k),
+                                vectors, stats.mean(axis=0), spread)
+
+    def effective_z(self, dense: DenseRanking, rows: Sequence[int]) -> tuple[Any, Any]:
+        """For ``rows``: the best z of the whole query and of each request, and which request
+        gave it (-1: the whole query)."""
+        idx = np.asarray(rows, dtype=np.int64)
+        z = dense.z[idx].astype(np.float64)
+        which = np.full(idx.size, -1, dtype=np.int64)
+        if dense.request_vectors is None or idx.size == 0:
+            return z, which
+        vecs = self.index.rows(idx)
+        rz = (np.stack([_rowdot(vecs, v) for v in dense.request_vectors], axis=1)
+              - dense.request_mean) / dense.request_std
+        best = rz.argmax(axis=1)
+        top = rz[np.arange(idx.size), best]
+        better = top > z
+        return np.where(better, top, z), np.where(better, best, which)
 
     def row_of(self, key: str) -> int | None:
         return self.index.row_of(key)
@@ -513,17 +579,20 @@ class FusedHit:
     dense_rank: int | None
     similarity: float | None
     z: float | None
+    request: str | None = None  # the request of the query that gave ``z``, if not the whole
 
 
 def fuse(lexical: Sequence[tuple[str, float]], dense: DenseRanking | None,
          search: SemanticSearch, weight: float, limit: int) -> list[FusedHit]:
     """The ``limit`` best of both sides' candidates by ``lexical / best lexical +
-    weight * z / 10``; candidates only the dense side found need ``z > 0``. Without a dense
-    side this is the lexical ranking itself."""
+    weight * z / 10`` (``z``: the best of the whole query's and each request's); candidates
+    only the dense side found need ``z > 0``. Without a dense side this is the lexical
+    ranking itself."""
     best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
     cands: dict[str, list[Any]] = {}
     for rank, (key, score) in enumerate(lexical, 1):
         cands[key] = [score / best, rank, score, None]
+    zs: dict[str, tuple[float, int]] = {}
     if dense is not None:
         for rank, row in enumerate(dense.order.tolist(), 1):
             key = search.key_of(row)
@@ -533,23 +602,32 @@ def fuse(lexical: Sequence[tuple[str, float]], dense: DenseRanking | None,
                     continue
                 entry = cands[key] = [0.0, None, 0.0, None]
             entry[3] = rank
+        rows: list[int] = []
+        keys: list[str] = []
+        for key in cands:
+            row = search.row_of(key)
+            if row is not None:
+                rows.append(row)
+                keys.append(key)
+        z, which = search.effective_z(dense, rows)
+        zs = {k: (float(v), int(w)) for k, v, w in zip(keys, z.tolist(), which.tolist())}
     inf = math.inf
     scored: list[tuple[float, float, float, str]] = []
     for key, (norm, lrank, _lscore, drank) in cands.items():
         fused = norm
-        if dense is not None:
-            row = search.row_of(key)
-            if row is not None:
-                fused += weight * float(dense.z[row]) / _Z_SCALE
+        if key in zs:
+            fused += weight * zs[key][0] / _Z_SCALE
         scored.append((-fused, lrank or inf, drank or inf, key))
     scored.sort()
     out: list[FusedHit] = []
     for neg, _, _, key in scored[:limit]:
         _norm, lrank, lscore, drank = cands[key]
-        sim = z = None
-        if dense is not None:
+        sim = z_eff = request = None
+        if dense is not None and key in zs:
             row = search.row_of(key)
-            if row is not None:
-                sim, z = float(dense.similarities[row]), float(dense.z[row])
-        out.append(FusedHit(key, -neg, lrank, lscore, drank, sim, z))
+            assert row is not None
+            sim = float(dense.similarities[row])
+            z_eff, part = zs[key]
+            request = dense.requests[part] if part >= 0 else None
+        out.append(FusedHit(key, -neg, lrank, lscore, drank, sim, z_eff, request))
     return out
