@@ -564,18 +564,14 @@ def _subset(picks: list[bool], items: list[Any]) -> list[Any]:
     return [x for x, keep in zip(items, picks) if keep]
 
 
-def dense_similarities(embedder: Callable[[list[str]], Any], doc_texts: list[str],
-                       queries: list[str]) -> Any:
-    """Cosine similarity of every query to every document (rows: queries)."""
+def unit_vectors(embedder: Callable[[list[str]], Any], texts: list[str]) -> Any:
+    """The embedder's vectors of ``texts``, L2-normalised (rows)."""
     import numpy as np
 
-    def unit(raw: Any) -> Any:
-        m = np.asarray(raw, dtype=np.float32)
-        n = np.linalg.norm(m, axis=1, keepdims=True)
-        n[n == 0] = 1.0
-        return m / n
-
-    return unit(embedder(queries)) @ unit(embedder(doc_texts)).T
+    m = np.asarray(embedder(texts), dtype=np.float32)
+    n = np.linalg.norm(m, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    return m / n
 
 
 def fused_ranking(lexical: list[tuple[str, float]], sims: Any, keys: list[str], how: str,
@@ -744,14 +740,15 @@ class _VariantSet:
 
         if (dim, mix) not in self._sims:
             embedder = WordLlamaEmbedder(dim=dim)
-            sims = dense_similarities(embedder, self.texts[mix], [q for q, _ in self.queries])
+            docs = unit_vectors(embedder, self.texts[mix]).T
+            sims = unit_vectors(embedder, [q for q, _ in self.queries]) @ docs
             per_request: list[Any] = []
             for query, _ in self.queries:
                 requests = split_requests(query)
                 if not requests:
                     per_request.append(None)
                     continue
-                r = dense_similarities(embedder, self.texts[mix], requests)
+                r = unit_vectors(embedder, requests) @ docs
                 spread = r.std(axis=1, keepdims=True)
                 spread[spread == 0] = 1.0
                 per_request.append((r - r.mean(axis=1, keepdims=True)) / spread)
