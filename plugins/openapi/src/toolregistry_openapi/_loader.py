@@ -15,6 +15,7 @@ from attrs import frozen
 from toolregistry.plugin import log, operation
 from toolregistry.tool import Provenance, Tool, ToolMetadata, ToolTag
 
+from ._auth import Credentials
 from ._document import (
     DEFAULT_LIMITS,
     PROBE_PATHS,
@@ -28,9 +29,10 @@ from ._document import (
     parse_text,
 )
 from ._errors import OpenAPIError
-from ._http import AsyncOperationCaller, Credentials, HttpSession, OperationCaller, server_url
+from ._http import AsyncOperationCaller, HttpSession, OperationCaller
 from ._jsonschema import SchemaConverter
 from ._operations import Operation, SpecInfo, extract, spec_version
+from ._request import server_url
 
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
