@@ -266,7 +266,7 @@ def test_plain_functions_are_read_like_inspect_signature() -> None:
         pass
 
     for fn in [*CORPUS, everything, lambda x, y=2: 0]:
-        ours = [(p.name, p.kind, p.default, p.annotation) for p in _parameters(fn)]
+        ours = _parameters(fn)  # (name, kind, default, annotation) per parameter
         ref = [(p.name, p.kind, p.default, p.annotation)
                for p in inspect.signature(fn).parameters.values()]
         assert ours == ref, fn

@@ -11,11 +11,13 @@ semantics (order, wrappers, first result) through a subset hook caller.
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._log import log
 from ._results import error_result
+from .errors import ToolRejected
 from .hookspecs import UNOBSERVED
 from .types import ApprovalRequest, Decision
 
@@ -43,6 +45,16 @@ _FULL_ARGNAMES = frozenset({
     ("registry", "tool", "call", "result"),
     ("registry", "tool", "schema", "api_format"),
 })
+
+
+def _picker(argnames: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """Keyword arguments -> the tuple of ``argnames``' values, in their order."""
+    if len(argnames) >= 2:
+        return operator.itemgetter(*argnames)
+    if argnames:
+        name = argnames[0]
+        return lambda kwargs: (kwargs[name],)
+    return lambda kwargs: ()
 
 
 class ToolHooks:
@@ -117,12 +129,14 @@ class Hooks:
         caller: HookCall = getattr(self._hook, name)
         if not impls or self._trace or any(i.hookwrapper or i.wrapper for i in impls):
             return caller
-        order = tuple((impl.function, tuple(impl.argnames)) for impl in reversed(impls))
+        # pluggy calls an implementation with its arguments by position, in its order
+        order = tuple((impl.function, _picker(tuple(impl.argnames)))
+                      for impl in reversed(impls))
 
         if first:
             def call_first(**kwargs: Any) -> Any:
-                for fn, argnames in order:
-                    result = fn(**{a: kwargs[a] for a in argnames})
+                for fn, pick in order:
+                    result = fn(*pick(kwargs))
                     if result is not None:
                         return result
                 return None
@@ -131,8 +145,8 @@ class Hooks:
 
         def call_all(**kwargs: Any) -> list[Any]:
             results = []
-            for fn, argnames in order:
-                result = fn(**{a: kwargs[a] for a in argnames})
+            for fn, pick in order:
+                result = fn(*pick(kwargs))
                 if result is not None:
                     results.append(result)
             return results
@@ -351,8 +365,6 @@ class Hooks:
         """
         if not self.has_register:
             return tool
-        from .errors import ToolRejected
-
         try:
             replacement = self._direct_register(registry=registry, tool=tool)
         except ToolRejected:

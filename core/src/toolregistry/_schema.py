@@ -149,29 +149,23 @@ def _resolve_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
         ) from exc
 
 
-class _Parameter:
-    """The part of ``inspect.Parameter`` this module reads."""
-
-    __slots__ = ("annotation", "default", "kind", "name")
-
-    def __init__(self, name: str, kind: Any, default: Any, annotation: Any) -> None:
-        self.name = name
-        self.kind = kind
-        self.default = default
-        self.annotation = annotation
+_Parameter = tuple[str, Any, Any, Any]
+"""The part of ``inspect.Parameter`` this module reads: name, kind, default, annotation (a
+tuple: registering thousands of tools makes one per parameter)."""
 
 
 _EMPTY = inspect.Parameter.empty
 _CO_VARARGS, _CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 
-def _parameters(fn: Callable[..., Any]) -> list[Any]:
+def _parameters(fn: Callable[..., Any]) -> list[_Parameter]:
     """The parameters of ``fn``. Plain functions are read from their code object (what
     ``inspect.signature`` does, at a fifth of the cost: registration of thousands of tools);
     everything else (methods, partials, callables, ``__signature__``) goes to inspect."""
     if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or hasattr(
             fn, "__signature__"):
-        return list(inspect.signature(fn).parameters.values())
+        return [(p.name, p.kind, p.default, p.annotation)
+                for p in inspect.signature(fn).parameters.values()]
     code = fn.__code__
     names = code.co_varnames
     npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
@@ -180,23 +174,23 @@ def _parameters(fn: Callable[..., Any]) -> list[Any]:
     ann = fn.__annotations__
     first_default = npos - len(defaults)
     P = inspect.Parameter
-    out: list[Any] = []
+    out: list[_Parameter] = []
     for i in range(npos):
         name = names[i]
         kind = P.POSITIONAL_ONLY if i < nposonly else P.POSITIONAL_OR_KEYWORD
         default = defaults[i - first_default] if i >= first_default else _EMPTY
-        out.append(_Parameter(name, kind, default, ann.get(name, _EMPTY)))
+        out.append((name, kind, default, ann.get(name, _EMPTY)))
     index = npos + nkw
     if code.co_flags & _CO_VARARGS:
         name = names[index]
-        out.append(_Parameter(name, P.VAR_POSITIONAL, _EMPTY, ann.get(name, _EMPTY)))
+        out.append((name, P.VAR_POSITIONAL, _EMPTY, ann.get(name, _EMPTY)))
         index += 1
     for name in names[npos:npos + nkw]:
-        out.append(_Parameter(name, P.KEYWORD_ONLY, kwdefaults.get(name, _EMPTY),
-                              ann.get(name, _EMPTY)))
+        out.append((name, P.KEYWORD_ONLY, kwdefaults.get(name, _EMPTY),
+                    ann.get(name, _EMPTY)))
     if code.co_flags & _CO_VARKEYWORDS:
         name = names[index]
-        out.append(_Parameter(name, P.VAR_KEYWORD, _EMPTY, ann.get(name, _EMPTY)))
+        out.append((name, P.VAR_KEYWORD, _EMPTY, ann.get(name, _EMPTY)))
     return out
 
 
@@ -208,49 +202,55 @@ def inspect_function(
         parameters_of_fn = _parameters(fn)
     except (TypeError, ValueError) as exc:
         raise ToolRegistrationError(f"tool {tool_name!r}: no signature for {fn!r}: {exc}") from exc
-    needs_hints = any(isinstance(p.annotation, str) for p in parameters_of_fn)
-    hints = _resolve_hints(fn, tool_name) if needs_hints else {}
+    hints: dict[str, Any] = {}
+    for _, _, _, annotation in parameters_of_fn:
+        if isinstance(annotation, str):
+            hints = _resolve_hints(fn, tool_name)
+            break
 
     params: list[Param] = []
     injected: list[InjectedParam] = []
     properties: dict[str, Any] = {}
     required: list[str] = []
     slow: list[Param] = []
-    for p in parameters_of_fn:
-        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+    P = inspect.Parameter
+    for name, pkind, default, annotation in parameters_of_fn:
+        if pkind is P.VAR_POSITIONAL:
             raise ToolRegistrationError(
-                f"tool {tool_name!r}: parameter *{p.name} cannot be expressed in a JSON schema; "
+                f"tool {tool_name!r}: parameter *{name} cannot be expressed in a JSON schema; "
                 "declare explicit parameters (or a list parameter) instead"
             )
-        if p.kind is inspect.Parameter.VAR_KEYWORD:
+        if pkind is P.VAR_KEYWORD:
             raise ToolRegistrationError(
-                f"tool {tool_name!r}: parameter **{p.name} cannot be expressed in a JSON schema; "
+                f"tool {tool_name!r}: parameter **{name} cannot be expressed in a JSON schema; "
                 "declare explicit keyword parameters instead"
             )
-        annotation = hints.get(p.name, p.annotation)
-        positional_only = p.kind is inspect.Parameter.POSITIONAL_ONLY
+        if hints:
+            annotation = hints.get(name, annotation)
+        positional_only = pkind is P.POSITIONAL_ONLY
         kind = _kind_of(annotation)
         if kind.injected:
             injected.append(
-                InjectedParam(p.name, kind.key or (None if kind.context else p.name),
-                              positional_only, p.default is not inspect.Parameter.empty)
+                InjectedParam(name, kind.key or (None if kind.context else name),
+                              positional_only, default is not _EMPTY)
             )
             continue
-        param = Param(p.name, annotation, p.default, positional_only, param_docs.get(p.name))
+        description = param_docs.get(name)
+        param = Param(name, annotation, default, positional_only, description)
         params.append(param)
         if kind.schema is None:
             slow.append(param)
             continue
-        schema = _copy(kind.schema)
-        if param.description:
-            schema["description"] = param.description
-        if p.default is inspect.Parameter.empty:
-            required.append(p.name)
+        schema = dict(kind.schema) if kind.flat else _copy(kind.schema)
+        if description:
+            schema["description"] = description
+        if default is _EMPTY:
+            required.append(name)
         else:
-            ok, value = _json_default(p.default)
+            ok, value = _json_default(default)
             if ok:
                 schema["default"] = value
-        properties[p.name] = schema
+        properties[name] = schema
 
     parameters: dict[str, Any]
     if slow:
@@ -271,6 +271,7 @@ class _Kind:
     key: str | None
     context: bool
     schema: dict[str, Any] | None
+    flat: bool  # no dict or list inside the schema: a shallow copy is a whole copy
 
 
 # Annotation objects seen, by identity (the object is kept, so the identity stays its): a
@@ -284,8 +285,9 @@ def _kind_of(annotation: Any) -> _Kind:
     if hit is not None and hit[0] is annotation:
         return hit[1]
     is_injected, key = _injected_marker(annotation)
-    kind = _Kind(is_injected, key, is_injected and _is_context(annotation),
-                 None if is_injected else _fast_schema(annotation))
+    schema = None if is_injected else _fast_schema(annotation)
+    flat = schema is not None and not any(type(v) in (dict, list) for v in schema.values())
+    kind = _Kind(is_injected, key, is_injected and _is_context(annotation), schema, flat)
     if len(_KINDS) >= _MAX_KINDS:
         _KINDS.clear()
     _KINDS[id(annotation)] = (annotation, kind)

@@ -7,6 +7,7 @@ import functools
 import hashlib
 import inspect
 import json
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -183,7 +184,14 @@ def _check_parameters(_inst: Any, _attr: attrs.Attribute[Any], value: Any) -> No
         )
 
 
+_CO_COROUTINE = inspect.CO_COROUTINE
+
+
 def _is_async_callable(fn: Any) -> bool:
+    if type(fn) is types.FunctionType and not hasattr(fn, "_is_coroutine_marker"):
+        # a plain function (the common case, asked once per registration): its code says it
+        # (Python 3.12's markcoroutinefunction sets the marker; those go to inspect)
+        return bool(fn.__code__.co_flags & _CO_COROUTINE)
     while isinstance(fn, functools.partial):
         fn = fn.func
     if inspect.iscoroutinefunction(fn):

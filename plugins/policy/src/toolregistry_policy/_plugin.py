@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import hookimpl
 
+from . import get_policy  # the package's light __init__, loaded before this module
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 
 
 def _policy(registry: ToolRegistry) -> Any:
-    from . import get_policy
-
     return get_policy(registry)
 
 

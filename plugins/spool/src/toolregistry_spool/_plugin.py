@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Mapping
+import functools
+from collections.abc import Callable, Collection, Generator, Mapping
 from typing import TYPE_CHECKING
 
 from toolregistry.plugin import hookimpl, log
@@ -24,6 +25,21 @@ if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
     from toolregistry.events import ChangeEvent
 
+    from ._spool import Spooler
+
+
+def _spooler(registry: ToolRegistry) -> Spooler:
+    """The registry's spooler (an import statement in a hook costs microseconds on every
+    registration and call: the spooling module is imported on first use, once)."""
+    return _get_spooler()(registry)
+
+
+@functools.cache
+def _get_spooler() -> Callable[[ToolRegistry], Spooler]:
+    from ._spool import get_spooler
+
+    return get_spooler
+
 
 @hookimpl
 def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
@@ -31,9 +47,7 @@ def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
     unset with ``all-tools = true``): other tools' calls never reach this plugin."""
     flag = tool.metadata.too_long_to_file
     if flag is None:
-        from ._spool import get_spooler
-
-        return ("post_invoke",) if get_spooler(registry).settings.all_tools else ()
+        return ("post_invoke",) if _spooler(registry).settings.all_tools else ()
     return ("post_invoke",) if flag else ()
 
 
@@ -53,9 +67,7 @@ def post_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall, result: Tool
     flag = tool.metadata.too_long_to_file
     if flag is False:
         return replaced
-    from ._spool import get_spooler
-
-    spooler = get_spooler(registry)
+    spooler = _spooler(registry)
     if flag is None and not spooler.settings.all_tools:
         return replaced
     current = replaced if replaced is not None else result
@@ -74,9 +86,7 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
     """Register the reader tool once a tool that may spool is present; follow its renames."""
     if event.kind not in ("register", "metadata", "rename", "namespace", "enable"):
         return
-    from ._spool import get_spooler
-
-    spooler = get_spooler(registry)
+    spooler = _spooler(registry)
     renamed = event.details.get("renamed")
     if isinstance(renamed, Mapping):
         spooler.renamed(renamed)
