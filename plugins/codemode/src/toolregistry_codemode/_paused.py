@@ -29,12 +29,14 @@ class HeldCall:
     approval: ApprovalRequest
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``from_dict`` reads it back)."""
         return {"seq": self.seq, "tool": self.tool,
                 "arguments": dict(self.arguments), "call_id": self.call_id,
                 "approval": self.approval.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HeldCall:
+        """The inverse of :meth:`to_dict`."""
         return cls(int(data["seq"]), str(data["tool"]),
                    dict(data["arguments"]), str(data["call_id"]),
                    ApprovalRequest.from_dict(data["approval"]))
