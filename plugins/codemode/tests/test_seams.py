@@ -140,8 +140,8 @@ def test_a_program_pauses_at_a_held_call_and_goes_on_after_approval(make_mode: M
     assert held.call_id == "call_1" and held.name == "run_code"
     asked = held.approval
     assert asked.tool == "list_cities" and dict(asked.arguments) == {"region": "asia"}
-    assert "Paused: the program waits" in held.text and "before 14" in held.text
-    assert held.metadata["paused"] == {"approvals": [asked.id]}
+    assert "Paused at line 4: the program waits" in held.text and "before 14" in held.text
+    assert held.metadata["paused"] == {"approvals": [asked.id], "line": 4}
     assert [c["outcome"] for c in held.metadata["calls"]] == ["ok", "approval_required"]
     assert [name for name, _ in seen] == ["get_weather"]
 
@@ -189,6 +189,7 @@ def test_gathered_held_calls_are_decided_one_by_one(make_mode: MakeMode, seen: S
             "a + b + [w['city']]")
     held = _run_code(registry, code)
     assert held.pending, held.text
+    assert held.metadata["paused"]["line"] == 2  # the gather's await
     first, second = held.value.paused.held
     assert {first.arguments["region"], second.arguments["region"]} == {"asia", "europe"}
     assert held.metadata["paused"]["approvals"] == [first.approval.id, second.approval.id]
@@ -230,6 +231,7 @@ def test_a_resumed_program_pauses_again_at_its_next_held_call(make_mode: MakeMod
     second = mode.resume(first)
     assert second.pending, second.text
     assert dict(second.approval.arguments) == {"region": "europe"}
+    assert "Paused at line 3" in second.text
     assert second.call_id == "call_1"
     assert [name for name, _ in seen] == ["list_cities", "get_weather"]
     person.decided[second.approval.call_id] = Decision.allow()

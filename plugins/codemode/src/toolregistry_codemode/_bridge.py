@@ -80,6 +80,8 @@ class Run:
         self.holding: set[asyncio.Task[Any]] = set()
         self.pausing: bytes | None = None
         """The sandbox's dumped state once every call in flight is held (the run pauses)."""
+        self.pause_at: int | None = None
+        """Where the paused program waits: a byte offset into its source."""
         self.replay: tuple[bool, Any] | None = None
         """What the next host call answers (a resumed program's held call), instead of a call."""
         self._settled = asyncio.Event()
@@ -237,9 +239,13 @@ class Run:
         async with asyncio.timeout(10), self.pool.checkout() as probe:
             snap = await probe.load_snapshot(state)
             if type(snap) is AsyncFunctionSnapshot:
-                return len(self.held) == 1
-            return type(snap) is AsyncFutureSnapshot and \
-                len(snap.pending_call_ids) == len(self.held)
+                ok = len(self.held) == 1
+            else:
+                ok = type(snap) is AsyncFutureSnapshot and \
+                    len(snap.pending_call_ids) == len(self.held)
+            if ok:
+                self.pause_at = snap.position.start
+            return ok
 
     def pause(self, state: bytes, code: str, call_id: str | None) -> PausedRun:
         """The run as a :class:`PausedRun` at its held calls, from the sandbox's ``state``."""
@@ -251,9 +257,12 @@ class Run:
                                                             h.arguments),
                                   h.fn.tool_name, h.arguments, h.call_id))
                      for h in sorted(self.held.values(), key=lambda h: h.seq))
+        line = None
+        if self.pause_at is not None:
+            line = code.encode("utf-8")[:self.pause_at].count(b"\n") + 1
         return PausedRun(state, code, self.id, self.count,
                          tuple((seq, *self.records[seq]) for seq in sorted(self.records)),
-                         self.output(), held, __version__, call_id)
+                         self.output(), held, __version__, call_id, line)
 
     def replayed(self) -> Coroutine[Any, Any, Any]:
         """The answer kept in :attr:`replay`, as the host call's coroutine (once)."""

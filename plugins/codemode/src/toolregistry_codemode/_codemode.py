@@ -189,7 +189,8 @@ class CodeMode:
             meta["error"] = {"kind": error.kind, "line": error.line}
         paused = run.paused
         if paused is not None:
-            meta["paused"] = {"approvals": [h.approval.id for h in paused.held]}
+            meta["paused"] = {"approvals": [h.approval.id for h in paused.held],
+                              "line": paused.line}
             result = ToolResult(call_id=None, name="", content=run.render(limit),
                                 is_error=True, error_kind="approval_required", value=run,
                                 metadata=meta)

@@ -61,6 +61,7 @@ async def continue_paused(run: Run, snapshot: Any, paused: PausedRun,
         if type(snap) is AsyncFutureSnapshot and still and set(snap.pending_call_ids) <= still:
             # Every task waits on calls held still: pause again, here.
             run.pausing = snap.dump()
+            run.pause_at = snap.position.start
             raise PausedAgain
         snap = await snap.resume_auto()
     return snap.output

@@ -50,7 +50,7 @@ class PausedRun:
     program; ``run_id`` and ``count`` name and number its calls; ``calls`` are the calls made
     so far as ``[seq, tool, arguments, outcome, duration, call_id]``; ``output`` what it
     printed; ``call_id`` the ``run_code`` call's id (the resumed
-    result answers it). ``to_dict`` / ``from_dict`` give JSON-ready data.
+    result answers it); ``line`` where the program waits (when known). ``to_dict`` / ``from_dict`` give JSON-ready data.
     Treat it like the approvals store: the application keeps it, the model never sees it.
     """
 
@@ -63,6 +63,7 @@ class PausedRun:
     held: tuple[HeldCall, ...]
     monty: str
     call_id: str | None = None
+    line: int | None = None
 
     @property
     def approval(self) -> ApprovalRequest:
@@ -75,7 +76,8 @@ class PausedRun:
                 "state": base64.b64encode(self.state).decode("ascii"), "code": self.code,
                 "run_id": self.run_id, "count": self.count,
                 "calls": [list(c) for c in self.calls], "output": self.output,
-                "held": [h.to_dict() for h in self.held], "call_id": self.call_id}
+                "held": [h.to_dict() for h in self.held], "call_id": self.call_id,
+                "line": self.line}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PausedRun:
@@ -93,6 +95,6 @@ class PausedRun:
                        str(data["run_id"]), int(data["count"]),
                        tuple(tuple(c) for c in data["calls"]), str(data["output"]),
                        tuple(HeldCall.from_dict(h) for h in data["held"]),
-                       str(data["monty"]), data.get("call_id"))
+                       str(data["monty"]), data.get("call_id"), data.get("line"))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"a paused code-mode program's data is damaged: {exc!r}") from None

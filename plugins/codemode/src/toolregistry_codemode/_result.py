@@ -105,7 +105,8 @@ class CodeRun:
 
 def _paused_text(paused: PausedRun) -> str:
     asked = "; ".join(f"{h.tool}() (approval {h.approval.id})" for h in paused.held)
-    return (f"Paused: the program waits for a person's approval of {asked}; that call "
+    where = f" at line {paused.line}" if paused.line else ""
+    return (f"Paused{where}: the program waits for a person's approval of {asked}; that call "
             "has not run. The program continues from there once a person decides (denied, the "
             "call raises PermissionError with their reason); do not run it again.")
 
