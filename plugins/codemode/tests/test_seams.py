@@ -240,3 +240,15 @@ def test_a_resumed_program_pauses_again_at_its_next_held_call(make_mode: MakeMod
     assert json.loads(done.text) == [["Tokyo", "Seoul"], 21, ["Paris", "Oslo"]]
     assert [c["outcome"] for c in done.metadata["calls"]] == ["ok", "ok", "ok"]
     assert [name for name, _ in seen] == ["list_cities", "get_weather", "list_cities"]
+
+
+def test_a_program_pauses_with_a_single_worker(make_mode: MakeMode, seen: Seen) -> None:
+    # No second worker to look at the dump with: it is taken as it is (after a few seconds).
+    person = Person()
+    registry, mode = make_mode({"plugins": [person]}, pool_size=1)
+    held = _run_code(registry, PROGRAM)
+    assert held.pending, held.text
+    person.decided[held.approval.call_id] = Decision.allow()
+    done = mode.resume(held)
+    assert done.ok, done.text
+    assert done.text == "before 14\nafter ['Tokyo', 'Seoul']\nresult: 2"

@@ -32,6 +32,7 @@ CURRENT: contextvars.ContextVar[Run] = contextvars.ContextVar("toolregistry_code
 _ids = itertools.count(1)
 _MAX_ERROR_CHARS = 2000
 _PAUSE_TRIES = 8
+_PROBE_TIMEOUT = 3.0
 _TOOL_ERRORS: dict[str | None, type[Exception]] = {
     "invalid_arguments": TypeError, "malformed_arguments": TypeError,
     "unknown_tool": NameError, "timeout": TimeoutError, "denied": PermissionError,
@@ -233,19 +234,25 @@ class Run:
 
     async def waits_on_held(self, state: bytes) -> bool:
         """Whether the dumped ``state`` waits on exactly the held calls (loaded in another
-        worker to see)."""
+        worker to see; when no worker is free within a few seconds, it is taken as it is)."""
+        try:
+            async with asyncio.timeout(_PROBE_TIMEOUT), self.pool.checkout() as probe:
+                return await self._probe(probe, state)
+        except TimeoutError:  # no worker free to look: take it as it is
+            return True
+
+    async def _probe(self, probe: Any, state: bytes) -> bool:
         from pydantic_monty import AsyncFunctionSnapshot, AsyncFutureSnapshot
 
-        async with asyncio.timeout(10), self.pool.checkout() as probe:
-            snap = await probe.load_snapshot(state)
-            if type(snap) is AsyncFunctionSnapshot:
-                ok = len(self.held) == 1
-            else:
-                ok = type(snap) is AsyncFutureSnapshot and \
-                    len(snap.pending_call_ids) == len(self.held)
-            if ok:
-                self.pause_at = snap.position.start
-            return ok
+        snap = await probe.load_snapshot(state)
+        if type(snap) is AsyncFunctionSnapshot:
+            ok = len(self.held) == 1
+        else:
+            ok = type(snap) is AsyncFutureSnapshot and \
+                len(snap.pending_call_ids) == len(self.held)
+        if ok:
+            self.pause_at = snap.position.start
+        return ok
 
     def pause(self, state: bytes, code: str, call_id: str | None) -> PausedRun:
         """The run as a :class:`PausedRun` at its held calls, from the sandbox's ``state``."""
