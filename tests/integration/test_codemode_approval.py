@@ -178,10 +178,11 @@ def test_the_program_goes_on_in_another_process(tmp_path: Path,
                               str(tmp_path / "pyproject.toml"), str(saved)], cwd=tmp_path,
                              capture_output=True, text=True, timeout=120, check=False,
                              env={**os.environ, "PYTHONPATH": str(tmp_path)})
-        assert out.returncode == 0, out.stderr
-        answer = json.loads(out.stdout)
+        assert out.returncode == 0, out.stdout + out.stderr
+        # the answer is the last line (log events may come before it on stdout)
+        answer = json.loads(out.stdout.strip().splitlines()[-1])
         assert answer["id"] == held.approval.id and answer["call_id"] == "toolu_1"
-        assert answer["outcome"] == "ok", answer["text"]
+        assert answer["outcome"] == "ok", (answer["text"], out.stdout, out.stderr)
         assert answer["text"] == "total 42\nsent to ceo@example.com\nresult: 43"
         assert sent.read_text().split() == [str(answer["pid"]), "ceo@example.com"]
         # this process's copy of the paused program: the approval was used in the other one
