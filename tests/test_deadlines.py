@@ -141,15 +141,34 @@ def _pbkdf2_iterations(seconds: float) -> int:
     return max(20_000, int(seconds / per))
 
 
-def test_with_inline_calls_off_the_main_thread_is_answered_on_time_by_tools_that_resist(
-        ) -> None:
-    # Inline on the main thread under the watchdog signal (the default), a tool swallowing the
-    # cancellation with a bare except, and one in a C call that releases the GIL, answer after
-    # 1.5 s against a 0.3 s timeout (a signal handler runs only between bytecodes). With
-    # inline-calls off they go to a worker and the caller is answered on time.
+def _pool_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate()
+            if t.name in ("toolregistry-worker", "toolregistry-spawner")]
+
+
+def _until(condition: Any, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.parametrize("inline_calls", [None, False], ids=["default", "inline-calls off"])
+def test_the_main_thread_is_answered_on_time_by_tools_that_resist(
+        inline_calls: bool | None) -> None:
+    # Before (inline on the main thread under the watchdog signal, the old default), a tool
+    # swallowing the cancellation with a bare except, and one in a C call that releases the
+    # GIL, answered after 1.5 s against a 0.3 s timeout: a signal handler runs only between
+    # bytecodes, and the caller's own thread was running the tool. Now calls with a deadline
+    # go to a worker from the main thread too: the caller is answered at its deadline, the
+    # tool goes on until it returns (as on any worker), and then its worker is free again.
     assert threading.current_thread() is threading.main_thread()
-    reg = ToolRegistry(inline_calls=False)
+    others = set(_pool_threads())  # other tests' registries still open
+    reg = ToolRegistry() if inline_calls is None else ToolRegistry(inline_calls=inline_calls)
     iterations = _pbkdf2_iterations(1.5)
+    ended: list[str] = []
 
     @reg.register(metadata=ToolMetadata(timeout=0.3))
     def stubborn() -> str:
@@ -158,18 +177,37 @@ def test_with_inline_calls_off_the_main_thread_is_answered_on_time_by_tools_that
                 time.sleep(0.1)
             except:  # noqa: E722 -- what the test is about
                 pass
+        ended.append("stubborn")
         return "done"
 
     @reg.register(metadata=ToolMetadata(timeout=0.3))
     def derive() -> str:
-        return hashlib.pbkdf2_hmac("sha256", b"secret", b"salt", iterations).hex()[:8]
+        try:
+            return hashlib.pbkdf2_hmac("sha256", b"secret", b"salt", iterations).hex()[:8]
+        finally:  # the cancellation lands once the C call returns
+            ended.append("derive")
+
+    @reg.register
+    def where() -> str:
+        return threading.current_thread().name
 
     try:
+        assert reg.invoke("where").text == "toolregistry-worker"  # warm: first-call costs paid
         for name in ("stubborn", "derive"):
             begun = time.monotonic()
             result = reg.invoke(name, {})
             answered = time.monotonic() - begun
             assert result.error_kind == "timeout", result
-            assert answered < 1.0, (name, answered)
+            assert "did not finish within 0.3 s" in result.text
+            assert answered < 0.3 + 0.4, (name, answered)  # the deadline, generously
+            assert name not in ended  # it goes on running, on its worker
+        # Both end later on their workers (nobody waits for them any more), which are then
+        # free: the pool takes further calls, and no call is left running.
+        assert _until(lambda: sorted(ended) == ["derive", "stubborn"], 15), ended
+        executor = reg._get_executor()
+        pool = executor.pool
+        assert _until(lambda: len(pool._idle) == pool.thread_count, 5)
+        assert reg.invoke("where").text == "toolregistry-worker"
     finally:
         reg.close()
+    assert _until(lambda: not set(_pool_threads()) - others, 10)  # nothing left at close

@@ -211,10 +211,11 @@ class Settings:
             "with `ToolMetadata(isolation=\"process\")` (comma-separated in the environment; "
             "see Execution)")
     inline_calls: bool = _option(
-        True, _bool, name="inline_calls", shown="true",
-        doc="on the main thread, run sync tools with a deadline inline under a watchdog "
-            "signal instead of on a worker thread: faster, but a tool that swallows the "
-            "cancellation or blocks in C answers late (see Execution)")
+        False, _bool, name="inline_calls", shown="false",
+        doc="opt-in: on the main thread, run sync tools with a deadline inline under a "
+            "watchdog signal instead of on a worker thread; saves the thread hand-off, but a "
+            "tool that swallows the cancellation or blocks in a C call then answers late "
+            "(see Execution)")
     sources: tuple[Mapping[str, Any], ...] = _option(
         (), _sources, name="sources", shown="[]", env=False, file_only=True,
         doc="tool sources for `from_config()` (below)")

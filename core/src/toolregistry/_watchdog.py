@@ -1,20 +1,19 @@
-"""Deadlines for sync tools that run on the main thread itself.
+"""Deadlines for sync tools that run on the main thread itself (the ``inline-calls`` opt-in).
 
-A call with a deadline used to hop to a worker thread so that the caller could stop waiting on
-time. On an idle machine that hop costs more than everything else a call does (waking a thread
-on the other CPU takes 10-70 µs). On the main thread there is a cheaper way that keeps the
-promise: run the tool right there, and let one watchdog thread send the main thread a signal
-when the deadline passes. The signal interrupts blocking system calls (``time.sleep``, socket
-reads, lock waits, ``select``) and its handler raises :class:`ToolCancelled` in the tool, which
-is what a worker thread gets too.
+By default a call with a deadline hops to a worker thread, so that the caller can stop waiting
+on time whatever the tool does. On the main thread there is a cheaper way, for those who
+accept its risk: run the tool right there, and let one watchdog thread send the main thread a
+signal when the deadline passes. The signal interrupts blocking system calls (``time.sleep``,
+socket reads, lock waits, ``select``) and its handler raises :class:`ToolCancelled` in the
+tool, which is what a worker thread gets too.
 
-Used only where that is safe: on Linux-like systems with real-time signals, on the main
+Used only where that is possible: on Linux-like systems with real-time signals, on the main
 thread, when the application has not claimed the signal, and when the registry's
-``inline-calls`` setting is on (the default; ``TOOLREGISTRY_INLINE_CALLS=0`` turns it off; the
-executor asks). Everywhere else calls hop to a worker. Two cases it cannot cut (issue 16 item
-3): a tool that swallows the cancellation with a bare ``except:``, and one in a long C call
-that releases the GIL -- the handler runs only between bytecodes; with ``inline-calls`` off the
-caller is answered on time there too.
+``inline-calls`` setting is on (off by default; ``TOOLREGISTRY_INLINE_CALLS=1`` turns it on;
+the executor asks). Everywhere else calls hop to a worker. Two cases it cannot cut (issue 16
+item 3), which is why it is not the default: a tool that swallows the cancellation with a bare
+``except:``, and one in a long C call that releases the GIL -- the handler runs only between
+bytecodes, and the caller's own thread is the one running the tool.
 """
 
 from __future__ import annotations

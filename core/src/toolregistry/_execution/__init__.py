@@ -3,9 +3,9 @@
 Where calls run:
 
 * a sync tool runs on the registry's worker threads when its call has a deadline (the default:
-  ``default_timeout`` is 60 s), so the caller gets its result -- or a timeout error -- on time
-  even when the tool blocks in C code; on the main thread the watchdog lets it run inline
-  (the ``inline-calls`` setting), and
+  ``default_timeout`` is 60 s), from every thread, so the caller gets its result -- or a
+  timeout error -- on time even when the tool blocks in C code or swallows its cancellation;
+  ``inline-calls`` (opt-in) runs it inline on the main thread under the watchdog instead, and
   a call without any deadline runs on the caller's thread (nothing to wait for, no hand-off);
 * an async tool runs on the caller's event loop for the async API, and on a private background
   loop for the sync API, so both APIs work from plain code and from inside a running loop;

@@ -1,7 +1,9 @@
 """Scheduling for the sync API (``invoke``, ``execute_tool_calls``): where each prepared call
 runs, and waiting for it under its deadline.
 
-A sync tool runs inline (no deadline, or the main thread's watchdog) or on the worker pool; an
+A sync tool runs on the worker pool when its call has a deadline (from every thread, so the
+caller is answered on time whatever the tool does), inline when it has none or, opted into
+with ``inline-calls``, on the main thread under the watchdog; an
 async tool on the private loop; a tool with a runner (``dispatch``) wherever its runner runs
 it. A batch is cut into segments (``segments``); the calls of a segment are started together
 and collected earliest deadline first, each through a typed :class:`Handle` that knows how to
@@ -129,25 +131,34 @@ class Pooled(Handle):
         self.work = work
 
     def collect(self, sched: SyncScheduler) -> ToolResult:
+        return self.finish(sched, *self.outcome(sched))
+
+    def outcome(self, sched: SyncScheduler) -> tuple[Any, BaseException | None]:
+        """Wait for the call, at most until its deadline: its value and error. A signal that
+        interrupts the wait (Ctrl-C) stops the call too, and propagates."""
         work = self.work
         pool = sched.executor.pool
         remaining = self.remaining()
         acquired = False
-        if pool.has_backlog:
-            first = SPREAD_AFTER if remaining is None else min(remaining, SPREAD_AFTER)
-            acquired = work.done.acquire(True, first)
+        try:
+            if pool.has_backlog:
+                first = SPREAD_AFTER if remaining is None else min(remaining, SPREAD_AFTER)
+                acquired = work.done.acquire(True, first)
+                if not acquired:
+                    pool.spread()  # calls still wait after a while: run them alongside
+                    remaining = self.remaining()
             if not acquired:
-                pool.spread()  # calls still wait after a while: run them alongside
-                remaining = self.remaining()
-        if not acquired:
-            if remaining is None:
-                work.done.acquire()
-            elif not work.done.acquire(True, remaining) and pool.interrupt(work):
-                return self.finish(sched, None, ToolTimeoutError())
+                if remaining is None:
+                    work.done.acquire()
+                elif not work.done.acquire(True, remaining) and pool.interrupt(work):
+                    return None, ToolTimeoutError()
+        except BaseException:
+            pool.interrupt(work)
+            raise
         timeout = self.prep.timeout
         if timeout is not None and work.overran(self.started + timeout):
-            return self.finish(sched, None, ToolTimeoutError())
-        return self.finish(sched, work.result, work.error)
+            return None, ToolTimeoutError()
+        return work.result, work.error
 
 
 class Grouped(Handle):
@@ -303,10 +314,24 @@ class SyncScheduler:
 
     def run(self, prep: Prepared) -> ToolResult:
         """One call, start to result."""
-        if not prep.is_async and prep.plan.hooks.runner is None and (prep.timeout is None or (
-                self.inline and _watchdog.inline_available(ToolCancelled) and not in_pool())):
+        if prep.is_async or prep.plan.hooks.runner is not None:
+            return self.start(prep, 0).collect(self)
+        if prep.timeout is None or (
+                self.inline and _watchdog.inline_available(ToolCancelled) and not in_pool()):
             return self.run_inline(prep)
-        return self.start(prep, 0).collect(self)
+        return self.run_pooled(prep)
+
+    def run_pooled(self, prep: Prepared) -> ToolResult:
+        """A sync call with a deadline, from any thread: on a worker, waited for here at most
+        until its deadline (the tool may go on running on its worker; see ``Pooled``)."""
+        handle = self.start(prep, 0)
+        if not isinstance(handle, Pooled):
+            return handle.collect(self)
+        value, error = handle.outcome(self)
+        if isinstance(error, (KeyboardInterrupt, SystemExit)) and \
+                threading.current_thread() is threading.main_thread():
+            raise error  # as from the function itself (see docs/errors.md)
+        return handle.finish(self, value, error)
 
     def run_inline(self, prep: Prepared) -> ToolResult:
         """Run a sync call on this thread: without a deadline there is nothing to wait for;
