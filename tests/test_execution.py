@@ -595,6 +595,33 @@ def test_async_tools_that_ignore_cancellation_still_return_on_time(
     assert result.error_kind == "timeout" and elapsed < 0.4
 
 
+def test_cancelling_the_caller_cancels_its_async_tool_at_once(registry: ToolRegistry) -> None:
+    seen: list[tuple[str, bool]] = []
+
+    @registry.register
+    async def slow(ctx: ToolContext) -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            seen.append(("cancelled", ctx.cancel_event.is_set()))
+            raise
+        return "late"
+
+    async def main() -> float:
+        task = asyncio.create_task(registry.ainvoke("slow", {}, timeout=3))
+        await asyncio.sleep(0.05)
+        started = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        waited = time.perf_counter() - started
+        await asyncio.sleep(0.05)  # the tool's own task takes its cancellation
+        return waited
+
+    assert asyncio.run(main()) < 0.5
+    assert seen == [("cancelled", True)]
+
+
 def test_no_deadline_runs_inline(registry_factory: Callable[..., ToolRegistry]) -> None:
     registry = registry_factory(default_timeout="none")
     seen: list[int] = []

@@ -886,5 +886,21 @@ def test_timeouts_of_a_runner_are_reported_as_timeouts() -> None:
     reg.register(lambda: 1, name="one", metadata=ToolMetadata(timeout=1))
     try:
         assert reg.invoke("one", {}).error_kind == "timeout"
+        assert asyncio.run(reg.ainvoke("one", {})).error_kind == "timeout"  # already done
     finally:
         reg.close()
+
+
+def test_cancelling_an_async_caller_cancels_its_dispatched_call_at_the_runner(
+        remote: tuple[ToolRegistry, ThreadRunner]) -> None:
+    reg, runner = remote
+
+    async def main() -> None:
+        task = asyncio.create_task(reg.ainvoke("stuck", {}, call_id="c1", timeout=5))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert runner.cancelled == ["c1"]

@@ -63,15 +63,26 @@ class AsyncScheduler:
         coro = fn(*args, **kwargs)
         if not asyncio.iscoroutine(coro):
             coro = _awaited(coro)
-        task = asyncio.get_running_loop().create_task(coro, context=prep.context)
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, context=prep.context)
         if prep.timeout is None:
             return await task
+        # Wait for the task or the deadline, whichever comes first: one future woken by the
+        # task's end or by a timer (what ``asyncio.wait`` does, without its sets and its
+        # callback bookkeeping). Awaiting the task itself would not do: a tool that ignores
+        # its cancellation would hold the caller.
+        waiter = loop.create_future()
+        wake = _waker(waiter)
+        task.add_done_callback(wake)
+        timer = loop.call_at(loop.time() + prep.timeout, wake, None)
         try:
-            done, _ = await asyncio.wait((task,), timeout=prep.timeout)
-        except asyncio.CancelledError:
+            await waiter
+        except asyncio.CancelledError:  # the caller gave up
+            timer.cancel()
             self._abandon(task, prep)
             raise
-        if not done:
+        timer.cancel()
+        if not task.done():
             self._abandon(task, prep)
             raise ToolTimeoutError()
         return task.result()
@@ -170,16 +181,29 @@ class AsyncScheduler:
                                                           started)
             job = executor.job(prep)
             future = prep.context.copy().run(runner.submit, job)
-            waiting = asyncio.wrap_future(future)
-            try:
-                done, _ = await asyncio.wait((waiting,), timeout=prep.timeout)
-            except asyncio.CancelledError:
-                executor.stop_job(runner, job, future)
-                raise
-            if not done:
-                executor.stop_job(runner, job, future)
-                raise ToolTimeoutError()
-            value = waiting.result()
+            if not future.done():
+                # Woken from the runner's thread when the future ends, or by a timer at the
+                # deadline (cheaper than wrap_future + asyncio.wait; same outcomes).
+                loop = asyncio.get_running_loop()
+                waiter = loop.create_future()
+                future.add_done_callback(_threadsafe_waker(loop, waiter))
+                timer = None
+                if prep.timeout is not None:
+                    timer = loop.call_at(loop.time() + prep.timeout, _waker(waiter), None)
+                try:
+                    await waiter
+                except asyncio.CancelledError:
+                    executor.stop_job(runner, job, future)
+                    raise
+                finally:
+                    if timer is not None:
+                        timer.cancel()
+                if not future.done():
+                    executor.stop_job(runner, job, future)
+                    raise ToolTimeoutError()
+            if future.cancelled():  # the runner cancelled it: as the caller being cancelled
+                raise asyncio.CancelledError()
+            value = future.result()
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -301,6 +325,30 @@ def _settle(fut: asyncio.Future[Any], work: Work) -> None:
 def _expire(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_exception(ToolTimeoutError())
+
+
+def _waker(waiter: asyncio.Future[None]) -> Callable[[Any], None]:
+    """A callback (for a task's end, or a timer) that wakes ``waiter`` once."""
+    def wake(_: Any) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    return wake
+
+
+def _threadsafe_waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]
+                      ) -> Callable[[Any], None]:
+    """A done callback for a ``concurrent.futures.Future`` ending on any thread: wakes
+    ``waiter`` on ``loop`` (nothing to wake once that loop is closed)."""
+    wake = _waker(waiter)
+
+    def done(_: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(wake, None)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    return done
 
 
 async def _awaited(awaitable: Any) -> Any:
