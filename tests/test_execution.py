@@ -409,6 +409,30 @@ async def _invoke_inside(registry: ToolRegistry) -> ToolResult:
     return registry.invoke("later", {"x": 3})
 
 
+def test_a_sync_tool_on_a_worker_knows_the_loop_its_caller_blocks(
+        registry: ToolRegistry) -> None:
+    # A tool that would hand work to that loop and wait would wait for itself (the MCP
+    # plugin's sessions on the application's loop refuse such calls at once).
+    from toolregistry.plugin import calling_loop
+
+    @registry.register
+    def which() -> str:
+        loop = calling_loop()
+        return f"{threading.current_thread().name} {id(loop) if loop else None}"
+
+    async def main() -> list[str]:
+        here = str(id(asyncio.get_running_loop()))
+        sync = [registry.invoke("which", {}).text,
+                registry.execute_tool_calls([chat("which", {}, "1"), chat("which", {}, "2")])[1]
+                .text]
+        awaited = (await registry.ainvoke("which", {})).text  # the loop is free: no loop
+        return [t.replace(here, "caller's") for t in [*sync, awaited]]
+
+    assert asyncio.run(main()) == ["toolregistry-worker caller's"] * 2 + [
+        "toolregistry-worker None"]
+    assert registry.invoke("which", {}).text == "toolregistry-worker None"
+
+
 @pytest.mark.parametrize("api", ["sync", "async"])
 def test_unsafe_tools_run_alone(registry: ToolRegistry, api: str) -> None:
     active = 0

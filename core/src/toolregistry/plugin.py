@@ -18,6 +18,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._calling import calling_loop
 from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
 from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
 from ._log import log
@@ -61,6 +62,7 @@ __all__ = [
     "SourceKind",
     "add_carrier",
     "add_log_context",
+    "calling_loop",
     "continuing",
     "field",
     "has_field",

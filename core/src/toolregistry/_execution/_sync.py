@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry import _watchdog
+from toolregistry._calling import note_calling_loop
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 
 from ._policies import group_order
@@ -391,6 +392,7 @@ class SyncScheduler:
             # The loop's task starts in a copy of this thread's context: the caller's values.
             return Looped(index, prep, started, loop.submit(coro))
         work = pool_work(fn, args, kwargs, prep, started)
+        note_calling_loop(prep.context)
         try:
             # A tool calling the registry from a worker while every worker is busy runs its
             # call here rather than wait for a worker that may be waiting for it.
@@ -444,6 +446,7 @@ class SyncScheduler:
                 group.append((i, fn, args, kwargs, prep, started))
                 continue
             work = pool_work(fn, args, kwargs, prep, started)
+            note_calling_loop(prep.context)
             works.append(work)
             handles.append(Pooled(i, prep, started, work))
         try:

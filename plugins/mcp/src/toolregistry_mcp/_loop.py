@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from toolregistry.plugin import calling_loop
+
 T = TypeVar("T")
 
 _lock = threading.Lock()
@@ -142,7 +144,7 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None,
     else:
         target = loop
         problem = None
-        if running_loop() is target:
+        if running_loop() is target or calling_loop() is target:
             problem = ("a blocking MCP call was made on the thread of the event loop that holds "
                        "the session (session_loop='running'); it would wait for itself: await "
                        "the async API (ainvoke, aexecute_tool_calls) there instead")
