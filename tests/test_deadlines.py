@@ -203,7 +203,7 @@ def test_the_main_thread_is_answered_on_time_by_tools_that_resist(
             assert name not in ended  # it goes on running, on its worker
         # Both end later on their workers (nobody waits for them any more), which are then
         # free: the pool takes further calls, and no call is left running.
-        assert _until(lambda: sorted(ended) == ["derive", "stubborn"], 15), ended
+        assert _until(lambda: sorted(ended) == ["derive", "stubborn"], 60), ended
         executor = reg._get_executor()
         pool = executor.pool
         assert _until(lambda: len(pool._idle) == pool.thread_count, 5)
