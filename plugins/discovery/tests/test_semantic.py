@@ -287,6 +287,23 @@ def test_each_request_of_a_query_finds_its_tool(tmp_path: Path, embedder: WordLl
     assert second_hit["dense_z"] == pytest.approx(z[:, names.index(second)].max(), abs=2e-3)
 
 
+def test_a_request_the_embedder_does_not_cover_adds_nothing(tmp_path: Path,
+                                                            embedder: WordLlamaEmbedder) -> None:
+    """A query mostly in English with a Russian request: the dense side joins, but only the
+    English requests get a z of their own."""
+    reg = _registry(tmp_path)
+    d = ToolDiscoveryTool(reg, semantic=SemanticOptions(embedder=embedder, cache=False))
+    query = ("Please book a hotel room for three nights in the centre of Rome. "
+             "Then find a good restaurant near the hotel for dinner tonight. "
+             "Какая погода будет завтра в Риме?")
+    requests = split_requests(query)
+    assert len(requests) == 3 and not embedder.covers(requests[2])
+    hits = d.discover(query, top_k=5, explain=True)
+    assert _names(hits)[:2] == ["book_hotel", "find_restaurants"]
+    used = {h["explain"].get("dense_request") for h in hits} - {None}
+    assert used and used <= set(requests[:2])
+
+
 def test_weight_zero_is_bm25f(tmp_path: Path) -> None:
     reg = _registry(tmp_path)
     off = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=False, weight=0.0))

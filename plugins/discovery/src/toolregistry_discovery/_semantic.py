@@ -522,7 +522,8 @@ class SemanticSearch:
             n = min(n, sims.size)
             top = np.argpartition(sims, sims.size - n)[sims.size - n :]
             order = top[np.lexsort((top, -sims[top]))]
-            requests = split_requests(query)
+            # Only requests in a language the embedder covers: another's vector is noise.
+            requests = [r for r in split_requests(query) if self.covers(r)]
             if not requests:
                 return DenseRanking(sims, z, order)
             vectors = _as_matrix(self.embedder(requests), len(requests), self._source)
