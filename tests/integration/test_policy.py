@@ -82,6 +82,54 @@ def test_served_over_mcp_the_client_gets_is_error(registry: ToolRegistry) -> Non
     assert policy.resume([waiting.id])[0].text == "sent to a@example.com"
 
 
+def test_served_over_mcp_a_person_decides_while_the_server_serves(
+        registry: ToolRegistry) -> None:
+    """A blocking handler of a served registry is awaited on the server's loop: the server
+    answers other requests meanwhile (the person here waits for one of them)."""
+    import asyncio
+
+    from mcp import Client
+
+    from toolregistry_mcp import build_server
+
+    order: list[str] = []
+
+    async def main() -> Any:
+        served = asyncio.Event()
+
+        async def handler(request: Any) -> bool:
+            order.append("asked")
+            await served.wait()  # only if the server's loop goes on serving
+            order.append("approved")
+            return True
+
+        tp.configure(registry, handler=handler, handler_timeout=15)
+        results: dict[str, Any] = {}
+        async with Client(build_server(registry), mode="legacy") as client:
+
+            async def mail() -> None:
+                results["mail"] = await client.call_tool("send_mail",
+                                                         {"to": "b@example.com", "body": "x"})
+
+            async def other() -> None:
+                while "asked" not in order:
+                    await asyncio.sleep(0.01)
+                results["add"] = await client.call_tool("add", {"a": 2, "b": 3})
+                order.append("added")
+                served.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(mail)
+                group.start_soon(other)
+        return results
+
+    results = anyio.run(main)
+    assert order == ["asked", "added", "approved"]
+    assert not results["add"].is_error and results["add"].content[0].text == "5"
+    assert not results["mail"].is_error, results["mail"].content[0].text
+    assert SENT == ["b@example.com"]
+
+
 def test_langchain_export(registry: ToolRegistry) -> None:
     tools = {t.name: t for t in registry.to_langchain()}
     assert "wipe_disk" not in tools
