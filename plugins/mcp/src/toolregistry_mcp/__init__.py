@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._serve import REQUEST_KEY, ServeOptions, aserve, build_server, serve
     from ._settings import MCPSettings
     from ._source import MCPSource
+    from ._workers import serve_workers
 
 # Loaded on first use, so that loading the plugin stays cheap.
 _LAZY = {
@@ -28,6 +29,7 @@ _LAZY = {
     **dict.fromkeys(("REQUEST_KEY", "ServeOptions", "aserve", "build_server", "serve"),
                     "._serve"),
     **dict.fromkeys(("ClientAuth", "FileTokenStorage"), "._oauth"),
+    "serve_workers": "._workers",
 }
 
 
@@ -49,5 +51,6 @@ __all__ = [
     "load",
     "refresh",
     "serve",
+    "serve_workers",
     "sources",
 ]

@@ -30,6 +30,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                    help="JSON instead of SSE replies")
     p.add_argument("--stateless", action="store_true", default=None,
                    help="no session state (HTTP)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="serve from N processes, each building the registry from the "
+                        "configuration (needs --stateless and streamable HTTP; default: 1)")
     p.add_argument("--auth", choices=["none", "bearer", "oauth"], default=None,
                    help="bearer: the tokens of --token-env / --token-file or the table; "
                         "oauth: JWTs from the table's [oauth] issuer")
@@ -53,7 +56,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     """Parsed ``serve`` options as :func:`~toolregistry_mcp.serve` keyword arguments (unset
     ones left out, so that the configuration table applies)."""
     names = ("transport", "host", "port", "path", "name", "include_deferred", "json_response",
-             "stateless", "auth", "insecure_no_auth", "allowed_hosts", "allowed_origins",
+             "stateless", "workers", "auth", "insecure_no_auth", "allowed_hosts", "allowed_origins",
              "tls_cert", "tls_key")
     out = {n: getattr(args, n, None) for n in names}
     tokens = [{"name": f"env:{v}", "env": v} for v in args.token_env or ()]
@@ -65,8 +68,14 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(context: CommandContext) -> int:
-    """Serve the registry of ``[tool.toolregistry]`` until the server stops."""
+    """Serve the registry of ``[tool.toolregistry]`` until the server stops: in this process,
+    or with ``workers`` > 1 in worker processes that each build it from the configuration."""
     from ._serve import serve
+    from ._workers import serve_workers, workers_wanted
 
-    serve(context.registry(), **options(context.args))
+    given = options(context.args)
+    if workers_wanted(context.config, given) > 1:
+        serve_workers(context.config, **given)
+    else:
+        serve(context.registry(), **given)
     return 0

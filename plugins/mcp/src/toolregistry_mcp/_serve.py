@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolregistry.errors import ConfigError
 from toolregistry.plugin import continuing, log
 from toolregistry.types import reporting_progress
 
@@ -250,6 +251,12 @@ async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None
                  **options: Any) -> None:
     """Async :func:`serve` (runs until cancelled, or until stdin closes for stdio)."""
     opts = _options(registry, transport, options)
+    if opts.workers > 1:
+        raise ConfigError(
+            f"serve: workers = {opts.workers} needs each worker process to build the registry "
+            "itself, and a registry object cannot be shared by processes: run toolregistry "
+            "serve --workers N, or toolregistry_mcp.serve_workers(config, workers=N), which "
+            "build it from the configuration in every worker")
     server = server_for(registry, opts)
     if opts.transport == "stdio":
         from mcp.server.stdio import stdio_server

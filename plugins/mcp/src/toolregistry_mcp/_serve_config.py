@@ -70,6 +70,10 @@ class ServeOptions(BaseModel):
     include_deferred: bool = Field(False, alias="include-deferred")
     json_response: bool = Field(False, alias="json-response")
     stateless: bool = False
+    workers: int = Field(
+        1, ge=1, le=256,
+        description="processes serving (streamable HTTP, stateless only), each building the "
+                    "registry from the configuration: toolregistry serve --workers N")
     # -- who may call ---------------------------------------------------------------------
     auth: Literal["none", "bearer", "oauth"] = Field(
         "none", description="none; bearer (the tokens below); oauth (JWTs from 'issuer')")

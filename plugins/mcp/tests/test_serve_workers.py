@@ -1,0 +1,258 @@
+"""A served registry in two worker processes (``toolregistry serve`` with ``workers = 2``, the
+table of docs/mcp.md "Several processes behind a load balancer"): a real MCP client's calls
+are served by both workers, with the same authentication and scoping; a killed worker is
+replaced; shutdown leaves no process behind; a worker that cannot start stops the command;
+what cannot work across processes is refused before anything starts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from toolregistry import ToolRegistry
+from toolregistry.errors import ConfigError
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "mcp.md"
+TOKENS = {"TOOLS_TOKEN": "agents-secret-0123456789", "TOOLS_READER_TOKEN": "reader-secret-42"}
+TOOLS = '''
+import os
+
+__all__ = ["whoami", "secret"]
+
+
+def whoami() -> int:
+    """The process id of the worker serving the call."""
+    return os.getpid()
+
+
+def secret() -> int:
+    """A tool the reader token does not see (answers its worker's process id too)."""
+    return os.getpid()
+'''
+
+
+def documented_table() -> str:
+    if not DOCS.exists():  # the plugin tested outside this repository
+        pytest.skip(f"{DOCS} not present")
+    blocks = re.findall(r"```toml\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
+    return next(b for b in blocks if "workers = 2" in b)
+
+
+def write_config(folder: Path, port: int, table: str | None = None, source: str = "pid_tools"
+                 ) -> Path:
+    (folder / "pid_tools.py").write_text(textwrap.dedent(TOOLS), encoding="utf-8")
+    config = folder / "pyproject.toml"
+    table = (table or documented_table()).replace("port = 8765", f"port = {port}")
+    config.write_text("[tool.toolregistry]\n[[tool.toolregistry.sources]]\nkind = \"python\"\n"
+                      f"target = \"{source}\"\n" + table, encoding="utf-8")
+    return config
+
+
+def live(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def workers_of(pid: int) -> set[int]:
+    """The live worker processes the supervisor ``pid`` runs."""
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
+        return set()
+    return {c.pid for c in children if live(c)}
+
+
+def wait_for(predicate: Any, what: str, timeout: float = 90) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@contextlib.contextmanager
+def supervisor(config: Path, procs: Any, port: int, *extra: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``toolregistry serve`` of ``config`` (workers from its table); stopped with SIGTERM."""
+    log = config.parent / "serve.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve", *extra],
+            cwd=config.parent, stdout=subprocess.DEVNULL, stderr=err,
+            env={**os.environ, **TOKENS, "PYTHONPATH": str(config.parent)})
+    try:
+        procs.wait_for_port(port, proc, timeout=90)
+        yield proc
+    except BaseException:
+        print(log.read_text(encoding="utf-8", errors="replace")[-4000:])
+        raise
+    finally:
+        procs.stop(proc)
+
+
+async def _calls(url: str, token: str, tool: str, clients: int, per_client: int) -> list[Any]:
+    """``clients`` MCP clients (the SDK's streamable HTTP client, each on connections of its
+    own) making ``per_client`` calls each, concurrently; their results."""
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    results: list[Any] = []
+
+    async def one() -> None:
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
+                Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            for _ in range(per_client):
+                results.append(await client.call_tool(tool, {}))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(clients):
+            group.start_soon(one)
+    return results
+
+
+def served_by(url: str, token: str, want: set[int], rounds: int = 30) -> set[int]:
+    """Process ids that served ``whoami``, calling in rounds until ``want`` all answered."""
+    import anyio
+
+    seen: set[int] = set()
+    for _ in range(rounds):
+        for result in anyio.run(_calls, url, token, "whoami", 6, 3):
+            assert not result.is_error, result.content[0].text
+            seen.add(int(result.content[0].text))
+        if want <= seen:
+            break
+    return seen
+
+
+def test_two_workers_serve_calls_survive_a_kill_and_stop_cleanly(
+        tmp_path: Path, procs: Any, no_orphans: None) -> None:
+    import anyio
+
+    port = procs.free_port()
+    config = write_config(tmp_path, port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    with supervisor(config, procs, port) as proc:
+        workers = wait_for(lambda: (w := workers_of(proc.pid)) if len(w) == 2 else None,
+                           "two worker processes")
+        assert proc.pid not in workers
+        # Many calls from a real MCP client reach both workers (and only them).
+        seen = served_by(url, TOKENS["TOOLS_TOKEN"], workers)
+        assert seen == workers, f"calls served by {seen}, workers are {workers}"
+        # Authentication and scoping hold in every worker: the reader's calls of whoami reach
+        # both workers; every call of the tool it cannot see is refused, wherever it lands.
+        assert served_by(url, TOKENS["TOOLS_READER_TOKEN"], workers) == workers
+        refused = anyio.run(_calls, url, TOKENS["TOOLS_READER_TOKEN"], "secret", 6, 3)
+        assert all(r.is_error and "no tool named 'secret'" in r.content[0].text
+                   for r in refused)
+        with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as client:
+            with pytest.raises(Exception, match="answered HTTP 401 Unauthorized"):
+                client.register_from_mcp(url, namespace="n",
+                                         headers={"Authorization": "Bearer wrong"})
+
+        # A worker killed is replaced (uvicorn's supervisor starts a new one), and the
+        # new one serves calls.
+        victim = sorted(workers)[0]
+        os.kill(victim, signal.SIGKILL)
+        replaced = wait_for(
+            lambda: (w := workers_of(proc.pid)) if len(w) == 2 and victim not in w else None,
+            "a replacement worker")
+        newcomer = (replaced - workers).pop()
+        assert newcomer in served_by(url, TOKENS["TOOLS_TOKEN"], replaced)
+
+        # Shutdown: SIGTERM to the command stops every worker, then the command.
+        everyone = [psutil.Process(p) for p in replaced]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    gone, alive = psutil.wait_procs(everyone, timeout=30)
+    assert not [p.pid for p in alive if live(p)], "workers left running"
+    assert not psutil.pid_exists(victim) or not live(psutil.Process(victim))
+
+
+def test_a_worker_that_cannot_start_stops_the_command(tmp_path: Path, procs: Any,
+                                                     no_orphans: None) -> None:
+    port = procs.free_port()
+    config = write_config(tmp_path, port, source="pid_tools_missing:whoami")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, **TOKENS, "PYTHONPATH": str(tmp_path)})
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        procs.stop(proc)
+    text = err.decode("utf-8", "replace")
+    assert proc.returncode == 2, text
+    assert "pid_tools_missing" in text and "cannot start" in text
+    assert text.strip().splitlines()[-1].startswith("toolregistry: serve: worker process")
+
+
+# --------------------------------------------------------------------------- refused early
+def _refused(tmp_path: Path, table: str, match: str, **options: Any) -> None:
+    from toolregistry_mcp import serve_workers
+
+    config = write_config(tmp_path, 0, table=table)
+    with pytest.raises(ConfigError, match=match):
+        serve_workers(config, **options)
+
+
+BASE = '[tool.toolregistry.plugins.mcp.serve]\ntransport = "streamable-http"\n'
+
+
+@pytest.mark.parametrize(("table", "options", "match"), [
+    (BASE, {"workers": 2}, r"workers = 2 needs stateless = true \(--stateless\)"),
+    ('[tool.toolregistry.plugins.mcp.serve]\nstateless = true\n', {"workers": 3},
+     r"workers = 3 needs transport = 'streamable-http'"),
+    (BASE + 'stateless = true\nworkers = 2\nevent-store = "memory"\n', {},
+     r"event-store cannot be used with workers = 2"),
+    (BASE + "stateless = true\n", {"workers": 2, "token_verifier": object()},
+     r"JSON-like values"),
+    (BASE + "stateless = true\nworkers = 0\n", {}, r"'workers'"),
+    (BASE + 'stateless = true\nworkers = 2\nhost = "0.0.0.0"\n', {},
+     r"refusing to listen on '0.0.0.0' without authentication"),
+    (BASE + 'stateless = true\nworkers = 2\nauth = "bearer"\n'
+     '[[tool.toolregistry.plugins.mcp.serve.tokens]]\nname = "a"\nenv = "UNSET_TOKEN_VAR_X"\n',
+     {}, r"UNSET_TOKEN_VAR_X"),
+    (BASE + 'stateless = true\nworkers = 2\ntls-cert = "no-cert.pem"\ntls-key = "no-key.pem"\n',
+     {}, r"TLS certificate .*no-cert.pem"),
+])
+def test_what_cannot_work_across_processes_is_refused_before_anything_starts(
+        tmp_path: Path, table: str, options: dict[str, Any], match: str,
+        no_orphans: None) -> None:
+    _refused(tmp_path, table, match, **options)
+
+
+def test_a_busy_port_is_refused_before_any_worker_starts(tmp_path: Path, procs: Any,
+                                                         no_orphans: None) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        _refused(tmp_path, BASE + f"stateless = true\nworkers = 2\nport = {port}\n",
+                 rf"cannot listen on 127.0.0.1:{port}")
+
+
+def test_serve_of_a_registry_object_refuses_workers(tmp_path: Path) -> None:
+    from toolregistry_mcp import serve
+
+    with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as registry:
+        with pytest.raises(ConfigError, match="a registry object cannot be shared by processes"):
+            serve(registry, "streamable-http", stateless=True, workers=2)
