@@ -15,18 +15,20 @@ from toolregistry.plugin import lazy_exports
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
 
+    from ._carry import carry
     from ._cluster import RayUnavailableError
     from ._runner import RayBackend
     from ._settings import RaySettings, TaskOptions
 
-__all__ = ["RayBackend", "RaySettings", "RayUnavailableError", "TaskOptions", "enable_ray",
-           "get_ray"]
+__all__ = ["RayBackend", "RaySettings", "RayUnavailableError", "TaskOptions", "carry",
+           "enable_ray", "get_ray"]
 
 _LAZY = {
     "RayBackend": "._runner",
     "RaySettings": "._settings",
     "TaskOptions": "._settings",
     "RayUnavailableError": "._cluster",
+    "carry": "._carry",
 }
 
 __getattr__ = lazy_exports(__name__, _LAZY)

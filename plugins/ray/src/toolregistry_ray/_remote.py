@@ -1,5 +1,6 @@
 """What runs inside a Ray worker: load a tool's function once, rebuild its ``ToolContext``,
-run it (an async tool on a fresh event loop) and return its value.
+enter what the caller's context carried (trace context, registered context variables), run
+it (an async tool on a fresh event loop) and return its value.
 
 Kept free of Ray and of the rest of the plugin so that a worker imports little.
 """
@@ -7,6 +8,7 @@ Kept free of Ray and of the rest of the plugin so that a worker imports little.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import time
 from collections.abc import Callable, Mapping
@@ -20,6 +22,71 @@ _LOADED: dict[str, Callable[..., Any]] = {}
 class FunctionLoadError(Exception):
     """A tool's function could not be loaded in the worker (its module is missing there, or
     its pickled code does not unpickle)."""
+
+
+# The worker's context variables for the keys the driver uses (see ``variable``).
+_VARIABLES: dict[str, contextvars.ContextVar[Any]] = {}
+
+
+def variable(key: str) -> contextvars.ContextVar[Any]:
+    """The worker's context variable for ``key``: the module-level variable its import path
+    ``module:attr`` names when that imports here, else a stand-in made once per key. A tool
+    shipped by value refers to a carried variable through this too (the driver pickles the
+    variable as this call), so the tool and the carried value always meet on one object."""
+    found = _VARIABLES.get(key)
+    if found is None:
+        found = _VARIABLES.setdefault(key, _lookup(key))
+    return found
+
+
+def _lookup(key: str) -> contextvars.ContextVar[Any]:
+    module, colon, attr = key.partition(":")
+    if colon:
+        try:
+            found: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                found = getattr(found, part)
+        except Exception:
+            found = None
+        if isinstance(found, contextvars.ContextVar):
+            return found
+    return contextvars.ContextVar(key)
+
+
+class Carried:
+    """What crosses from the caller's context: ``carrier`` (what outgoing requests carry:
+    W3C trace context with the otel plugin) and ``values`` of the context variables
+    registered for carrying, by key."""
+
+    __slots__ = ("carrier", "values")
+
+    def __init__(self, carrier: Mapping[str, str], values: tuple[tuple[str, Any], ...]) -> None:
+        self.carrier = dict(carrier)
+        self.values = values
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return (self.carrier, self.values)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.carrier, self.values = state
+
+    def context(self) -> contextvars.Context:
+        """A copy of the worker's context with the carried values set (the call runs in it,
+        so nothing stays behind for the worker's next task)."""
+        context = contextvars.copy_context()
+        context.run(self._enter)
+        return context
+
+    def _enter(self) -> None:
+        for key, value in self.values:
+            variable(key).set(value)
+        if self.carrier:
+            try:
+                from opentelemetry import context as otel_context
+                from opentelemetry import propagate
+            except ImportError:  # no OpenTelemetry in the worker: nothing to continue
+                return
+            otel_context.attach(propagate.extract(self.carrier))
 
 
 class ContextSpec:
@@ -69,8 +136,9 @@ def _load(payload: bytes | tuple[str, str]) -> Callable[..., Any]:
 
 
 def run(key: str, payload: bytes | tuple[str, str], is_async: bool, args: tuple[Any, ...],
-        kwargs: dict[str, Any]) -> Any:
-    """The body of every tool task: ``fn(*args, **kwargs)`` for the tool ``key`` names."""
+        kwargs: dict[str, Any], carried: Carried | None = None) -> Any:
+    """The body of every tool task: ``fn(*args, **kwargs)`` for the tool ``key`` names, in
+    the context ``carried`` rebuilds."""
     fn = _LOADED.get(key)
     if fn is None:
         fn = _LOADED[key] = _load(payload)
@@ -79,6 +147,11 @@ def run(key: str, payload: bytes | tuple[str, str], is_async: bool, args: tuple[
     for name, value in kwargs.items():
         if type(value) is ContextSpec:
             kwargs = {**kwargs, name: value.build()}
+    if carried is not None:
+        context = carried.context()
+        if is_async:  # the loop's task copies the context current at asyncio.run
+            return context.run(asyncio.run, fn(*args, **kwargs))
+        return context.run(fn, *args, **kwargs)
     if is_async:
         return asyncio.run(fn(*args, **kwargs))
     return fn(*args, **kwargs)

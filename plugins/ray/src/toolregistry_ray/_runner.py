@@ -17,6 +17,7 @@ from toolregistry.plugin import log
 from toolregistry.types import Job, ToolContext
 
 from . import _remote
+from ._carry import carried_variables, snapshot
 from ._cluster import CONNECTION, import_ray
 from ._errors import translate
 from ._settings import RaySettings, TaskOptions
@@ -48,6 +49,7 @@ class RayBackend:
 
     def __init__(self, settings: RaySettings) -> None:
         self.settings = settings
+        self.carried = carried_variables(settings.carry)
         self._lock = threading.Lock()
         self._connected = False
         self._closed = False
@@ -97,10 +99,13 @@ class RayBackend:
         try:
             payload(fn, self.settings.ship)
         except Exception as exc:
+            text = str(exc)
+            hint = ("register the context variables it reads with toolregistry_ray.carry() "
+                    "before registering it" if "ContextVar" in text or "context variable" in text
+                    else "keep what it closes over picklable (no locks, open files, connections)")
             raise ToolRejected(
                 f"tool {tool.name!r} cannot run on Ray: its function cannot be shipped to the "
-                f"workers ({type(exc).__name__}: {exc}); keep what it closes over picklable "
-                "(no locks, open files, connections), or leave it out of "
+                f"workers ({type(exc).__name__}: {exc}); {hint}, or leave it out of "
                 "[tool.toolregistry.plugins.ray]") from None
 
     # -- connection --------------------------------------------------------------------
@@ -147,10 +152,12 @@ class ToolRunner:
 
     def submit(self, job: Job) -> cf.Future[Any]:
         future = RayFuture()
+        # Here, in (a copy of) the call's context: what of it goes to the worker.
+        carried = snapshot(self.backend.carried)
         if self.backend._connected:
-            self._start(job, future)
+            self._start(job, future, carried)
         else:  # ray.init takes seconds: never on the caller's thread
-            threading.Thread(target=self._start, args=(job, future), daemon=True,
+            threading.Thread(target=self._start, args=(job, future, carried), daemon=True,
                              name=f"ray-start-{self.name}").start()
         return future
 
@@ -165,7 +172,7 @@ class ToolRunner:
         log.debug("ray.cancelled", tool=self.name, call_id=job.call.id, force=force)
 
     # -- inside ------------------------------------------------------------------------
-    def _start(self, job: Job, future: RayFuture) -> None:
+    def _start(self, job: Job, future: RayFuture, carried: _remote.Carried | None) -> None:
         try:
             if future.cancelled():
                 return
@@ -174,9 +181,9 @@ class ToolRunner:
             remote = self._remote_for(job)
             args, kwargs = _portable(job)
             try:
-                task = remote.remote(key, ref, job.is_async, args, kwargs)
+                task = remote.remote(key, ref, job.is_async, args, kwargs, carried)
             except Exception as exc:
-                raise _unpicklable_argument(job, exc) from None
+                raise _unpicklable_argument(job, exc, carried) from None
             future.ref = task
             if future.cancelled():
                 self.cancel(job, future)
@@ -239,10 +246,14 @@ def _portable(job: Job) -> tuple[tuple[Any, ...], dict[str, Any]]:
             {k: port(v) for k, v in job.kwargs.items()})
 
 
-def _unpicklable_argument(job: Job, exc: Exception) -> ToolCallError:
-    """Name the argument Ray could not serialize (or say what failed)."""
+def _unpicklable_argument(job: Job, exc: Exception, carried: _remote.Carried | None
+                         ) -> ToolCallError:
+    """Name the argument (or carried context variable) Ray could not serialize (or say what
+    failed)."""
     args, kwargs = _portable(job)
-    named = [*((f"argument {i}", a) for i, a in enumerate(args)), *kwargs.items()]
+    named = [*((f"argument {i}", a) for i, a in enumerate(args)), *kwargs.items(),
+             *((f"the value of the carried context variable {path!r}", value)
+               for path, value in (carried.values if carried is not None else ()))]
     for name, value in named:
         try:
             dumps(value)

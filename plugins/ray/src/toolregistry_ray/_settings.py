@@ -50,7 +50,9 @@ class RaySettings(TaskOptions):
     for idempotent tools only (others run at most once); ``force_cancel``: a passed deadline
     kills the worker running the call (else the task is only interrupted, which a call
     blocked outside Python may not notice). ``traceback_frames``: how
-    many frames of a remote traceback the model reads.
+    many frames of a remote traceback the model reads. ``carry``: context variables (import
+    paths ``"module:attr"``) whose values in the caller's context go into every task (see
+    :func:`toolregistry_ray.carry`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,3 +68,4 @@ class RaySettings(TaskOptions):
     max_retries: int = Field(default=3, ge=0, le=100)
     force_cancel: bool = True
     traceback_frames: int = Field(default=3, ge=0, le=50)
+    carry: tuple[str, ...] = ()
