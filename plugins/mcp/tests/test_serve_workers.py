@@ -68,12 +68,24 @@ def live(proc: psutil.Process) -> bool:
 
 
 def workers_of(pid: int) -> set[int]:
-    """The live worker processes the supervisor ``pid`` runs."""
+    """The live worker processes the supervisor ``pid`` runs (not multiprocessing's resource
+    tracker, its other child)."""
+    found = set()
     try:
         children = psutil.Process(pid).children()
     except psutil.NoSuchProcess:
-        return set()
-    return {c.pid for c in children if live(c)}
+        return found
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            if live(child) and "spawn_main" in " ".join(child.cmdline()):
+                found.add(child.pid)
+    return found
+
+
+def two_workers(pid: int, without: int | None = None) -> set[int] | None:
+    """The supervisor's two workers once it has two (none of them ``without``)."""
+    found = workers_of(pid)
+    return found if len(found) == 2 and without not in found else None
 
 
 def wait_for(predicate: Any, what: str, timeout: float = 90) -> Any:
@@ -149,8 +161,7 @@ def test_two_workers_serve_calls_survive_a_kill_and_stop_cleanly(
     config = write_config(tmp_path, port)
     url = f"http://127.0.0.1:{port}/mcp"
     with supervisor(config, procs, port) as proc:
-        workers = wait_for(lambda: (w := workers_of(proc.pid)) if len(w) == 2 else None,
-                           "two worker processes")
+        workers = wait_for(lambda: two_workers(proc.pid), "two worker processes")
         assert proc.pid not in workers
         # Many calls from a real MCP client reach both workers (and only them).
         seen = served_by(url, TOKENS["TOOLS_TOKEN"], workers)
@@ -161,18 +172,16 @@ def test_two_workers_serve_calls_survive_a_kill_and_stop_cleanly(
         refused = anyio.run(_calls, url, TOKENS["TOOLS_READER_TOKEN"], "secret", 6, 3)
         assert all(r.is_error and "no tool named 'secret'" in r.content[0].text
                    for r in refused)
-        with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as client:
-            with pytest.raises(Exception, match="answered HTTP 401 Unauthorized"):
-                client.register_from_mcp(url, namespace="n",
-                                         headers={"Authorization": "Bearer wrong"})
+        with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as client, \
+                pytest.raises(Exception, match="answered HTTP 401 Unauthorized"):
+            client.register_from_mcp(url, namespace="n", headers={"Authorization": "Bearer wrong"})
 
         # A worker killed is replaced (uvicorn's supervisor starts a new one), and the
         # new one serves calls.
         victim = sorted(workers)[0]
         os.kill(victim, signal.SIGKILL)
-        replaced = wait_for(
-            lambda: (w := workers_of(proc.pid)) if len(w) == 2 and victim not in w else None,
-            "a replacement worker")
+        replaced = wait_for(lambda: two_workers(proc.pid, without=victim),
+                            "a replacement worker")
         newcomer = (replaced - workers).pop()
         assert newcomer in served_by(url, TOKENS["TOOLS_TOKEN"], replaced)
 
@@ -180,7 +189,7 @@ def test_two_workers_serve_calls_survive_a_kill_and_stop_cleanly(
         everyone = [psutil.Process(p) for p in replaced]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0
-    gone, alive = psutil.wait_procs(everyone, timeout=30)
+    _, alive = psutil.wait_procs(everyone, timeout=30)
     assert not [p.pid for p in alive if live(p)], "workers left running"
     assert not psutil.pid_exists(victim) or not live(psutil.Process(victim))
 
@@ -253,6 +262,6 @@ def test_a_busy_port_is_refused_before_any_worker_starts(tmp_path: Path, procs: 
 def test_serve_of_a_registry_object_refuses_workers(tmp_path: Path) -> None:
     from toolregistry_mcp import serve
 
-    with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as registry:
-        with pytest.raises(ConfigError, match="a registry object cannot be shared by processes"):
-            serve(registry, "streamable-http", stateless=True, workers=2)
+    with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as registry, \
+            pytest.raises(ConfigError, match="a registry object cannot be shared by processes"):
+        serve(registry, "streamable-http", stateless=True, workers=2)

@@ -134,12 +134,12 @@ def _check(config: str | Path | None, options: dict[str, Any]) -> tuple[str | No
     from toolregistry import ToolRegistry
 
     from ._http import http_app
-    from ._serve import _options, server_for
+    from ._serve import server_for
 
     bare = ToolRegistry(config=config)  # the configuration only: its sources load in workers
     try:
         path = None if bare.config.path is None else str(bare.config.path)
-        opts = _options(bare, None, options)
+        opts = _resolved(bare, options)
         check_workers(opts)
         if opts.transport != "streamable-http":
             raise ConfigError("serve: worker processes serve streamable HTTP only "
@@ -156,6 +156,13 @@ def _check(config: str | Path | None, options: dict[str, Any]) -> tuple[str | No
             raise ConfigError(f"serve: TLS certificate {opts.tls_cert!r} / key "
                               f"{opts.tls_key!r} cannot be used: {exc}") from None
     return path, opts
+
+
+def _resolved(registry: ToolRegistry, options: dict[str, Any]) -> ServeOptions:
+    from ._serve import _options
+
+    rest = dict(options)
+    return _options(registry, rest.pop("transport", None), rest)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -219,12 +226,12 @@ def _build(config: str | None, options: dict[str, Any]) -> tuple[ToolRegistry, A
     from toolregistry import ToolRegistry
 
     from ._http import http_app
-    from ._serve import _options, server_for
+    from ._serve import server_for
 
     def build() -> tuple[ToolRegistry, Any]:
         registry = ToolRegistry.from_config(config)
         try:
-            opts = _options(registry, None, options)
+            opts = _resolved(registry, options)
             return registry, http_app(server_for(registry, opts), opts)
         except BaseException:
             registry.close()
