@@ -154,7 +154,7 @@ def served_by(url: str, token: str, want: set[int], rounds: int = 30) -> set[int
 
 
 def test_two_workers_serve_calls_survive_a_kill_and_stop_cleanly(
-        tmp_path: Path, procs: Any, no_orphans: None) -> None:
+        tmp_path: Path, procs: Any, web: Any, no_orphans: None) -> None:
     import anyio
 
     port = procs.free_port()
@@ -172,6 +172,11 @@ def test_two_workers_serve_calls_survive_a_kill_and_stop_cleanly(
         refused = anyio.run(_calls, url, TOKENS["TOOLS_READER_TOKEN"], "secret", 6, 3)
         assert all(r.is_error and "no tool named 'secret'" in r.content[0].text
                    for r in refused)
+        # DNS-rebinding checks too: a foreign Host or Origin is refused on every connection.
+        for headers in [{"Host": "evil.example"}, {"Origin": "http://evil.example"}] * 5:
+            status, _, _ = web.post("127.0.0.1", port, web.INIT, headers={
+                "Authorization": f"Bearer {TOKENS['TOOLS_TOKEN']}", **headers})
+            assert status == (421 if "Host" in headers else 403), (headers, status)
         with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as client, \
                 pytest.raises(Exception, match="answered HTTP 401 Unauthorized"):
             client.register_from_mcp(url, namespace="n", headers={"Authorization": "Bearer wrong"})
