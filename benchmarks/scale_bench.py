@@ -123,19 +123,24 @@ def _worker(kind: str, params: dict[str, Any]) -> dict[str, Any]:
 METRICS: list[tuple[str, str, str]] = [
     # key, label, unit
     ("register", "register", "s"),
+    ("register_cpu", "  same, CPU time of the process", "s"),
     ("rss_register", "RSS growth after register", "bytes"),
     ("schemas_cold", "get_schemas cold", "s"),
     ("schemas_warm", "get_schemas warm", "s"),
     ("invoke", "invoke (per call)", "s"),
     ("index_build", "discovery index build", "s"),
+    ("index_build_cpu", "  same, CPU time of the process", "s"),
     ("query", "discovery query (median)", "s"),
     ("rss_after_index", "RSS growth after index", "bytes"),
 ]
 # ratio targets (ours / 0.19), from issue 18
 RATIO_TARGETS = {"register": 0.10, "rss_register": 0.25, "index_build": 0.20, "query": 0.05,
-                 "invoke": 0.10}
+                 "invoke": 0.10,
+                 # the CPU rows: what a loaded machine inflates much less than the wall clock
+                 "register_cpu": 0.10, "index_build_cpu": 0.20}
 # absolute targets at 100,000 tools
-AT_100K = {"register": (5.0, "<= 5 s"), "index_build": (3.0, "<= 3 s"),
+AT_100K = {"register": (5.0, "<= 5 s"), "register_cpu": (5.0, "<= 5 s"),
+           "index_build": (3.0, "<= 3 s"), "index_build_cpu": (3.0, "<= 3 s"),
            "query": (1e-3, "<= 1 ms"), "rss_register": (300 * 2**20, "<= 300 MiB")}
 
 
