@@ -580,7 +580,8 @@ def fused_ranking(lexical: list[tuple[str, float]], sims: Any, keys: list[str], 
     dense similarities: ``score`` (the plugin's form: bm25f / best + param * z / 10, z over
     all tools, dense-only candidates need z > 0; with ``request_z``, the z of each request
     of a multi-request query (requests x tools), a candidate's z is the best of them and
-    the whole query's), ``rrf`` (1 / (param + rank) on each side) or ``dense`` (the dense
+    the whole query's), ``rrf`` (1 / (param + rank) on each side; ``rrf-half``: the dense
+    side's term halved) or ``dense`` (the dense
     side alone)."""
     import numpy as np
 
@@ -595,10 +596,11 @@ def fused_ranking(lexical: list[tuple[str, float]], sims: Any, keys: list[str], 
     lrank = {k: i for i, (k, _) in enumerate(lexical[:SCORE_FUSION_DEPTH], 1)}
     drank = {keys[r]: i for i, r in enumerate(order, 1)}
     inf = float("inf")
-    if how == "rrf":
+    if how.startswith("rrf"):
+        dense_weight = 0.5 if how == "rrf-half" else 1.0
         cands = set(lrank) | set(drank)
         score = {k: (1 / (param + lrank[k]) if k in lrank else 0.0)
-                 + (1 / (param + drank[k]) if k in drank else 0.0) for k in cands}
+                 + (dense_weight / (param + drank[k]) if k in drank else 0.0) for k in cands}
     else:
         best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
         score = {k: s / best for k, s in lexical[:SCORE_FUSION_DEPTH]}
@@ -675,6 +677,7 @@ def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[
                                                     1.0)),
         *((f"score fusion w={w:g}", (256, "all", "score", w)) for w in (0.5, 1.5, 2.0, 3.0)),
         *((f"reciprocal rank fusion k={k}", (256, "all", "rrf", float(k))) for k in (10, 60)),
+        ("reciprocal rank fusion k=10, dense weight 0.5", (256, "all", "rrf-half", 10.0)),
     ]
     print()
     print("Variants (gains over BM25F in points, recall@5/MRR; the tuning and held-out halves "
@@ -733,7 +736,8 @@ class _VariantSet:
 
     def runs(self, dim: int, mix: str, how: str, param: float, top_k: int) -> list[list[str]]:
         """The top ``top_k`` of every query; ``how``: ``score`` (with the per-request z, as
-        the plugin), ``score-whole`` (the whole query's z only), ``rrf`` or ``dense``."""
+        the plugin), ``score-whole`` (the whole query's z only), ``rrf``, ``rrf-half`` or
+        ``dense`` (see :func:`fused_ranking`)."""
 
         from toolregistry_discovery import WordLlamaEmbedder
         from toolregistry_discovery._semantic import split_requests
