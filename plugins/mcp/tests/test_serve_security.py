@@ -4,7 +4,6 @@ the refusal to listen unauthenticated, bad tokens and oversized headers, TLS. Re
 
 from __future__ import annotations
 
-import datetime
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,35 +150,8 @@ def test_insecure_no_auth_listens_on_a_wildcard_address(web: Any, procs: Any) ->
         assert web.post("127.0.0.1", port, web.INIT, headers={"Host": "evil.example"})[0] == 421
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    import ipaddress
-
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
-
-
 def test_tls(web: Any, procs: Any, tmp_path: Path) -> None:
-    cert, key = _self_signed(tmp_path)
+    cert, key = web.self_signed(tmp_path)
     options = {"tls_cert": str(cert), "tls_key": str(key), "auth": "bearer",
                "tokens": [{"name": "admin", "env": "ADMIN_TOKEN"}]}
     with web.served(options, procs, env=TOKENS) as (host, port):

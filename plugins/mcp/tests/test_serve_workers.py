@@ -270,3 +270,37 @@ def test_serve_of_a_registry_object_refuses_workers(tmp_path: Path) -> None:
     with ToolRegistry(config=Path(__file__).parent / "servers" / "empty.toml") as registry, \
             pytest.raises(ConfigError, match="a registry object cannot be shared by processes"):
         serve(registry, "streamable-http", stateless=True, workers=2)
+
+
+def test_tls_and_command_line_options_in_every_worker(tmp_path: Path, procs: Any, web: Any,
+                                                      no_orphans: None) -> None:
+    """The options given on the command line (--workers, --stateless, --json-response,
+    --token-env, TLS from the table) reach every worker: plain JSON-RPC over HTTPS, one
+    connection a call, answered by both workers."""
+    import json
+    import ssl
+
+    cert, key = web.self_signed(tmp_path)
+    port = procs.free_port()
+    config = write_config(tmp_path, port, table=(
+        '[tool.toolregistry.plugins.mcp.serve]\n'
+        f'port = {port}\ntls-cert = "{cert.name}"\ntls-key = "{key.name}"\n'))
+    context = ssl.create_default_context(cafile=str(cert))
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "whoami", "arguments": {}}}
+    with supervisor(config, procs, port, "--transport", "streamable-http", "--workers", "2",
+                    "--stateless", "--json-response", "--token-env", "TOOLS_TOKEN") as proc:
+        workers = wait_for(lambda: two_workers(proc.pid), "two worker processes")
+        seen: set[int] = set()
+        for _ in range(200):
+            status, headers, text = web.post(
+                "127.0.0.1", port, call, context=context,
+                headers={"Authorization": f"Bearer {TOKENS['TOOLS_TOKEN']}"})
+            assert status == 200 and headers["content-type"].startswith("application/json")
+            seen.add(int(json.loads(text)["result"]["content"][0]["text"]))
+            if seen == workers:
+                break
+        assert seen == workers
+        assert web.post("127.0.0.1", port, call, context=context)[0] == 401
+        with pytest.raises(ssl.SSLError):  # a client that does not trust the certificate
+            web.post("127.0.0.1", port, call, context=ssl.create_default_context())
