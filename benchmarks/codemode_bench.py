@@ -32,7 +32,8 @@ Then, side by side in this process (interleaved rounds, medians):
   divided by N; and by name through ``call_tool``); then the round trip whose host function
   awaits ``registry.ainvoke`` (what the registry call costs from inside a sandbox callback).
   Target: (3) <= (1) + 1.2 x (2), PASS or MISS (also shown against (2')).
-  ``--overhead-only`` runs just this table;
+  ``--overhead-only`` runs just this table; ``--default-timeout none`` builds the registry
+  without a default timeout (the kernel then runs an async tool without a task of its own);
 * concurrency: ten 50 ms calls gathered in one program (async tools, and sync tools on the
   registry's threads) against 10 x 50 ms;
 * a session from the warm pool: checkout plus a trivial program, without and with the type
@@ -82,14 +83,14 @@ def seed_pets(url: str, count: int) -> None:
             resp.read()
 
 
-def build_registry(url: str) -> tuple[Any, Any]:
+def build_registry(url: str, default_timeout: Any = 30) -> tuple[Any, Any]:
     import demo_tools
 
     import toolregistry_codemode
     from toolregistry import ToolRegistry
 
     registry = ToolRegistry("bench", think_augment=False, tool_discovery=False,
-                            default_timeout=30)
+                            default_timeout=default_timeout)
     for fn in (demo_tools.get_weather, demo_tools.convert_currency, demo_tools.world_clock,
                demo_tools.read_log):
         registry.register(fn)
@@ -502,6 +503,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--overhead-only", action="store_true",
                         help="only the per-call overhead table (skips the task set)")
+    parser.add_argument("--default-timeout", default=30.0,
+                        type=lambda v: v if v == "none" else float(v),
+                        help="the registry's default_timeout (30; 'none': calls without a "
+                             "deadline, which the kernel runs without a task of their own)")
     args = parser.parse_args()
     rounds = args.rounds or (1 if args.quick else 5)
     n_calls = 50 if args.quick else 100
@@ -523,7 +528,7 @@ def main() -> int:
 
     server, url = start()
     seed_pets(url, 22)
-    registry, mode = build_registry(url)
+    registry, mode = build_registry(url, args.default_timeout)
     samples: dict[str, Any] = {"tasks": {}, "overhead": [], "concurrency": [], "ready": []}
     try:
         if not args.overhead_only:
