@@ -177,7 +177,9 @@ class Policy:
         """Disable the tools (``names``, default all) that are denied whatever their
         arguments, with the reason, so that the model is not shown them (``hide_denied``);
         enable again the ones it disabled that are no longer denied."""
-        if getattr(self._hiding, "busy", False) or not (self._may_hide or self._hidden):
+        # the thread-local flag last: a miss on a threading.local costs more than the rest of
+        # this check, and this runs on every registration
+        if not (self._may_hide or self._hidden) or getattr(self._hiding, "busy", False):
             return
         registry = self._registry
         self._hiding.busy = True

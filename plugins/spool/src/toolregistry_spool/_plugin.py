@@ -88,7 +88,7 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
         return
     spooler = _spooler(registry)
     renamed = event.details.get("renamed")
-    if isinstance(renamed, Mapping):
+    if renamed is not None and isinstance(renamed, Mapping):  # ABC check only when given
         spooler.renamed(renamed)
     if not spooler.settings.reader or spooler.reader_present(registry):
         return
