@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import json
 import math
+import os
 import threading
 import time
 from typing import Any
@@ -211,3 +212,114 @@ def test_the_main_thread_is_answered_on_time_by_tools_that_resist(
     finally:
         reg.close()
     assert _until(lambda: not set(_pool_threads()) - others, 10)  # nothing left at close
+
+
+# --- item 4: CPU-bound calls take turns, so that answers are not held up ------------------------
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+class _Gauge:
+    """How many calls of a tool run at once, at most."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.most = self.started = 0
+
+    def __enter__(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.started += 1
+            self.most = max(self.most, self.now)
+
+    def __exit__(self, *exc: object) -> None:
+        with self.lock:
+            self.now -= 1
+
+
+@pytest.fixture
+def cpu_registry() -> Any:
+    reg = ToolRegistry()
+    burning, napping = _Gauge(), _Gauge()
+
+    @reg.register
+    def burn(seconds: float) -> str:
+        with burning:
+            _spin(seconds)
+        return "burnt"
+
+    @reg.register
+    def nap(seconds: float) -> str:
+        with napping:
+            time.sleep(seconds)
+        return "woke"
+
+    @reg.register
+    def outer() -> str:
+        with burning:
+            _spin(0.05)
+            return reg.invoke("burn", {"seconds": 0.05}).text  # a call from a worker
+
+    yield reg, burning, napping
+    reg.close()
+
+
+def _cpu_bound(reg: ToolRegistry, *names: str) -> Any:
+    """The registry's pool, with ``names`` taken for CPU-bound (as if it had seen them)."""
+    pool = reg._get_executor().pool
+    pool.heavy_keys.update(names)
+    return pool
+
+
+def test_the_pool_learns_which_tools_keep_a_cpu_busy(cpu_registry: Any) -> None:
+    reg, _, _ = cpu_registry
+    pool = reg._get_executor().pool
+    calls = [{"name": name, "arguments": {"seconds": 0.1}}
+             for _ in range(6) for name in ("burn", "nap")]
+    end = time.monotonic() + 60  # one batch is enough on a quiet machine
+    while "burn" not in pool.heavy_keys and time.monotonic() < end:
+        assert all(r.ok for r in reg.execute_tool_calls(calls, timeout=30))
+    assert pool.heavy_keys == {"burn"}
+
+
+def test_cpu_bound_calls_take_turns_while_io_calls_go_ahead(cpu_registry: Any) -> None:
+    # Before: every call got a thread (up to 32), so 17 CPU-bound calls shared the interpreter
+    # with the callers waiting for their answers, each waiting ~5 ms per busy thread: answers
+    # came seconds late. Now a tool seen keeping a CPU busy runs at most cpu_slots calls at
+    # once (they would share the CPUs anyway); calls of other tools are not held.
+    reg, burning, napping = cpu_registry
+    pool = _cpu_bound(reg, "burn")
+    assert pool.cpu_slots == max(1, (os.cpu_count() or 2) - 1)
+    calls = [{"name": name, "arguments": {"seconds": 0.1}}
+             for _ in range(6) for name in ("burn", "nap")]
+    results = reg.execute_tool_calls(calls, timeout=30)
+    assert all(r.ok for r in results), [r.text for r in results if not r.ok]
+    assert burning.most <= pool.cpu_slots, burning.most
+    assert napping.most >= 4, napping.most  # the naps ran together, not behind the burns
+
+
+def test_held_cpu_bound_calls_past_their_deadline_answer_on_time_without_running(
+        cpu_registry: Any) -> None:
+    reg, burning, _ = cpu_registry
+    _cpu_bound(reg, "burn")
+    calls = [{"name": "burn", "arguments": {"seconds": 0.3}} for _ in range(8)]
+    begun = time.monotonic()
+    results = reg.execute_tool_calls(calls, timeout=0.5)
+    answered = time.monotonic() - begun
+    assert answered < 0.5 + 0.4, answered  # the deadline, generously
+    assert sum(r.ok for r in results) >= 1
+    assert all(r.ok or r.error_kind == "timeout" for r in results)
+    assert burning.started <= 3, burning.started  # the others never started
+
+
+def test_a_cpu_bound_tool_calling_the_registry_is_not_held_behind_itself(
+        cpu_registry: Any) -> None:
+    reg, _, _ = cpu_registry
+    pool = _cpu_bound(reg, "burn", "outer")
+    # Every slot taken by outer calls: their own inner calls still run.
+    calls = [{"name": "outer", "arguments": {}} for _ in range(pool.cpu_slots + 2)]
+    results = reg.execute_tool_calls(calls, timeout=10)
+    assert [r.text for r in results] == ["burnt"] * len(calls)

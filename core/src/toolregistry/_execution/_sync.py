@@ -66,6 +66,7 @@ def pool_work(fn: Callable[..., Any], args: Any, kwargs: dict[str, Any], prep: P
     context, with its cancel event and its deadline (a worker reaching it later does not start
     it)."""
     work = Work(fn, args, kwargs, prep.context)
+    work.key = prep.plan.tool.name  # what the pool learns CPU use by
     if prep.ctx is not None:
         work.cancel_event = prep.ctx.cancel_event
     if prep.timeout is not None:

@@ -50,7 +50,7 @@ class Work:
     """
 
     __slots__ = ("args", "callback", "cancel_event", "context", "deadline", "done", "error",
-                 "finished", "fn", "ident", "kwargs", "result", "state")
+                 "finished", "fn", "heavy", "ident", "key", "kwargs", "result", "state")
 
     def __init__(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
                  context: contextvars.Context | None = None) -> None:
@@ -73,6 +73,10 @@ class Work:
         # When its time is up (``perf_counter``; ``None``: never): a worker that reaches the
         # call later does not start it (it ends as cancelled before it started).
         self.deadline: float | None = None
+        # What the pool learns CPU use by (the tool's name; ``None``: never held back), and
+        # whether the call holds one of the pool's CPU slots.
+        self.key: str | None = None
+        self.heavy = False
 
     def overran(self, deadline: float | None) -> bool:
         """True when it finished after ``deadline`` (a ``perf_counter`` time): the caller looked
@@ -81,21 +85,28 @@ class Work:
 
 
 class _Worker:
-    """One worker thread and the pipe it waits on for work."""
+    """One worker thread and the pipe it waits on for work (``work``: its call now)."""
 
-    __slots__ = ("idle_since", "rfd", "thread", "wfd", "work")
+    __slots__ = ("clock", "idle_since", "native", "rfd", "thread", "waited", "wfd", "work")
 
     def __init__(self, work: Work | None) -> None:
         self.rfd, self.wfd = os.pipe()
         self.work = work
         self.idle_since = 0.0
         self.thread: threading.Thread | None = None
+        self.clock: int | None = None  # the thread's CPU-time clock, where there is one
+        self.native = 0  # its thread id in the OS
+        # Seconds it had waited for a CPU when last asked, and when (-1: not asked yet).
+        self.waited = (-1.0, 0.0)
 
 
 _GO, _QUIT = b"\x01", b"\x00"
 SPREAD_AFTER = 0.0002
 """Seconds a batch's calls may wait for the one worker running them before more are woken."""
+_WATCH = 0.01
+"""Seconds between two looks at the running calls while more run than there are CPU slots."""
 _CLOSING = Work(lambda: None, (), {})  # WorkerPool._next: leave, do not wait
+_CPU_CLOCKS = hasattr(time, "pthread_getcpuclockid")
 
 
 class WorkerPool:
@@ -108,9 +119,24 @@ class WorkerPool:
     through the call's raw lock. When every worker is busy and the pool is at ``max_workers``,
     calls wait in a backlog. A worker idle for ``idle_timeout`` seconds is retired at the next
     submit, and all leave at :meth:`shutdown` once their current call ends.
+
+    **CPU slots.** Threads share one interpreter lock: every thread running Python code makes
+    everyone else wait longer for it (about 5 ms per such thread at each switch), and the
+    callers waiting for their answers are among them. So once the pool has had to grow (the
+    spawner thread exists), while more calls run than there are CPU slots (one less than the
+    CPUs, at least one), the spawner thread looks at the running calls' CPU time every
+    :data:`_WATCH` seconds (ten times less often while fewer run, never while none do; nothing
+    on the calls' own path): a tool whose calls keep a CPU busy is marked
+    CPU-bound, and its calls then start only while fewer than ``cpu_slots`` CPU-bound calls run
+    (more would not finish sooner: they would share the same CPUs). Calls held back wait in
+    order; a call whose deadline passes while it waits ends without running, answered on time.
+    A CPU-bound tool that is seen waiting instead (I/O) is unmarked. Calls a tool makes from a
+    worker are never held back (its caller holds a slot). The same look stops running calls
+    whose deadline passed, in one go, without waiting for their callers to get the interpreter.
     """
 
-    def __init__(self, max_workers: int, idle_timeout: float = 30.0) -> None:
+    def __init__(self, max_workers: int, idle_timeout: float = 30.0,
+                 cpu_slots: int | None = None) -> None:
         self._max = max_workers
         self._idle_timeout = idle_timeout
         self.lock = _thread.allocate_lock()
@@ -120,16 +146,57 @@ class WorkerPool:
         self._shutdown = False
         self._spawner: threading.Thread | None = None
         self._spawn_wanted = threading.Event()
+        self.cpu_slots = cpu_slots if cpu_slots is not None else max(1, (os.cpu_count() or 2) - 1)
+        self.heavy_keys: set[str] = set()  # tools seen keeping a CPU busy
+        self._held: collections.deque[Work] = collections.deque()  # waiting for a CPU slot
+        self._heavy_running = 0
+        self._running = 0
+        self._samples: dict[_Worker, tuple[Work, float, int]] = {}
+        self._sampled_at = self._process_at = 0.0
 
+    # -- admission (under the lock) -------------------------------------------------------
+    def _admit(self, work: Work) -> bool:
+        """May ``work`` start now? Takes a CPU slot for a CPU-bound tool's call; False (it
+        waits in ``_held``) when none is free."""
+        if work.key is None or work.key not in self.heavy_keys:
+            return True
+        if self._heavy_running >= self.cpu_slots:
+            self._held.append(work)
+            return False
+        work.heavy = True
+        self._heavy_running += 1
+        return True
+
+    def _take(self) -> Work | None:
+        """The next call to start: a held one when a CPU slot is free, else the oldest of the
+        backlog that may start (the others are held)."""
+        held = self._held
+        if held and self._heavy_running < self.cpu_slots:
+            work = held.popleft()
+            work.heavy = True
+            self._heavy_running += 1
+            return work
+        backlog = self._backlog
+        while backlog:
+            work = backlog.popleft()
+            if not self.heavy_keys or self._admit(work):
+                return work
+        return None
+
+    # -- submitting -----------------------------------------------------------------------
     def submit(self, work: Work, *, saturated_ok: bool = True) -> bool:
         """Hand ``work`` to a worker; False (nothing queued) when every worker is busy, the
         pool is at its size and ``saturated_ok`` is false."""
         stale = None
         new = spawn = False
+        if self.heavy_keys and work.key is not None and in_pool():
+            work.key = None  # a tool's own call: its caller holds the slot it would wait for
         with self.lock:
             if self._shutdown:
                 raise RuntimeError("the registry is closed")
             idle = self._idle
+            if (idle or not self._workers) and self.heavy_keys and not self._admit(work):
+                return True  # held until a CPU slot is free
             if idle:
                 worker = idle.pop()
                 worker.work = work
@@ -176,7 +243,7 @@ class WorkerPool:
 
     @property
     def has_backlog(self) -> bool:
-        """True while calls wait for a worker."""
+        """True while calls wait for a worker (not those waiting for a CPU slot)."""
         return bool(self._backlog)
 
     def spread(self) -> None:
@@ -184,12 +251,14 @@ class WorkerPool:
         spawner thread, so that the caller is never held up starting threads."""
         wake: list[_Worker] = []
         with self.lock:
-            backlog = self._backlog
-            while backlog and not self._shutdown and self._idle:
+            while not self._shutdown and self._idle:
+                work = self._take()
+                if work is None:
+                    break
                 worker = self._idle.pop()
-                worker.work = backlog.popleft()
+                worker.work = work
                 wake.append(worker)
-            grow = bool(backlog) and len(self._workers) < self._max
+            grow = bool(self._backlog) and len(self._workers) < self._max
         for worker in wake:
             os.write(worker.wfd, _GO)
         if grow:
@@ -209,29 +278,129 @@ class WorkerPool:
         self._spawn_wanted.set()
 
     def _spawn_main(self) -> None:
+        wanted = self._spawn_wanted
         while True:
-            self._spawn_wanted.wait()
-            self._spawn_wanted.clear()
+            # Watch often while more calls run than there are CPU slots, now and then while
+            # some run, and not at all while none do (until the next request for workers).
+            busy = self._running > self.cpu_slots
+            wanted.wait(_WATCH if busy else 10 * _WATCH if self._running else None)
+            wanted.clear()
+            if busy or self._running > self.cpu_slots:
+                self._watch()
             while True:
                 wake: list[_Worker] = []
                 worker = None
                 with self.lock:
                     if self._shutdown:
                         return
-                    backlog = self._backlog
-                    while backlog and self._idle:  # freed since the request: use them first
+                    while self._idle:  # freed since the request: use them first
+                        work = self._take()
+                        if work is None:
+                            break
                         idle = self._idle.pop()
-                        idle.work = backlog.popleft()
+                        idle.work = work
                         wake.append(idle)
-                    if backlog and len(self._workers) < self._max:
-                        worker = _Worker(backlog.popleft())
-                        self._workers.add(worker)
+                    if (self._backlog or self._held) and len(self._workers) < self._max:
+                        work = self._take()
+                        if work is not None:
+                            worker = _Worker(work)
+                            self._workers.add(worker)
                 for idle in wake:
                     os.write(idle.wfd, _GO)
                 if worker is None:
                     break
                 self._start(worker)
 
+    # -- watching CPU use and deadlines (on the spawner thread) ---------------------------
+    def _watch(self) -> None:
+        """Look at the running calls: stop those past their deadline, and learn which tools
+        keep a CPU busy from their threads' CPU time since the last look."""
+        now = time.perf_counter()
+        process = time.process_time()
+        with self.lock:
+            running = [(w, w.work) for w in self._workers
+                       if w.work is not None and w.work.state == _RUNNING]
+        overdue = [work for _, work in running
+                   if work.deadline is not None and work.deadline <= now]
+        if overdue:
+            self.interrupt_many(overdue)
+        samples: dict[_Worker, tuple[Work, float, int]] = {}
+        used: list[tuple[Work, float, _Worker]] = []
+        previous = self._samples
+        for worker, work in running:
+            if worker.clock is None:
+                continue
+            try:
+                cpu = time.clock_gettime(worker.clock)
+            except OSError:  # the thread just ended
+                continue
+            before = previous.get(worker)
+            if before is not None and before[0] is work:
+                samples[worker] = (work, cpu, before[2])
+                used.append((work, cpu - before[1], worker))
+            else:
+                samples[worker] = (work, cpu, 0)
+        span, self._sampled_at = now - self._sampled_at, now
+        spent, self._process_at = process - self._process_at, process
+        if not used or span <= 0 or span > 5.0:
+            self._samples = samples
+            return
+        total = sum(cpu for _, cpu, _ in used)
+        # The calls keep the interpreter busy: at least half a CPU, or (on a loaded machine,
+        # where this process gets less) most of what the process got.
+        busy = total >= 0.5 * span or (total >= 0.5 * spent and spent >= 0.05 * span)
+        # Otherwise a CPU-bound tool's call that hardly used a CPU, and did not wait for one
+        # either, waits (on I/O). (Not while the calls keep the interpreter busy: a CPU-bound
+        # call then uses little too, waiting for it; nor on a loaded machine, where it waits
+        # for a CPU.)
+        waiting = [] if busy else [
+            work for work, cpu, worker in used
+            if cpu < 0.05 * span and (work.heavy or work.key in self.heavy_keys)
+            and _sleeping(worker, now)]
+        with self.lock:
+            if busy:
+                # Those that take a fair share of it, twice in a row or over a long look,
+                # are CPU-bound.
+                active = sum(1 for _, cpu, _ in used if cpu > 0.02 * span)
+                share = total / max(1, active)
+                for work, cpu, worker in used:
+                    if cpu < 0.5 * share:
+                        continue
+                    strikes = samples[worker][2] + 1
+                    samples[worker] = (work, samples[worker][1], strikes)
+                    key = work.key
+                    if (strikes >= 2 or span >= 5 * _WATCH) and key is not None \
+                            and key not in self.heavy_keys:
+                        self._mark_heavy(key)
+            for work in waiting:  # its slot is for using a CPU; its tool is not CPU-bound
+                if work.state == _RUNNING:
+                    if work.heavy:
+                        work.heavy = False
+                        self._heavy_running -= 1
+                    if work.key in self.heavy_keys:
+                        self.heavy_keys.discard(work.key)
+                        log.debug("pool.cpu_bound", tool=work.key, cpu_bound=False)
+            if self._held and any(w.key not in self.heavy_keys for w in self._held):
+                # Calls of tools no longer taken for CPU-bound wait no more.
+                freed = [w for w in self._held if w.key not in self.heavy_keys]
+                kept = [w for w in self._held if w.key in self.heavy_keys]
+                self._held = collections.deque(kept)
+                self._backlog.extendleft(reversed(freed))
+        self._samples = samples
+
+    def _mark_heavy(self, key: str) -> None:
+        """Under the lock: calls of tool ``key`` keep a CPU busy; its running calls take CPU
+        slots (more than there are, until they end)."""
+        self.heavy_keys.add(key)
+        log.debug("pool.cpu_bound", tool=key, cpu_bound=True)
+        for worker in self._workers:
+            work = worker.work
+            if work is not None and work.key == key and work.state == _RUNNING \
+                    and not work.heavy:
+                work.heavy = True
+                self._heavy_running += 1
+
+    # -- the workers ----------------------------------------------------------------------
     def _start(self, worker: _Worker) -> None:
         worker.thread = threading.Thread(target=self._main, args=(worker,),
                                          name="toolregistry-worker", daemon=True)
@@ -240,6 +409,12 @@ class WorkerPool:
     def _main(self, worker: _Worker) -> None:
         ident = threading.get_ident()
         _local.in_pool = True
+        worker.native = threading.get_native_id()
+        if _CPU_CLOCKS:
+            try:
+                worker.clock = time.pthread_getcpuclockid(ident)
+            except OSError:
+                pass
         lock = self.lock
         read = os.read
         try:
@@ -266,8 +441,11 @@ class WorkerPool:
     def _next(self, worker: _Worker) -> Work | None:
         """Under the lock: the next backlog call for ``worker``; else ``None`` after marking
         it idle, or ``_CLOSING`` when the pool is closing."""
-        if self._backlog:
-            return self._backlog.popleft()
+        if self._backlog or self._held:
+            work = self._take()
+            if work is not None:
+                worker.work = work
+                return work
         if self._shutdown:
             return _CLOSING
         worker.work = None
@@ -284,6 +462,7 @@ class WorkerPool:
             if started:
                 work.state = _RUNNING
                 work.ident = ident
+                self._running += 1
             elif work.state == _PENDING:
                 work.state = _CANCELLED
         if started:
@@ -299,6 +478,12 @@ class WorkerPool:
                 with lock:
                     if work.state == _INTERRUPTED:
                         _set_async_exc(ident, None)  # drop an interrupt still pending
+                    if started:
+                        started = False
+                        self._running -= 1
+                    if work.heavy:
+                        work.heavy = False
+                        self._heavy_running -= 1
                     work.state = _DONE
                     following = self._next(worker)
                 break
@@ -357,8 +542,9 @@ class WorkerPool:
             self._shutdown = True
             self._spawn_wanted.set()  # the spawner leaves
             idle, self._idle = self._idle, []
-            backlog = list(self._backlog)
+            backlog = list(self._backlog) + list(self._held)
             self._backlog.clear()
+            self._held.clear()
         for worker in idle:
             try:
                 os.write(worker.wfd, _QUIT)
@@ -414,6 +600,19 @@ class LoopThread:
         self._thread.join(5)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+def _sleeping(worker: _Worker, now: float) -> bool:
+    """Did ``worker``'s thread spend most of the time since it was last asked (``now``:
+    ``perf_counter``) asleep rather than waiting for a CPU? (Linux's per-thread scheduler
+    statistics; unknown elsewhere: True.) The first time it is asked: not known yet."""
+    try:
+        with open(f"/proc/self/task/{worker.native}/schedstat", "rb") as stats:
+            waited = int(stats.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return True
+    (before, asked), worker.waited = worker.waited, (waited, now)
+    return before >= 0 and waited - before < 0.5 * (now - asked)
 
 
 def in_pool() -> bool:
