@@ -190,6 +190,40 @@ def test_schemas_are_cached_until_a_change() -> None:
     assert len(reg.get_schemas()) == 1
 
 
+def test_a_large_cold_emission_pauses_the_collector_and_restores_it() -> None:
+    # Collections during a cold emission traverse every registered tool; it runs without them
+    # (at most the one young collection that was due when the collector came back on) and
+    # leaves the collector as it found it: on stays on, off stays off.
+    import gc
+
+    reg = ToolRegistry()
+    params = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    reg.register_tools(Tool(name=f"t{i}", description="d", parameters=params,
+                            callable=lambda **kw: 0) for i in range(2000))
+    seen: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    assert gc.isenabled()
+    gc.callbacks.append(watch)
+    try:
+        schemas = reg.get_schemas("openai-chat", strict=True)  # a private copy per tool
+        during = list(seen)
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            assert len(reg.get_schemas("gemini")) == 2000
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(watch)
+    assert len(schemas) == 2000
+    assert len(during) <= 1, during
+
+
 def test_mcp_format_carries_title_annotations_and_output_schema() -> None:
     reg = ToolRegistry()
     reg.register(Tool(name="t", description="d", parameters={"type": "object", "properties": {}},
