@@ -726,6 +726,43 @@ def test_an_observer_may_sit_a_call_out() -> None:
         reg.close()
 
 
+def test_a_batch_observer_may_sit_a_batch_out() -> None:
+    """``batch_started`` answering ``UNOBSERVED``: no ``batch_finished`` for that batch, and
+    its calls run as in a batch nobody observes; other batches are told as usual."""
+    told: list[int] = []
+
+    class OnlyPairs:
+        @hookimpl
+        def batch_observer(self) -> Any:
+            class Observer:
+                def batch_started(self, calls: Sequence[ToolCall]) -> Any:
+                    if len(calls) != 2:
+                        return UNOBSERVED
+                    SPAN.set("pair")
+                    return len(calls)
+
+                def batch_finished(self, results: Sequence[ToolResult], token: Any) -> None:
+                    told.append(token if token is UNOBSERVED else len(results))
+
+            return Observer()
+
+    reg = ToolRegistry(plugins=[OnlyPairs()])
+
+    @reg.register
+    def where() -> str | None:
+        return SPAN.get()
+
+    try:
+        one, two = [chat("where", {}, "1")], [chat("where", {}, "1"), chat("where", {}, "2")]
+        assert [r.value for r in reg.execute_tool_calls(one)] == [None]
+        assert [r.value for r in reg.execute_tool_calls(two)] == ["pair", "pair"]
+        assert [r.value for r in asyncio.run(reg.aexecute_tool_calls(one))] == [None]
+        assert told == [2]
+        assert SPAN.get() is None
+    finally:
+        reg.close()
+
+
 def test_a_failing_observer_never_fails_a_call_and_is_logged_once() -> None:
     class Broken:
         @hookimpl

@@ -516,11 +516,13 @@ class Hooks:
 
     def batch_finished(self, observers: Sequence[BatchObserver], results: Sequence[ToolResult],
                        tokens: Sequence[Any]) -> None:
-        """Tell ``observers`` the batch ended with ``results``.
+        """Tell ``observers`` the batch ended with ``results`` (not those that sat it out).
 
         Error policy: as :meth:`calls_started`.
         """
         for observer, token in zip(observers, tokens):
+            if token is UNOBSERVED:
+                continue
             try:
                 observer.batch_finished(results, token)
             except Exception as exc:

@@ -69,10 +69,10 @@ class _Unobserved:
 
 
 UNOBSERVED = _Unobserved()
-"""What ``CallObserver.call_started`` returns to sit a call out (e.g. a tracer with no
-provider installed): it changed nothing in the call's context, and its ``call_finished`` is
-not called for that call. When every observer of a call sits it out, the call costs what an
-unobserved one does past ``call_started``."""
+"""What ``CallObserver.call_started`` (``BatchObserver.batch_started``) returns to sit a call
+(a batch) out, e.g. a tracer with no provider installed: it changed nothing in the context,
+and its ``call_finished`` (``batch_finished``) is not called for it. When every observer sits
+it out, the call (the batch) costs what an unobserved one does past the start."""
 
 
 class CallObserver(Protocol):
@@ -103,7 +103,9 @@ class BatchObserver(Protocol):
     ``batch_started`` runs in a ``contextvars.Context`` of the batch (a copy of the
     caller's) before any of its calls is prepared; every call's own context is copied from
     it, so a span made current there is the parent of the calls' spans. ``batch_finished``
-    gets the batch's results in order. Errors are logged once and never fail the batch.
+    gets the batch's results in order; an observer whose ``batch_started`` returned
+    :data:`UNOBSERVED` sat the batch out and is not told. Errors are logged once and never
+    fail the batch.
     """
 
     def batch_started(self, calls: Sequence[ToolCall]) -> Any:

@@ -332,7 +332,10 @@ def add(a: int, b: int) -> int:
 
 reg = ToolRegistry()
 reg.register(add)
+batch = [{"id": "1", "type": "function",
+          "function": {"name": "add", "arguments": json.dumps({"a": 2, "b": 2})}}]
 out = {"value": reg.invoke("add", {"a": 1, "b": 2}).value,
+       "batch": [r.value for r in reg.execute_tool_calls(batch)],
        "tracer": _telemetry._SWITCH.tracer is not None,
        "instruments": _telemetry._SWITCH.instruments is not None}
 if out["tracer"]:  # a provider named in the environment was loaded by the first call
@@ -347,6 +350,7 @@ else:  # none yet: one set now is used from the next call on
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     reg.invoke("add", {"a": 1, "b": 2})
+    reg.execute_tool_calls(batch)
     out["spans"] = [s.name for s in exporter.get_finished_spans()]
     out["instruments after"] = _telemetry._SWITCH.instruments is not None
 print(json.dumps(out))
@@ -370,10 +374,11 @@ def test_without_a_provider_nothing_is_recorded_until_one_is_set(environment: st
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     if environment == "none":
-        assert out == {"value": 3, "tracer": False, "instruments": False,
-                       "spans": ["execute_tool add"], "instruments after": False}
+        assert out == {"value": 3, "batch": [4], "tracer": False, "instruments": False,
+                       "spans": ["execute_tool add", "execute_tool add", "execute_tool_batch"],
+                       "instruments after": False}
     else:
-        assert out == {"value": 3, "tracer": True, "instruments": False,
+        assert out == {"value": 3, "batch": [4], "tracer": True, "instruments": False,
                        "provider": "opentelemetry.sdk.trace"}
 
 

@@ -388,6 +388,8 @@ class CallPipeline:
         here = contextvars.copy_context()
         calls_ = [c for c in parsed if isinstance(c, ToolCall)]
         tokens = here.run(self._hooks.batch_started, observers, calls_)
+        if tokens.count(UNOBSERVED) == len(tokens):  # every observer sits the batch out
+            return self._prepare_parsed(parsed, context, timeout, async_path, False), None
         items = here.run(self._prepare_parsed, parsed, context, timeout, async_path, True)
         return items, Batch(observers, tokens, here)
 

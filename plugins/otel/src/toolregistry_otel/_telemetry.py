@@ -336,7 +336,7 @@ class BatchObserver:
     def batch_started(self, calls: Sequence[ToolCall]) -> Any:
         tracer = _SWITCH.tracing()
         if tracer is None:
-            return None
+            return UNOBSERVED  # no provider: the kernel runs the batch as an unobserved one
         names = sorted({c.name for c in calls})
         span = tracer.start_span("execute_tool_batch", kind=SpanKind.INTERNAL, attributes={
             "gen_ai.operation.name": "execute_tool",
