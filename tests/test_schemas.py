@@ -224,6 +224,21 @@ def test_a_large_cold_emission_pauses_the_collector_and_restores_it() -> None:
     assert len(during) <= 1, during
 
 
+def test_copy_json_copies_every_container() -> None:
+    from toolregistry.formats import copy_json
+
+    original = {"a": [{"b": [1, {"c": 2}]}, "s"], "d": {"e": {}}, "t": (1, 2), "n": None}
+    snapshot = json.dumps(original)
+    copy = copy_json(original)
+    assert copy == original and type(copy["t"]) is tuple
+    copy["a"][0]["b"][1]["c"] = 3
+    copy["a"][0]["b"].append(4)
+    copy["a"].append(5)
+    copy["d"]["e"]["f"] = 6
+    copy["n"] = 7
+    assert json.dumps(original) == snapshot
+
+
 def test_mcp_format_carries_title_annotations_and_output_schema() -> None:
     reg = ToolRegistry()
     reg.register(Tool(name="t", description="d", parameters={"type": "object", "properties": {}},

@@ -211,9 +211,18 @@ def args_json(call: ToolCall) -> str:
 
 
 def copy_json(node: Any) -> Any:
-    """A fast deep copy of JSON-like data (dicts, lists, scalars)."""
+    """A fast deep copy of JSON-like data (dicts, lists, scalars): each container is copied
+    whole at C speed, then only its nested containers are replaced by their copies."""
     if isinstance(node, dict):
-        return {k: copy_json(v) if isinstance(v, (dict, list)) else v for k, v in node.items()}
+        out = dict(node)
+        for k, v in node.items():
+            if isinstance(v, (dict, list)):
+                out[k] = copy_json(v)
+        return out
     if isinstance(node, list):
-        return [copy_json(v) if isinstance(v, (dict, list)) else v for v in node]
+        items = list(node)
+        for i, v in enumerate(node):
+            if isinstance(v, (dict, list)):
+                items[i] = copy_json(v)
+        return items
     return node
