@@ -204,7 +204,7 @@ def spec() -> object:
     return stdio_spec
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def children_gone() -> object:
     """``children_gone(before=set())``: assert no child process of ours is left (bounded)."""
     return assert_no_children

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -132,12 +133,33 @@ def test_server_scenario(suite: tuple[str, str], conformance_server: str, scenar
     assert done.returncode == 0 and " 0 failed" in out, _verdict(done)
 
 
-@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS + FIXED_LATER)
-def test_client_auth_scenario(request: pytest.FixtureRequest, scenario: str, tmp_path: Path,
-                              no_orphans: Any) -> None:
-    runner = request.getfixturevalue("fixed_suite" if scenario in FIXED_LATER else "suite")
-    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+@pytest.fixture(scope="module")
+def client_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                children_gone: Any) -> Iterator[dict[str, Future[subprocess.CompletedProcess[str]]]]:
+    """Every client scenario's run, started together, a few at a time: each is mostly waiting
+    (two processes starting, HTTP round trips), so running them side by side takes a fraction
+    of the time one after the other does. Each test then reads its own scenario's verdict.
+    When the module ends, no process any of them started is left."""
+    import psutil
+
+    suites = {name: request.getfixturevalue(name) for name in ("suite", "fixed_suite")}
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     command = f"{sys.executable} {HERE / 'conformance_client.py'}"
-    done = _run(runner, "client", "--command", command, "--scenario", scenario, cwd=tmp_path)
+
+    def run(scenario: str) -> subprocess.CompletedProcess[str]:
+        folder = tmp_path_factory.mktemp("client")
+        (folder / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+        runner = suites["fixed_suite" if scenario in FIXED_LATER else "suite"]
+        return _run(runner, "client", "--command", command, "--scenario", scenario, cwd=folder)
+
+    with ThreadPoolExecutor(max_workers=max(3, 2 * (os.cpu_count() or 1))) as pool:
+        yield {name: pool.submit(run, name) for name in CLIENT_SCENARIOS + FIXED_LATER}
+    children_gone(before)
+
+
+@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS + FIXED_LATER)
+def test_client_auth_scenario(client_runs: dict[str, Future[subprocess.CompletedProcess[str]]],
+                              scenario: str) -> None:
+    done = client_runs[scenario].result()
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)
