@@ -210,7 +210,7 @@ def children_gone() -> object:
     return assert_no_children
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def procs() -> object:
     """Helpers for tests that start their own server process."""
     import types
@@ -258,7 +258,7 @@ def oauth_server(script: Path, resource: str, **env: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def authorization_server() -> object:
     """``authorization_server(resource, **env)``: a context manager running the real OAuth
     server for ``resource`` (yields the issuer URL)."""
@@ -358,7 +358,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def web() -> object:
     """Helpers for tests of a served registry: ``served(options, procs, env=, host=)``,
     ``post(host, port, body, headers=)``, ``INIT``."""

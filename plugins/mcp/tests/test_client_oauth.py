@@ -38,7 +38,7 @@ def _ec_key() -> tuple[str, str]:
 SIGNER_PEM, SIGNER_JWK = _ec_key()  # the client 'signer' of the authorization server
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # one authorization server and served registry
 def protected(web: Any, procs: Any, oidc_provider_js: Path, authorization_server: Any
               ) -> Iterator[dict[str, str]]:
     port = procs.free_port()

@@ -34,7 +34,7 @@ def token(issuer: str, client: str, secret: str, scope: str, resource: str) -> s
         return str(json.load(response)["access_token"])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # one authorization server and served registry
 def protected(web: Any, procs: Any, oidc_provider_js: Path, authorization_server: Any
               ) -> Iterator[dict[str, Any]]:
     port = procs.free_port()
