@@ -78,6 +78,9 @@ def test_groups_are_per_server_and_configurable(registry: ToolRegistry, spec: An
     assert registry["c-echo"].metadata.concurrency_group is None
     with pytest.raises(ConfigError, match="ordering must be one of"):
         registry.register_from_mcp(spec(), namespace="d", ordering="strict")
+    # Refused before anything starts: a server that cannot be started is never tried.
+    with pytest.raises(ConfigError, match="ordering must be one of"):
+        registry.register_from_mcp({"command": str(tmp_path / "absent")}, ordering="strict")
     config = tmp_path / "ordering.toml"
     config.write_text("[tool.toolregistry.plugins.mcp]\nshutdown-grace = 0.3\n"
                       "ordering = 'none'\n", encoding="utf-8")

@@ -134,6 +134,10 @@ def _check_options(options: Mapping[str, Any]) -> None:
 async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
                  settings: MCPSettings) -> list[Tool]:
     _check_options(options)
+    # Checked before a server is started: a bad value costs no process and no connection.
+    screening = _choice("screening", options.get("screening", settings.screening),
+                        SCREENING_ACTIONS)
+    ordering = _choice("ordering", options.get("ordering", settings.ordering), ORDERINGS)
     base_dir = registry.config.path.parent if getattr(registry, "config", None) is not None \
         and registry.config.path is not None else None
     from ._spec import parse_server
@@ -173,11 +177,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
             timeout=timeout, max_result_chars=int(options.get("max_result_chars",
                                                               settings.max_result_chars)),
             _registry=weakref.ref(registry),
-            screening=_choice("screening", options.get("screening", settings.screening),
-                              SCREENING_ACTIONS),
-            concurrency_group=_group(spec.display) if _choice(
-                "ordering", options.get("ordering", settings.ordering), ORDERINGS) == "server"
-            else None,
+            screening=screening,
+            concurrency_group=_group(spec.display) if ordering == "server" else None,
         )
         source._note_invalid()
         screener = source.screener()
