@@ -1,7 +1,8 @@
-"""Shared fixtures of the integration tests: the demo HTTP service of examples/."""
+"""Shared fixtures of the integration tests: the demo HTTP service of examples/, Debian's chromium."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,3 +22,13 @@ def api_url() -> Iterator[str]:
     yield url
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of Debian's chromium, which Playwright drives through ``executable_path``."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise RuntimeError("this test needs Debian's chromium: apt-get install -y chromium")

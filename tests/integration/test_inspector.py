@@ -5,7 +5,6 @@ handle; the search page shows discovery's per-field scores; a tool changed by a 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -81,15 +80,7 @@ def test_search_shows_the_scores_per_field() -> None:
         registry.close()
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise RuntimeError("this test needs Debian's chromium: apt-get install -y chromium")
-
-
-def test_accept_a_changed_mcp_tool_in_the_browser(tmp_path: Path) -> None:
+def test_accept_a_changed_mcp_tool_in_the_browser(tmp_path: Path, chromium: str) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     registry = ToolRegistry()
@@ -106,7 +97,7 @@ def test_accept_a_changed_mcp_tool_in_the_browser(tmp_path: Path) -> None:
     assert server is not None
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=_chromium(),
+            browser = pw.chromium.launch(executable_path=chromium,
                                          args=["--no-sandbox", "--disable-gpu"])
             try:
                 page = browser.new_page()

@@ -5,7 +5,6 @@ Playwright; the application resumes them and the execution log shows what ran.""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from toolregistry import ToolRegistry
@@ -14,15 +13,7 @@ from toolregistry_inspector import execution_log, serve
 TOKEN = "policy-token-0123456789"
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise RuntimeError("this test needs Debian's chromium: apt-get install -y chromium")
-
-
-def test_approve_with_edited_arguments_and_deny_in_the_browser(tmp_path: Path) -> None:
+def test_approve_with_edited_arguments_and_deny_in_the_browser(tmp_path: Path, chromium: str) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     (tmp_path / "pyproject.toml").write_text(
@@ -46,7 +37,7 @@ def test_approve_with_edited_arguments_and_deny_in_the_browser(tmp_path: Path) -
     assert server is not None
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=_chromium(),
+            browser = pw.chromium.launch(executable_path=chromium,
                                          args=["--no-sandbox", "--disable-gpu"])
             try:
                 page = browser.new_page()
