@@ -726,6 +726,56 @@ def test_an_observer_may_sit_a_call_out() -> None:
         reg.close()
 
 
+def test_an_observer_that_sets_nothing_leaves_the_call_as_it_runs_unobserved() -> None:
+    """An observer that puts nothing in the call's context (an execution log) is told of the
+    call's start and end, and the call runs as an unobserved one: on the async API without
+    a deadline, in the caller's own task; one that sets a value gets a task of its own."""
+    told: list[tuple[str, str | None, str]] = []
+
+    class Log:
+        @hookimpl
+        def call_observer(self) -> Any:
+            class Observer:
+                def call_started(self, call: ToolCall) -> Any:
+                    return "started"
+
+                def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+                    told.append((token, call.id, result.outcome))
+
+            return Observer()
+
+    def registry(*plugins: Any) -> ToolRegistry:
+        reg = ToolRegistry(plugins=list(plugins))
+
+        @reg.register
+        async def task() -> int:
+            return id(asyncio.current_task())
+
+        @reg.register
+        async def fails() -> int:
+            raise ValueError("nope")
+
+        return reg
+
+    async def calls(reg: ToolRegistry) -> list[bool]:
+        me = id(asyncio.current_task())
+        results = [await reg.ainvoke("task", {}, call_id=i, timeout=t)
+                   for i, t in (("n", 0), ("d", 30))]
+        assert (await reg.ainvoke("fails", {}, call_id="f", timeout=0)).outcome == "execution"
+        return [r.value == me for r in results]
+
+    logged, traced = registry(Log()), registry(Log(), Tracer())
+    try:
+        assert asyncio.run(calls(logged)) == [True, False]  # the deadline's task
+        assert told == [("started", "n", "ok"), ("started", "d", "ok"),
+                        ("started", "f", "execution")]
+        assert asyncio.run(calls(traced)) == [False, False]  # the span: its own context
+        assert SPAN.get() is None
+    finally:
+        logged.close()
+        traced.close()
+
+
 def test_a_batch_observer_may_sit_a_batch_out() -> None:
     """``batch_started`` answering ``UNOBSERVED``: no ``batch_finished`` for that batch, and
     its calls run as in a batch nobody observes; other batches are told as usual."""

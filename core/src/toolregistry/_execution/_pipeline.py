@@ -214,11 +214,26 @@ class CallPipeline:
             return plan
         here = contextvars.copy_context()
         observers = plan.hooks.observers
-        tokens = here.run(self._hooks.calls_started, observers, call) if observers else None
+        if not observers:
+            tokens = None
+        else:
+            before = here.copy()  # shares the values: compared in constant time when unchanged
+            tokens = here.run(self._hooks.calls_started, observers, call)
         if tokens is None or tokens.count(UNOBSERVED) == len(tokens):  # nobody observes it
             item = self._prepare(plan, call, context, timeout, async_path, here)
             if observed and isinstance(item, Prepared):
                 item.observed = True
+            return item
+        if here == before:
+            # The observers put nothing in the context (an execution log): the call runs as
+            # an unobserved one would (on the async API without a deadline, no task of its
+            # own), and its observers hear of its end.
+            item = self._prepare(plan, call, context, timeout, async_path, here)
+            if isinstance(item, Prepared):
+                item.observed = observed
+                item.tokens = tokens
+            else:
+                self._hooks.calls_finished(observers, call, item, tokens)
             return item
         item = here.run(self._prepare, plan, call, context, timeout, async_path, here)
         if isinstance(item, Prepared):
