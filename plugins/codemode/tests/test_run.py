@@ -300,20 +300,76 @@ def test_calls_that_do_not_fit_the_signature_raise_like_python(make_mode: MakeMo
     assert seen == [] and result.metadata["calls"] == []
 
 
-def test_each_tool_keeps_its_own_timeout_inside_programs(make_mode: MakeMode) -> None:
-    registry, _ = make_mode()
+def _never_done(box: list[threading.Event]) -> Any:
+    """An async tool that waits until the test lets it go (after run_code returned)."""
+    released = threading.Event()
+    box.append(released)
 
     async def slow_lookup(key: str) -> str:
         """Takes too long."""
-        await asyncio.sleep(5)
+        while not released.is_set():
+            await asyncio.sleep(0.01)
         return key
 
-    registry.register(Tool.from_function(slow_lookup, metadata=ToolMetadata(timeout=0.3)))
-    code = ("try:\n    await slow_lookup('k')\nexcept TimeoutError as e:\n"
-            "    print('timed out:', e)\n'went on'")
-    result = registry.invoke("run_code", {"code": code})
+    return slow_lookup
+
+
+_CATCH = ("try:\n    await slow_lookup('k')\nexcept TimeoutError as e:\n"
+          "    print('timed out:', e)\n'went on'")
+
+
+@pytest.mark.parametrize("where", ["tool", "registry"])
+def test_a_call_that_overruns_its_tool_timeout_is_answered_timeout(make_mode: MakeMode,
+                                                                   where: str) -> None:
+    # The tool's own timeout (or the registry's default) is shorter than the program's wall
+    # time: it holds inside programs. The tool never ends by itself, so the program going on
+    # within its wall time shows the call was answered at its deadline.
+    box: list[threading.Event] = []
+    if where == "tool":
+        registry, _ = make_mode(wall_time=20.0)
+        registry.register(Tool.from_function(_never_done(box),
+                                             metadata=ToolMetadata(timeout=0.3)))
+    else:
+        registry, _ = make_mode({"default_timeout": 0.3}, wall_time=20.0)
+        registry.register(_never_done(box))
+    try:
+        result = registry.invoke("run_code", {"code": _CATCH})
+    finally:
+        box[0].set()
     assert result.ok, result.text
     assert "timed out: slow_lookup() failed (timeout)" in result.text
+    assert "within 0.3 s" in result.text
     assert result.text.endswith('result: "went on"')
     assert result.metadata["calls"][0]["outcome"] == "timeout"
-    assert result.value.duration < 4
+
+
+def test_a_call_outlasting_the_program_is_stopped_by_its_wall_time(make_mode: MakeMode) -> None:
+    # The tool's timeout (60 s, the default) ends after the program's wall time: the call has
+    # no deadline of its own, the program's limit stops it and the call is cancelled.
+    box: list[threading.Event] = []
+    registry, _ = make_mode(wall_time=1.0)
+    registry.register(_never_done(box))
+    try:
+        result = registry.invoke("run_code", {"code": _CATCH})
+    finally:
+        box[0].set()
+    assert result.is_error and result.metadata["error"]["kind"] == "limit"
+    assert "ran past its wall-time limit of 1 s while waiting for slow_lookup" in result.text
+    assert result.metadata["calls"][0]["outcome"] == "cancelled"
+
+
+def test_a_tool_reading_its_context_keeps_its_deadline(make_mode: MakeMode) -> None:
+    registry, _ = make_mode(wall_time=20.0)
+
+    @registry.register
+    async def deadline(ctx: ToolContext) -> bool:
+        """Whether the call has a deadline."""
+        return ctx.deadline is not None
+
+    @registry.register(metadata=ToolMetadata(timeout=5))
+    async def short(ctx: ToolContext) -> bool:
+        """Whether the call has a deadline."""
+        return ctx.deadline is not None
+
+    result = registry.invoke("run_code", {"code": "[await deadline(), await short()]"})
+    assert result.ok and result.value.value == [True, True], result.text

@@ -85,6 +85,9 @@ class Run:
         """Where the paused program waits: a byte offset into its source."""
         self.replay: tuple[bool, Any] | None = None
         """What the next host call answers (a resumed program's held call), instead of a call."""
+        self.ends = float("inf")
+        """When the program's wall time ends (``time.monotonic()``; set as it starts)."""
+        self.default_timeout = registry.default_timeout
         self._settled = asyncio.Event()
         self._out: list[str] = []
         self._out_len = 0
@@ -159,9 +162,17 @@ class Run:
         task = asyncio.current_task()
         self.running[task] = fn.tool_name
         started = time.perf_counter()
+        # The program's wall time bounds each of its calls: a call whose tool's own timeout
+        # would end later runs without a deadline of its own (no timer, no task of its own
+        # in the registry), the program's limit stops it. A shorter tool timeout holds, and
+        # a tool that reads its ToolContext keeps its deadline.
+        limit = fn.timeout if fn.timeout is not None else self.default_timeout
+        timeout = None
+        if not fn.takes_context and (limit is None or time.monotonic() + limit >= self.ends):
+            timeout = 0.0
         try:
             result = await self.registry.ainvoke(fn.tool_name, arguments, context=self.context,
-                                                 call_id=call_id)
+                                                 timeout=timeout, call_id=call_id)
         except asyncio.CancelledError:
             self.records[seq] = (fn.tool_name, arguments, "cancelled",
                                  time.perf_counter() - started, call_id)

@@ -261,6 +261,7 @@ class CodeMode:
         check = s.type_check and paused is None
         # The sandbox stops a program that computes past wall_time itself (naming the line);
         # the host's timeout, a little later, covers the time spent waiting for tools.
+        run.ends = time.monotonic() + s.wall_time
         async with asyncio.timeout(s.wall_time + _HOST_GRACE), pool.checkout(
             script_name=_SCRIPT,
             limits=self.sandbox.limits(),  # type: ignore[arg-type]

@@ -218,6 +218,10 @@ class ToolFunction:
     summary: str
     deferred: bool
     parse_json: bool
+    timeout: float | None = None
+    """The tool's own timeout (``None``: the registry's default applies)."""
+    takes_context: bool = False
+    """Whether the tool receives a :class:`~toolregistry.ToolContext` (it reads its deadline)."""
 
     def signature(self, stub: bool = False) -> str:
         """``async def name(params) -> returns:`` (``stub``: for the type checker)."""
@@ -309,8 +313,10 @@ def _build(tool: Tool, py: str, deferred: bool) -> ToolFunction:
             default = "None" if nullable else "..."
         later.append(Param(name, str(key), annotation, default, note))
     returns, parse_json = _returns(tool)
-    return ToolFunction(tool.name, py, (*first, *later), returns, _first_sentence(tool.description, _SUMMARY_CHARS),
-                        deferred, parse_json)
+    return ToolFunction(tool.name, py, (*first, *later), returns,
+                        _first_sentence(tool.description, _SUMMARY_CHARS), deferred, parse_json,
+                        tool.metadata.timeout,
+                        any(key is None for _, key, _ in tool.validator.injected_params()))
 
 
 def _returns(tool: Tool) -> tuple[str, bool]:
