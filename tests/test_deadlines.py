@@ -1,5 +1,6 @@
-"""Deadlines under load and hostile input (issue 16 items 1-3, 6): timeouts validated at every
-entry, calls past their deadline never start, the main thread answered on time, empty ids."""
+"""Deadlines under load and hostile input (issue 16 items 1-4, 6): timeouts validated at every
+entry, calls past their deadline never start, the main thread answered on time, CPU-bound calls
+taking turns and the switch interval while the pool is crowded, empty ids."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from toolregistry import ToolContext, ToolMetadata, ToolRegistry
+from toolregistry.errors import ConfigError
 
 BAD_TIMEOUTS = [math.nan, math.inf, -math.inf, -1, 1e10, True, "5"]
 
@@ -323,3 +326,79 @@ def test_a_cpu_bound_tool_calling_the_registry_is_not_held_behind_itself(
     calls = [{"name": "outer", "arguments": {}} for _ in range(pool.cpu_slots + 2)]
     results = reg.execute_tool_calls(calls, timeout=10)
     assert [r.text for r in results] == ["burnt"] * len(calls)
+
+
+# --- item 4: the interpreter's switch interval while the pool is crowded ------------------------
+
+def _interval_us() -> int:
+    return round(sys.getswitchinterval() * 1e6)
+
+
+def _crowd(reg: ToolRegistry) -> list[int]:
+    """Run one more sleeping call than the pool has CPU slots; each reports the switch
+    interval (µs) it saw while they all ran."""
+    seen: list[int] = []
+    gathered = threading.Barrier(reg._get_executor().pool.cpu_slots + 1, timeout=10)
+    looked = threading.Barrier(gathered.parties, timeout=10)
+
+    def crowded() -> str:
+        gathered.wait()  # every call runs now
+        seen.append(_interval_us())
+        looked.wait()  # and still does while each looks
+        return "ok"
+
+    reg.register(crowded)
+    calls = [{"name": "crowded", "arguments": {}} for _ in range(gathered.parties)]
+    assert all(r.ok for r in reg.execute_tool_calls(calls, timeout=30))
+    return seen
+
+
+def test_a_crowded_pool_shortens_the_switch_interval_and_puts_it_back() -> None:
+    # A thread that wants the interpreter waits the switch interval (5 ms) each time it wakes
+    # while another runs Python code; 50 callers of invoke sharing it with CPU-bound calls
+    # came seconds late. While more calls run than there are CPU slots, it is 0.5 ms.
+    before = _interval_us()
+    with ToolRegistry() as reg:
+        assert reg.settings.switch_interval == 0.0005
+        assert set(_crowd(reg)) == {500}
+        assert _interval_us() == before  # put back once they ended
+    assert _interval_us() == before
+
+
+@pytest.mark.parametrize("setting", ["none", 0])
+def test_the_switch_interval_can_be_left_alone(setting: Any) -> None:
+    before = _interval_us()
+    with ToolRegistry(switch_interval=setting) as reg:
+        assert reg.settings.switch_interval is None
+        assert set(_crowd(reg)) == {before}
+
+
+def test_a_switch_interval_set_by_the_application_meanwhile_stands() -> None:
+    from toolregistry._execution import _switch
+
+    before = sys.getswitchinterval()
+    owner, other = object(), object()
+    try:
+        _switch.lower(owner, 0.0005)
+        _switch.lower(other, 0.0002)  # the shortest asked for wins
+        assert _interval_us() == 200
+        _switch.release(other)
+        assert _interval_us() == 500
+        sys.setswitchinterval(0.01)  # the application's, while lowered
+        _switch.release(owner)
+        assert _interval_us() == 10000  # theirs stands
+        sys.setswitchinterval(0.0001)  # already shorter than asked for: left alone
+        _switch.lower(owner, 0.0005)
+        assert _interval_us() == 100
+        _switch.release(owner)
+        assert _interval_us() == 100
+    finally:
+        _switch.release(owner)
+        _switch.release(other)
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.parametrize("bad", [-0.001, 2, math.nan, math.inf, True, "fast"])
+def test_a_bad_switch_interval_is_refused(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="switch-interval must be a number of seconds"):
+        ToolRegistry(switch_interval=bad)

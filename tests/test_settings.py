@@ -100,6 +100,7 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
     "inline_calls": ("false", "on", True, False, True),
     "process_namespaces": ('["heavy"]', "a, b", ["x"], frozenset({"heavy"}),
                            frozenset({"a", "b"})),
+    "switch_interval": ("0.001", "none", 0.0002, 0.001, None),
     "tool_discovery": ("{field-weights = {name = 2}}", "off", True,
                        {"field_weights": {"name": 2.0}}, False),
 }

@@ -69,6 +69,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         trace_hooks: bool | None = None,
         inline_calls: bool | None = None,
         process_namespaces: Iterable[str] | None = None,
+        switch_interval: float | Literal["none"] | None = None,
         plugins: Iterable[Any] = (),
     ) -> None:
         self.name = name
@@ -82,7 +83,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
             default_timeout=default_timeout, max_workers=max_workers,
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
-            process_namespaces=process_namespaces,
+            process_namespaces=process_namespaces, switch_interval=switch_interval,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)

@@ -62,7 +62,9 @@ class Executor:
         if pool is None:
             with self._lock:
                 if self._pool is None:
-                    self._pool = WorkerPool(self._registry.settings.max_workers)
+                    settings = self._registry.settings
+                    self._pool = WorkerPool(settings.max_workers,
+                                            switch_interval=settings.switch_interval)
                 pool = self._pool
         return pool
 

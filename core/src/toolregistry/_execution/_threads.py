@@ -24,6 +24,8 @@ from typing import Any
 from toolregistry._log import log
 from toolregistry.errors import ToolCancelled
 
+from . import _switch
+
 __all__ = ["SPREAD_AFTER", "ClosedBeforeStart", "LoopThread", "Work", "WorkerPool", "in_pool"]
 
 
@@ -136,8 +138,11 @@ class WorkerPool:
     """
 
     def __init__(self, max_workers: int, idle_timeout: float = 30.0,
-                 cpu_slots: int | None = None) -> None:
+                 cpu_slots: int | None = None, switch_interval: float | None = None) -> None:
         self._max = max_workers
+        # The interpreter's switch interval while calls of CPU-bound tools run (None: left
+        # alone; see _switch).
+        self.switch_interval = switch_interval
         self._idle_timeout = idle_timeout
         self.lock = _thread.allocate_lock()
         self._idle: list[_Worker] = []
@@ -153,6 +158,17 @@ class WorkerPool:
         self._running = 0
         self._samples: dict[_Worker, tuple[Work, float, int]] = {}
         self._sampled_at = self._process_at = 0.0
+
+    def _follow_switch(self) -> None:
+        """The switch interval follows whether the pool is crowded (called after each call's
+        start and end, and each look at the running calls)."""
+        if self.switch_interval is not None and self._crowded() != _switch.holds(self):
+            _switch.follow(self, self.switch_interval, self._crowded)
+
+    def _crowded(self) -> bool:
+        """More calls run than there are CPU slots, or calls of CPU-bound tools run: threads
+        may be waiting for the interpreter while others keep it."""
+        return self._heavy_running > 0 or self._running > self.cpu_slots
 
     # -- admission (under the lock) -------------------------------------------------------
     def _admit(self, work: Work) -> bool:
@@ -249,6 +265,8 @@ class WorkerPool:
     def spread(self) -> None:
         """Give every waiting call a worker: idle ones now, new ones (up to the size) from the
         spawner thread, so that the caller is never held up starting threads."""
+        if not self._idle and (not self._backlog or len(self._workers) >= self._max):
+            return  # nothing to hand out or start (read without the lock: see _want_workers)
         wake: list[_Worker] = []
         with self.lock:
             while not self._shutdown and self._idle:
@@ -269,13 +287,22 @@ class WorkerPool:
 
         ``Thread.start`` waits until the new thread runs, which takes long while busy threads
         hold the interpreter (5 ms per busy thread and switch): 32 starts held a caller -- or
-        the event loop -- for seconds. The spawner takes that wait for everyone."""
-        with self.lock:
-            if self._spawner is None and not self._shutdown:
-                self._spawner = threading.Thread(target=self._spawn_main,
-                                                 name="toolregistry-spawner", daemon=True)
-                self._spawner.start()
-        self._spawn_wanted.set()
+        the event loop -- for seconds. The spawner takes that wait for everyone.
+
+        Neither the pool's lock nor the event's is taken once the spawner runs and has been
+        asked already: under load every caller comes here, and a thread that blocks on a lock
+        takes the interpreter again only after the busy threads let it go, holding that lock
+        meanwhile (a convoy that kept the pool locked for seconds)."""
+        if self._spawner is None:
+            spawner = None
+            with self.lock:
+                if self._spawner is None and not self._shutdown:
+                    spawner = self._spawner = threading.Thread(
+                        target=self._spawn_main, name="toolregistry-spawner", daemon=True)
+            if spawner is not None:
+                spawner.start()  # outside the lock: starting a thread waits for it
+        if not self._spawn_wanted.is_set():
+            self._spawn_wanted.set()
 
     def _spawn_main(self) -> None:
         wanted = self._spawn_wanted
@@ -309,6 +336,12 @@ class WorkerPool:
                     os.write(idle.wfd, _GO)
                 if worker is None:
                     break
+                if self._running > self.cpu_slots and \
+                        time.perf_counter() - self._sampled_at >= _WATCH:
+                    # Each start waits for the new thread to run, which takes long while
+                    # others keep the interpreter: keep looking meanwhile (32 starts took
+                    # 0.6 s with CPU-bound calls among them, none of which were held).
+                    self._watch()
                 self._start(worker)
 
     # -- watching CPU use and deadlines (on the spawner thread) ---------------------------
@@ -351,9 +384,12 @@ class WorkerPool:
         busy = total >= 0.5 * span or (total >= 0.5 * spent and spent >= 0.05 * span)
         # Otherwise a CPU-bound tool's call that hardly used a CPU, and did not wait for one
         # either, waits (on I/O). (Not while the calls keep the interpreter busy: a CPU-bound
-        # call then uses little too, waiting for it; nor on a loaded machine, where it waits
+        # call then uses little too, waiting for it; nor while this process kept a CPU busy
+        # at all: threads queued for the interpreter or for the pool's lock behind others
+        # look asleep too, and taking their tool for I/O-bound let every call of it start at
+        # once -- 16 of them, answers seconds late; nor on a loaded machine, where it waits
         # for a CPU.)
-        waiting = [] if busy else [
+        waiting = [] if busy or spent >= 0.5 * span else [
             work for work, cpu, worker in used
             if cpu < 0.05 * span and (work.heavy or work.key in self.heavy_keys)
             and _sleeping(worker, now)]
@@ -387,6 +423,7 @@ class WorkerPool:
                 self._held = collections.deque(kept)
                 self._backlog.extendleft(reversed(freed))
         self._samples = samples
+        self._follow_switch()  # tools marked (or unmarked) CPU-bound just now
 
     def _mark_heavy(self, key: str) -> None:
         """Under the lock: calls of tool ``key`` keep a CPU busy; its running calls take CPU
@@ -467,6 +504,7 @@ class WorkerPool:
                 work.state = _CANCELLED
         if started:
             try:
+                self._follow_switch()
                 work.result = work.context.run(work.fn, *work.args, **work.kwargs)
             except BaseException as exc:
                 work.error = exc
@@ -492,6 +530,7 @@ class WorkerPool:
                     work.result = None
                     work.error = ToolCancelled("timed out")
         work.done.release()
+        self._follow_switch()
         callback = work.callback
         if callback is not None:
             try:
@@ -502,6 +541,8 @@ class WorkerPool:
 
     def interrupt(self, work: Work) -> bool:
         """Stop ``work`` (its deadline passed); False when it had already finished."""
+        if work.state == _DONE:  # final: no need for the lock
+            return False
         with self.lock:
             state = self._interrupt(work)
         if work.cancel_event is not None and state in (_PENDING, _RUNNING):
@@ -545,6 +586,7 @@ class WorkerPool:
             backlog = list(self._backlog) + list(self._held)
             self._backlog.clear()
             self._held.clear()
+        _switch.release(self)
         for worker in idle:
             try:
                 os.write(worker.wfd, _QUIT)
