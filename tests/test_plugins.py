@@ -418,6 +418,98 @@ def test_a_broken_call_hooks_declaration_concerns_every_tool() -> None:
         reg.close()
 
 
+class Marking:
+    """Transforms only the schemas of tools tagged 'mark' (``schema_hooks``); ``Stamping``
+    declares nothing and transforms every schema. Both note their order in the schema."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.transformed: list[str] = []
+
+    @hookimpl
+    def schema_hooks(self, tool: Tool) -> set[str]:
+        self.asked.append(tool.name)
+        return {"schema_transform"} if "mark" in tool.metadata.custom_tags else set()
+
+    @hookimpl
+    def schema_transform(self, tool: Tool, schema: dict[str, Any]) -> None:
+        self.transformed.append(tool.name)
+        schema.setdefault("x-by", []).append("marking")
+
+
+class Stamping:
+    @hookimpl
+    def schema_transform(self, schema: dict[str, Any]) -> None:
+        schema.setdefault("x-by", []).append("stamping")
+
+
+def test_hook_schema_hooks() -> None:
+    from toolregistry import ToolMetadata
+
+    marking = Marking()
+    reg = ToolRegistry(plugins=[marking])
+    try:
+        reg.register(add)
+        reg.register(add, name="marked", metadata=ToolMetadata(custom_tags={"mark"}))
+        params = {d["name"]: d["input_schema"] for d in reg.get_schemas("anthropic")}
+        assert params["marked"]["x-by"] == ["marking"] and "x-by" not in params["add"]
+        assert "x-by" not in reg["marked"].parameters  # the transform edited a private copy
+        assert marking.transformed == ["marked"]
+        # a tool nothing concerns goes out as it is stored: no copy (emitted schemas are
+        # read-only)
+        chat = {d["function"]["name"]: d["function"]["parameters"] for d in reg.get_schemas()}
+        assert chat["add"] is reg["add"].parameters
+        assert chat["marked"] is not reg["marked"].parameters
+        assert reg.get_parameters("add") == reg["add"].parameters
+        # asked once per tool and format until something changes
+        reg.get_schemas("anthropic")
+        reg.get_schemas()
+        assert sorted(marking.asked) == ["add", "add", "add", "marked", "marked"]
+        reg.update_tool_metadata("add", custom_tags={"mark"})
+        assert reg.get_schemas("anthropic")[0]["input_schema"]["x-by"] == ["marking"]
+    finally:
+        reg.close()
+
+
+def test_schema_hooks_keep_pluggy_order_among_the_concerned() -> None:
+    from toolregistry import ToolMetadata
+
+    reg = ToolRegistry(plugins=[Marking(), Stamping()])
+    reference = ToolRegistry(plugins=[Stamping()])
+    try:
+        reg.register(add)
+        reg.register(add, name="marked", metadata=ToolMetadata(custom_tags={"mark"}))
+        params = {d["function"]["name"]: d["function"]["parameters"] for d in reg.get_schemas()}
+        # pluggy calls the last registered first
+        assert params["marked"]["x-by"] == ["stamping", "marking"]
+        assert params["add"]["x-by"] == ["stamping"]
+        reference.register(add)
+        assert reference.get_schemas() == [d for d in reg.get_schemas()
+                                           if d["function"]["name"] == "add"]
+    finally:
+        reg.close()
+        reference.close()
+
+
+def test_a_broken_schema_hooks_declaration_concerns_every_tool() -> None:
+    class Broken(Marking):
+        @hookimpl
+        def schema_hooks(self, tool: Tool) -> set[str]:
+            raise RuntimeError("cannot decide")
+
+    from structlog.testing import capture_logs
+
+    plugin = Broken()
+    reg = ToolRegistry(plugins=[plugin])
+    try:
+        reg.register(add)
+        with capture_logs() as logs:
+            assert reg.get_schemas()[0]["function"]["parameters"]["x-by"] == ["marking"]
+        assert [e["hook"] for e in logs if e["event"] == "hook.failed"] == ["schema_hooks"]
+    finally:
+        reg.close()
+
+
 def test_a_plugin_added_later_is_compiled_into_existing_plans() -> None:
     plain = Plain()
     reg = ToolRegistry(plugins=[Picky()])

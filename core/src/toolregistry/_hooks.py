@@ -15,6 +15,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._deciding import Deciding, close_pending, failed_authorize
 from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
@@ -37,6 +38,8 @@ __all__ = ["Deciding", "Hooks", "ToolHooks"]
 
 HookCall = Callable[..., Any]
 """A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
+Asker = tuple["HookImpl", Callable[..., Any], Callable[[Mapping[str, Any]], tuple[Any, ...]]]
+"""A declaration hook's implementation, its function and the picker of its arguments."""
 
 # The argument names of hooks whose single implementation is called as it is, with no
 # re-mapping (an implementation may take fewer arguments than the spec: pluggy's opt-in).
@@ -109,17 +112,44 @@ class Hooks:
         self.has_on_change = bool(h.on_change.get_hookimpls())
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
         self.has_incoming_context = bool(h.incoming_context.get_hookimpls())
-        self._direct_schema = self._caller("schema_transform", h.schema_transform.get_hookimpls())
+        self._schema_impls = tuple(h.schema_transform.get_hookimpls())
+        self._direct_schema = self._caller("schema_transform", self._schema_impls)
+        self._schema_interest = self._askers(h.schema_hooks.get_hookimpls())
+        self._schema_callers: dict[tuple[int, ...], HookCall | None] = {}
         # called on every registration: pluggy's dispatch costs more than most plugins' work
         self._direct_register = self._plain("register", h.register.get_hookimpls(), first=True)
         self._direct_on_change = self._plain("on_change", h.on_change.get_hookimpls())
         self._subsets: dict[tuple[str, frozenset[int]], HookCall] = {}
-        self._interest = [impl for impl in h.call_hooks.get_hookimpls()
-                          if not (impl.hookwrapper or impl.wrapper)]
+        self._interest = self._askers(h.call_hooks.get_hookimpls())
         self._quiet: set[tuple[int, str]] = set()  # observers whose failure was logged
         self.version += 1
 
     # -- compiling ------------------------------------------------------------------------
+    @staticmethod
+    def _askers(impls: Sequence[HookImpl]) -> tuple[Asker, ...]:
+        """The plain implementations of a per-tool declaration hook (``call_hooks``,
+        ``schema_hooks``), each with its function and the picker of its arguments."""
+        return tuple((impl, impl.function, _picker(tuple(impl.argnames))) for impl in impls
+                     if not (impl.hookwrapper or impl.wrapper))
+
+    def _declared(self, hook: str, askers: Sequence[Asker], registry: ToolRegistry,
+                  tool: Tool) -> dict[int, frozenset[str]]:
+        """``{id(plugin): the names it declared}`` from ``askers`` (implementations of the
+        declaration hook ``hook``), each asked on its own; a plugin that answered ``None`` or
+        raised (logged as ``hook.failed``) is left out: all its hooks concern the tool."""
+        declared: dict[int, frozenset[str]] = {}
+        kwargs = {"registry": registry, "tool": tool}
+        for impl, fn, pick in askers:
+            try:
+                names: Any = fn(*pick(kwargs))
+                if isinstance(names, str):
+                    names = (names,)
+                if names is not None:
+                    declared[id(impl.plugin)] = frozenset(names)
+            except Exception as exc:
+                self._failed(hook, exc, tool=tool.name, plugin=impl.plugin_name)
+        return declared
+
     def _plain(self, name: str, impls: Sequence[HookImpl], *, first: bool = False
                ) -> HookCall:
         """A call of hook ``name`` with pluggy's semantics for plain implementations --
@@ -190,17 +220,7 @@ class Hooks:
         Error policy: an exception is logged (``hook.failed``) and that plugin is left out, so
         all its hooks concern the tool: a broken declaration costs speed, never a hook run.
         """
-        declared: dict[int, frozenset[str]] = {}
-        for impl in self._interest:
-            try:
-                names: Any = self._call_impl(impl, registry=registry, tool=tool)
-                if isinstance(names, str):
-                    names = (names,)
-                if names is not None:
-                    declared[id(impl.plugin)] = frozenset(names)
-            except Exception as exc:
-                self._failed("call_hooks", exc, tool=tool.name, plugin=impl.plugin_name)
-        return declared
+        return self._declared("call_hooks", self._interest, registry, tool)
 
     def for_tool(self, registry: ToolRegistry, tool: Tool) -> ToolHooks:
         """Compile the per-tool hooks that concern ``tool`` (for its call plan): the
@@ -374,18 +394,38 @@ class Hooks:
             raise
         return tool if replacement is None else replacement
 
-    def schema_transform(self, registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
-                         api_format: str) -> None:
-        """Let the implementations edit ``schema`` (a private copy) in place.
+    def schema_hooks(self, registry: ToolRegistry, tool: Tool) -> HookCall | None:
+        """The ``schema_transform`` implementations that concern the schemas of ``tool``,
+        compiled (``None``: none does, and its schema needs no private copy): those of
+        plugins that declared interest in it (``schema_hooks``) or declare nothing.
+
+        Error policy: an exception from a plugin's ``schema_hooks`` is logged
+        (``hook.failed``) and that plugin concerns the tool: a broken declaration costs a
+        copy, never a transform.
+        """
+        if not self._schema_interest:
+            return self._direct_schema
+        declared = self._declared("schema_hooks", self._schema_interest, registry, tool)
+        chosen = tuple(i for i, impl in enumerate(self._schema_impls)
+                       if "schema_transform" in declared.get(id(impl.plugin),
+                                                             ("schema_transform",)))
+        try:
+            return self._schema_callers[chosen]
+        except KeyError:
+            caller = self._caller("schema_transform", [self._schema_impls[i] for i in chosen])
+            self._schema_callers[chosen] = caller
+            return caller
+
+    def schema_transform(self, caller: HookCall, registry: ToolRegistry, tool: Tool,
+                         schema: dict[str, Any], api_format: str) -> None:
+        """Let the compiled implementations (``caller``, from :meth:`schema_hooks`) edit
+        ``schema`` (a private copy) in place.
 
         Error policy: an exception is logged (``hook.failed``) and propagates out of
         ``get_schemas``: a schema half-edited by a broken plugin is never sent.
         """
-        direct = self._direct_schema
-        if direct is None:
-            return
         try:
-            direct(registry=registry, tool=tool, schema=schema, api_format=api_format)
+            caller(registry=registry, tool=tool, schema=schema, api_format=api_format)
         except Exception as exc:
             self._failed("schema_transform", exc, tool=tool.name, api_format=api_format)
             raise
@@ -439,14 +479,14 @@ class Hooks:
         try:
             out = caller(registry=registry, tool=tool, call=call)
         except Exception as exc:
-            return self._refusal(tool, call, _failed_authorize(tool, exc))
+            return self._refusal(tool, call, failed_authorize(tool, exc))
         if isinstance(out, Decision):  # one implementation: the usual case
             return None if out.kind == "allow" else self._refusal(tool, call, out)
         decisions = out if isinstance(out, list) else ([] if out is None else [out])
         if any(not isinstance(d, Decision) and inspect.isawaitable(d) for d in decisions):
             if not any(isinstance(d, Decision) and d.kind == "deny" for d in decisions):
                 return Deciding(self, tool, call, decisions)
-            _close(decisions)  # denied anyway: nobody is asked
+            close_pending(decisions)  # denied anyway: nobody is asked
             decisions = [d for d in decisions if isinstance(d, Decision)]
         return self._refusal(tool, call, self._combined(tool, decisions))
 
@@ -459,7 +499,7 @@ class Hooks:
                                     "Decision (or None)")
             return Decision.combine(decisions)
         except Exception as exc:
-            return _failed_authorize(tool, exc)
+            return failed_authorize(tool, exc)
 
     @staticmethod
     def _refusal(tool: Tool, call: ToolCall, decision: Decision | None) -> ToolResult | None:
@@ -574,66 +614,3 @@ class Hooks:
         except Exception as exc:
             self._failed("suggest_tools", exc, name=name)
             return None
-
-
-class Deciding:
-    """The decisions of ``authorize`` implementations about one call when some are still to
-    come (they returned awaitables, e.g. waiting for a person). :meth:`result` awaits them in
-    pluggy's order and answers as :meth:`Hooks.authorize` does: the async API awaits it on
-    the caller's loop before the call runs (the loop stays free meanwhile), the sync API runs
-    it to completion in the calling thread (a helper thread when a loop runs there).
-
-    Error policy: an awaitable that raises denies the call, naming the error (logged as
-    ``hook.failed``); once a decision denies, the awaitables left are closed unawaited.
-    """
-
-    __slots__ = ("call", "decisions", "hooks", "tool")
-
-    def __init__(self, hooks: Hooks, tool: Tool, call: ToolCall, decisions: list[Any]) -> None:
-        self.hooks = hooks
-        self.tool = tool
-        self.call = call
-        self.decisions = decisions
-
-    async def result(self) -> ToolResult | None:
-        """The call's refusal (a denied or pending result), or ``None``: it runs."""
-        got: list[Any] = []
-        left = list(self.decisions)
-        try:
-            while left:
-                decision = left.pop(0)
-                if not isinstance(decision, Decision) and inspect.isawaitable(decision):
-                    try:
-                        decision = await decision
-                    except Exception as exc:
-                        _close(left)
-                        return self.hooks._refusal(self.tool, self.call,
-                                                  _failed_authorize(self.tool, exc))
-                    if decision is None:
-                        continue
-                got.append(decision)
-                if isinstance(decision, Decision) and decision.kind == "deny":
-                    _close(left)
-                    break
-        finally:
-            _close(left)  # cancelled meanwhile: what was not awaited is closed
-        return self.hooks._refusal(self.tool, self.call, self.hooks._combined(self.tool, got))
-
-    def close(self) -> None:
-        """Close the coroutines among the decisions that were never awaited (the call will
-        not run: its batch was cancelled, say)."""
-        _close(self.decisions)
-
-
-def _failed_authorize(tool: Tool, exc: Exception) -> Decision:
-    log.warning("hook.failed", hook="authorize", tool=tool.name,
-                error=f"{type(exc).__name__}: {exc}")
-    return Decision.deny(f"authorization failed ({type(exc).__name__}: {exc})")
-
-
-def _close(decisions: Sequence[Any]) -> None:
-    """Close the coroutines among ``decisions`` that will not be awaited."""
-    for decision in decisions:
-        close = getattr(decision, "close", None)
-        if inspect.iscoroutine(decision) and close is not None:
-            close()

@@ -37,6 +37,10 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 PER_TOOL_HOOKS = ("pre_invoke", "authorize", "post_invoke", "call_observer", "dispatch")
 """The hooks worked out per tool into its call plan; :func:`call_hooks` narrows them."""
 
+SCHEMA_HOOKS = ("schema_transform",)
+"""The hooks worked out per tool when its schema is emitted; :func:`schema_hooks` narrows
+them."""
+
 
 class OperationObserver(Protocol):
     """Told about the registry's operations other than calls (returned by the
@@ -260,6 +264,26 @@ def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str] | None:
     The answer must depend only on ``tool`` (its metadata), the registry's settings and the
     plugin's configuration -- what the kernel knows to recompute on. An exception is logged
     (``hook.failed``) and the plugin then concerns the tool with all its hooks.
+    """
+
+
+@hookspec
+def schema_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str] | None:
+    """Which of *this plugin's* per-tool schema hooks concern the schemas of ``tool``.
+
+    The schema-time counterpart of :func:`call_hooks`. Per-tool schema hooks are those in
+    :data:`SCHEMA_HOOKS` (``schema_transform``). When a tool's schema is emitted and not
+    cached (after the tool, a registry setting or the set of plugins changed), the kernel asks
+    each plugin that implements ``schema_hooks`` *separately*: return the names of this
+    plugin's schema hooks that concern ``tool`` (an empty collection: none do, and none of them
+    runs for its schemas), or ``None`` for all of them. A tool no implementation concerns goes
+    out without the private copy ``schema_transform`` needs. A plugin without ``schema_hooks``
+    concerns every tool's schema with every schema hook it implements; where several concern a
+    tool, pluggy's semantics hold among them.
+
+    The answer must depend only on ``tool`` (its metadata), the registry's settings and the
+    plugin's configuration. An exception is logged (``hook.failed``) and the plugin then
+    concerns the tool with all its schema hooks.
     """
 
 

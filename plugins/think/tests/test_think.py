@@ -186,6 +186,28 @@ def test_stripping_costs_nothing_for_tools_it_is_off_for() -> None:
     assert hooks.for_tool(reg, reg["my_simple_function"]).pre_invoke is not None
 
 
+def test_injection_costs_nothing_for_tools_it_is_off_for() -> None:
+    from toolregistry._hooks import Hooks
+
+    reg = ToolRegistry()
+    reg.register(my_simple_function)
+    reg.register(my_complex_function, metadata=ToolMetadata(think_augment=True))
+    hooks: Hooks = reg.plugins.hooks
+    assert hooks.schema_hooks(reg, reg["my_simple_function"]) is None
+    assert hooks.schema_hooks(reg, reg["my_complex_function"]) is not None
+    # off: the tool's own schema goes out, neither copied nor transformed
+    by_name = {s["function"]["name"]: s["function"]["parameters"] for s in reg.get_schemas()}
+    assert by_name["my_simple_function"] is reg["my_simple_function"].parameters
+    assert by_name["my_complex_function"] is not reg["my_complex_function"].parameters
+    assert "toolcall_reason" in by_name["my_complex_function"]["properties"]
+    reg.enable_think_augment()
+    assert hooks.schema_hooks(reg, reg["my_simple_function"]) is not None
+    params = reg.get_schemas()[0]["function"]["parameters"]
+    assert params is not reg["my_simple_function"].parameters
+    assert list(params["properties"]) == ["x", "toolcall_reason"]
+    assert list(reg["my_simple_function"].parameters["properties"]) == ["x"]
+
+
 def test_schema_first_tool_with_closed_schema() -> None:
     reg = ToolRegistry(think_augment=True)
     reg.register(Tool(name="closed", callable=lambda **kw: kw,

@@ -6,8 +6,10 @@ dialect and envelope, and the two caches that make a repeated ``get_schemas`` ne
 * the per-tool cache: one definition per (format, strict, tool), valid while the tool object
   and the registry's settings are unchanged, so a change to one tool re-emits only that tool.
 
-When no plugin transforms schemas and the format's dialect leaves them alone, the tool's own
-parameters schema goes out without a copy (emitted schemas are read-only).
+When no plugin's ``schema_transform`` concerns a tool (none installed, or every one declared
+through ``schema_hooks`` that it leaves the tool alone) and the format's dialect leaves schemas
+alone, the tool's own parameters schema goes out without a copy (emitted schemas are
+read-only).
 
 A cold emission of many tools runs with the cyclic garbage collector paused: it allocates a few
 acyclic dicts and lists per tool, which would otherwise trigger collections that traverse the
@@ -124,13 +126,15 @@ class Emitter:
         if hit is not None and hit[0] is tool and hit[1] == settings_version:
             return hit[2]
         hooks = self._hooks
-        if not hooks.has_schema_transform and not fmt.rewrites_schema(strict):
+        caller = hooks.schema_hooks(self._registry, tool) if hooks.has_schema_transform else None
+        if caller is None and not fmt.rewrites_schema(strict):
             # Nothing will edit it: the stored schema itself goes out (emitted schemas are
             # read-only), which is most of the cost of a cold emission.
             params = tool.parameters
         else:
             params = copy_json(tool.parameters)
-            hooks.schema_transform(self._registry, tool, params, fmt.name)
+            if caller is not None:
+                hooks.schema_transform(caller, self._registry, tool, params, fmt.name)
         lost: list[str] = []
         params = fmt.dialect(params, strict=strict, lost=lost)
         if lost:
@@ -147,5 +151,8 @@ class Emitter:
         """The parameters schema the model sees for ``tool`` (after ``schema_transform``,
         before the format's dialect)."""
         params: dict[str, Any] = copy_json(tool.parameters)
-        self._hooks.schema_transform(self._registry, tool, params, fmt.name)
+        hooks = self._hooks
+        caller = hooks.schema_hooks(self._registry, tool) if hooks.has_schema_transform else None
+        if caller is not None:
+            hooks.schema_transform(caller, self._registry, tool, params, fmt.name)
         return params

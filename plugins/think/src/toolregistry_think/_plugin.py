@@ -73,6 +73,13 @@ def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
 
 
 @hookimpl
+def schema_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
+    """Injection concerns a tool only while think is on for it: every other tool's schema goes
+    out without the private copy a transform needs."""
+    return ("schema_transform",) if _on_for(registry, tool) else ()
+
+
+@hookimpl
 def schema_transform(registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
                      api_format: str) -> None:
     if not _on_for(registry, tool):
