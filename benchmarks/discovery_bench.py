@@ -57,6 +57,17 @@ from pathlib import Path
 from typing import Any
 
 import _common as c
+from _hybrid_variants import (
+    GAIN_TARGET,
+    HELD_OUT_HALF,
+    TUNE_HALF,
+    Variant,
+    VariantSet,
+    gain_interval,
+    gains,
+    metrics,
+    subset,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".bench-venvs"
@@ -200,20 +211,6 @@ def scale_tools(tools: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
     return out
 
 
-def metrics(rankings: list[list[str]], queries: list[tuple[str, list[str]]]) -> dict[str, float]:
-    r1 = r5 = mrr = 0.0
-    for ranked, (_, relevant) in zip(rankings, queries):
-        rel = set(relevant)
-        r1 += len(rel & set(ranked[:1])) / len(rel)
-        r5 += len(rel & set(ranked[:5])) / len(rel)
-        for i, name in enumerate(ranked[:5]):
-            if name in rel:
-                mrr += 1.0 / (i + 1)
-                break
-    n = len(queries)
-    return {"recall@1": r1 / n, "recall@5": r5 / n, "mrr": mrr / n}
-
-
 # ----------------------------------------------------------------------------- systems
 
 def _ours_registry(tools: list[dict[str, Any]]) -> Any:
@@ -332,6 +329,8 @@ import json, sys
 job = json.load(open(sys.argv[1], encoding="utf-8"))
 sys.path.insert(0, job["benchmarks"])
 import _common as c
+from _hybrid_variants import (GAIN_TARGET, HELD_OUT_HALF, TUNE_HALF, Variant, VariantSet,
+                              gain_interval, gains, metrics, subset)
 from toolregistry import Tool, ToolRegistry
 
 ours = job["side"] == "ours"
@@ -444,6 +443,8 @@ import json, statistics, sys, time
 job = json.load(open(sys.argv[1], encoding="utf-8"))
 sys.path.insert(0, job["benchmarks"])
 import _common as c
+from _hybrid_variants import (GAIN_TARGET, HELD_OUT_HALF, TUNE_HALF, Variant, VariantSet,
+                              gain_interval, gains, metrics, subset)
 from toolregistry import Tool, ToolRegistry
 from toolregistry_discovery import SemanticOptions, ToolDiscoveryTool, WordLlamaEmbedder
 
@@ -552,79 +553,43 @@ def semantic_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
     ]
 
 
-# The held-out check: half of the BFCL categories to choose settings on, the other half to
-# report what a choice made on the first half gains on queries it never saw.
-TUNE_HALF = ("simple_python", "simple_javascript", "parallel")
-HELD_OUT_HALF = ("simple_java", "multiple", "parallel_multiple")
-GAIN_TARGET = 2.0  # points, recall@5 and MRR, on the whole tuning set
-SCORE_FUSION_DEPTH = 50  # candidates per side, as the plugin takes for top_k <= 12
-
-
-def _subset(picks: list[bool], items: list[Any]) -> list[Any]:
-    return [x for x, keep in zip(items, picks) if keep]
-
-
-def unit_vectors(embedder: Callable[[list[str]], Any], texts: list[str]) -> Any:
-    """The embedder's vectors of ``texts``, L2-normalised (rows)."""
-    import numpy as np
-
-    m = np.asarray(embedder(texts), dtype=np.float32)
-    n = np.linalg.norm(m, axis=1, keepdims=True)
-    n[n == 0] = 1.0
-    return m / n
-
-
-def fused_ranking(lexical: list[tuple[str, float]], sims: Any, keys: list[str], how: str,
-                  param: float, top_k: int, request_z: Any = None) -> list[str]:
-    """One query's top ``top_k`` by a fusion of BM25F's ranked (key, score) list and the
-    dense similarities: ``score`` (the plugin's form: bm25f / best + param * z / 10, z over
-    all tools, dense-only candidates need z > 0; with ``request_z``, the z of each request
-    of a multi-request query (requests x tools), a candidate's z is the best of them and
-    the whole query's), ``rrf`` (1 / (param + rank) on each side; ``rrf-half``: the dense
-    side's term halved) or ``dense`` (the dense
-    side alone)."""
-    import numpy as np
-
-    n = min(SCORE_FUSION_DEPTH, sims.size)
-    top = np.argpartition(sims, sims.size - n)[sims.size - n:]
-    order = [int(r) for r in top[np.lexsort((top, -sims[top]))]]
-    if how == "dense":
-        return [keys[r] for r in order[:top_k]]
-    std = float(sims.std())
-    z = (sims - float(sims.mean())) / (std if std > 0 else 1.0)
-    row = {k: i for i, k in enumerate(keys)}
-    lrank = {k: i for i, (k, _) in enumerate(lexical[:SCORE_FUSION_DEPTH], 1)}
-    drank = {keys[r]: i for i, r in enumerate(order, 1)}
-    inf = float("inf")
-    if how.startswith("rrf"):
-        dense_weight = 0.5 if how == "rrf-half" else 1.0
-        cands = set(lrank) | set(drank)
-        score = {k: (1 / (param + lrank[k]) if k in lrank else 0.0)
-                 + (dense_weight / (param + drank[k]) if k in drank else 0.0) for k in cands}
-    else:
-        best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
-        score = {k: s / best for k, s in lexical[:SCORE_FUSION_DEPTH]}
-        for k in drank:
-            if k not in score and z[row[k]] > 0:
-                score[k] = 0.0
-        best_z = z if request_z is None else np.maximum(z, request_z.max(axis=0))
-        score = {k: v + param * float(best_z[row[k]]) / 10.0 for k, v in score.items()}
-    ranked = sorted(score, key=lambda k: (-score[k], lrank.get(k, inf), drank.get(k, inf), k))
-    return ranked[:top_k]
-
-
-def _gains(m: dict[str, float], base: dict[str, float]) -> tuple[float, float]:
-    return 100 * (m["recall@5"] - base["recall@5"]), 100 * (m["mrr"] - base["mrr"])
-
-
 def _verdict(gain: float) -> str:
     return "PASS" if gain >= GAIN_TARGET - 1e-9 else "MISS"
+
+
+# The variants measured against the default (see _hybrid_variants.Variant), with a label.
+VARIANTS: list[tuple[str, Variant]] = [
+    ("default: 256 dims, all fields, score fusion w=1", Variant()),
+    ("default without the per-request z", Variant(requests=False)),
+    ("dense side alone (256 dims)", Variant(how="dense")),
+    ("128 dims (Matryoshka truncation)", Variant(dim=128)),
+    ("64 dims (Matryoshka truncation)", Variant(dim=64)),
+    ("text: name + description", Variant(text="name+description")),
+    ("text: name + description + param names", Variant(text="name+description+params")),
+    ("text: name/description/params apart, summed 1:2:1", Variant(text="fields-sum")),
+    ("text: name/description/params apart, best of 3", Variant(text="fields-max")),
+    ("text and query lowercased", Variant(text="lower", query="lower")),
+    ("query without numbers", Variant(query="no-numbers")),
+    *((f"score fusion w={w:g}", Variant(param=w)) for w in (0.5, 1.5, 2.0, 3.0)),
+    ("score fusion, dense weight gated by the best z", Variant(gate=True)),
+    ("convex min-max fusion, dense 0.5", Variant(how="minmax", param=0.5)),
+    *((f"z-score fusion (both sides), dense {w:g}", Variant(how="zscore", param=w))
+      for w in (0.5, 0.7)),
+    ("CombMNZ (score fusion x sides that found it)", Variant(how="combmnz")),
+    *((f"reciprocal rank fusion k={k}", Variant(how="rrf", param=float(k))) for k in (10, 60)),
+    ("reciprocal rank fusion k=10, dense weight 0.5", Variant(how="rrf-half", param=10.0)),
+    ("requests covered in the top 5 (xQuAD 0.5)", Variant(diversify=0.5)),
+    ("query moved towards BM25F's best tool (0.25)", Variant(feedback=0.25)),
+    ("no numbers + z-score fusion 0.7", Variant(query="no-numbers", how="zscore", param=0.7)),
+]
+_NOT_CANDIDATES = ("default without", "dense side alone")  # ablations, not choices
 
 
 def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]],
                      categories: list[str], top_k: int) -> None:
     """BM25F vs the plugin's hybrid on BFCL (whole, tuning half, held-out half) and on the
-    paraphrase set, with the targets; then the variants measured to choose the default."""
+    paraphrase set, with the targets and the gains' 95% intervals; then the variants
+    measured to choose the default, and what the tuning half's choice gains on the other."""
     halves = {"tuning half": [cat in TUNE_HALF for cat in categories],
               "held-out half": [cat in HELD_OUT_HALF for cat in categories]}
     assert all(a != b for a, b in zip(*halves.values())), "each category in one half"
@@ -641,135 +606,65 @@ def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[
         *((f"BFCL {name}, {sum(p)}", p) for name, p in halves.items()),
     ]
     for label, picks in sets:
-        qs = queries if picks is None else _subset(picks, queries)
-        base = metrics(bm25f_runs if picks is None else _subset(picks, bm25f_runs), qs)
-        hyb = metrics(hybrid_runs if picks is None else _subset(picks, hybrid_runs), qs)
-        g5, gm = _gains(hyb, base)
+        qs = queries if picks is None else subset(picks, queries)
+        base = metrics(bm25f_runs if picks is None else subset(picks, bm25f_runs), qs)
+        hyb = metrics(hybrid_runs if picks is None else subset(picks, hybrid_runs), qs)
+        g5, gm = gains(hyb, base)
         target = f">= +{GAIN_TARGET:.1f}" if picks is None else ""
         verdict = f"{_verdict(g5)} / {_verdict(gm)}" if picks is None else ""
         for system, m in (("BM25F", base), ("hybrid", hyb)):
-            gains = f"{g5:>+10.2f}{gm:>+10.2f}  {target:<13}  {verdict}" if system == "hybrid" else ""
+            cells = f"{g5:>+10.2f}{gm:>+10.2f}  {target:<13}  {verdict}" if system == "hybrid" else ""
             print(f"  {label if system == 'BM25F' else '':<44}{system:<8}{m['recall@1']:>9.3f}"
-                  f"{m['recall@5']:>9.3f}{m['mrr']:>7.3f}{gains}")
+                  f"{m['recall@5']:>9.3f}{m['mrr']:>7.3f}{cells}")
     p_base = metrics(run_ours(p_tools, p_queries, top_k), p_queries)
     p_hyb = metrics(run_ours(p_tools, p_queries, top_k, semantic=True), p_queries)
-    g5, gm = _gains(p_hyb, p_base)
+    g5, gm = gains(p_hyb, p_base)
     label = f"paraphrase set, {len(p_queries)} ({len(p_tools)} tools)"
     print(f"  {label:<44}{'BM25F':<8}{p_base['recall@1']:>9.3f}{p_base['recall@5']:>9.3f}"
           f"{p_base['mrr']:>7.3f}")
     print(f"  {'':<44}{'hybrid':<8}{p_hyb['recall@1']:>9.3f}{p_hyb['recall@5']:>9.3f}"
           f"{p_hyb['mrr']:>7.3f}{g5:>+10.2f}{gm:>+10.2f}")
+    (r_lo, r_hi), (m_lo, m_hi) = gain_interval(hybrid_runs, bm25f_runs, queries)
+    print(f"  95% interval of BFCL's gains (paired bootstrap over the queries): recall@5 "
+          f"{r_lo:+.1f} to {r_hi:+.1f}, MRR {m_lo:+.1f} to {m_hi:+.1f} points")
     print(f"  halves of BFCL's categories: tuning {', '.join(TUNE_HALF)}; held out "
           f"{', '.join(HELD_OUT_HALF)}")
 
     # -- variants: what else was measured before keeping this default ----------------------
-    bfcl = _VariantSet(tools, queries, bm25f_runs)
-    para = _VariantSet(p_tools, p_queries, run_ours(p_tools, p_queries, top_k))
-    default = (256, "all", "score", 1.0)
-    variants = [
-        ("default: 256 dims, all fields, score fusion w=1", default),
-        ("default without the per-request z", (256, "all", "score-whole", 1.0)),
-        ("dense side alone (256 dims)", (256, "all", "dense", 0.0)),
-        ("128 dims (Matryoshka truncation)", (128, "all", "score", 1.0)),
-        ("64 dims (Matryoshka truncation)", (64, "all", "score", 1.0)),
-        ("text: name + description", (256, "name+description", "score", 1.0)),
-        ("text: name + description + param names", (256, "name+description+params", "score",
-                                                    1.0)),
-        *((f"score fusion w={w:g}", (256, "all", "score", w)) for w in (0.5, 1.5, 2.0, 3.0)),
-        *((f"reciprocal rank fusion k={k}", (256, "all", "rrf", float(k))) for k in (10, 60)),
-        ("reciprocal rank fusion k=10, dense weight 0.5", (256, "all", "rrf-half", 10.0)),
-    ]
+    bfcl_reg, para_reg = _ours_registry(tools), _ours_registry(p_tools)
+    bfcl = VariantSet(bfcl_reg, [t["name"] for t in tools], queries, bm25f_runs)
+    para = VariantSet(para_reg, [t["name"] for t in p_tools], p_queries,
+                      run_ours(p_tools, p_queries, top_k))
     print()
     print("Variants (gains over BM25F in points, recall@5/MRR; the tuning and held-out halves "
           "are BFCL's categories as above)")
-    print(f"  {'variant':<50}{'BFCL all':>14}{'tuning half':>14}{'held-out':>14}"
+    print(f"  {'variant':<52}{'BFCL all':>14}{'tuning half':>14}{'held-out':>14}"
           f"{'paraphrases':>16}{'vectors@10k':>13}")
-    chosen: tuple[float, str] | None = None
-    for label, (dim, mix, how, param) in variants:
-        runs = bfcl.runs(dim, mix, how, param, top_k)
-        if (dim, mix, how, param) == default:
+    measured: list[tuple[str, list[tuple[float, float]]]] = []
+    for label, v in VARIANTS:
+        runs = bfcl.runs(v, top_k)
+        if v == Variant():
             plugin, mine = metrics(hybrid_runs, queries), metrics(runs, queries)
             if any(abs(plugin[k] - mine[k]) > 2e-3 for k in mine):
                 print(f"  (warning: this replica of the plugin's fusion gives {mine}, "
                       f"the plugin {plugin})")
         cells = [bfcl.gains(runs, None), *(bfcl.gains(runs, p) for p in halves.values()),
-                 para.gains(para.runs(dim, mix, how, param, top_k), None)]
-        if how not in ("dense", "score-whole") and (chosen is None
-                                                    or sum(cells[1]) > chosen[0] + 1e-9):
-            chosen = (sum(cells[1]), label)
-        print(f"  {label:<50}" + "".join(f"{a:>+7.2f}/{b:<+6.2f}" for a, b in cells[:3])
-              + f"{cells[3][0]:>+8.1f}/{cells[3][1]:<+7.1f}"
-              + f"{10_000 * dim * 4 / 2**20:>9.1f} MiB")
-    if chosen is not None:
-        print(f"  best on the tuning half (sum of both gains): {chosen[1]}")
-
-
-class _VariantSet:
-    """One query set with its BM25F results, to rank it by dense and fused variants."""
-
-    MIXES = ("all", "name+description", "name+description+params")
-
-    def __init__(self, tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]],
-                 bm25f_runs: list[list[str]]) -> None:
-        from toolregistry_discovery import ToolDiscoveryTool
-        from toolregistry_discovery._fields import tool_texts
-        from toolregistry_discovery._semantic import embedding_text
-
-        reg = _ours_registry(tools)
-        index = ToolDiscoveryTool(reg).index
-        self.queries = queries
-        self.keys = [t["name"] for t in tools]
-        self.base_runs = bm25f_runs
-        self.lexical = [[(h.key, h.score) for h in index.search(q, SCORE_FUSION_DEPTH)]
-                        for q, _ in queries]
-        fields = {t.name: tool_texts(t) for t in reg.get_tools()}
-
-        def text(key: str, mix: str) -> str:
-            names, description, hint, _tags, params, _param_texts = fields[key]
-            if mix == "all":
-                return embedding_text(fields[key])
-            kept = params if mix.endswith("params") else ()
-            return embedding_text((names, description, hint, (), kept, ()))
-
-        self.texts = {mix: [text(k, mix) for k in self.keys] for mix in self.MIXES}
-        self._sims: dict[tuple[int, str], Any] = {}
-
-    def runs(self, dim: int, mix: str, how: str, param: float, top_k: int) -> list[list[str]]:
-        """The top ``top_k`` of every query; ``how``: ``score`` (with the per-request z, as
-        the plugin), ``score-whole`` (the whole query's z only), ``rrf``, ``rrf-half`` or
-        ``dense`` (see :func:`fused_ranking`)."""
-
-        from toolregistry_discovery import WordLlamaEmbedder
-        from toolregistry_discovery._semantic import split_requests
-
-        if (dim, mix) not in self._sims:
-            embedder = WordLlamaEmbedder(dim=dim)
-            docs = unit_vectors(embedder, self.texts[mix]).T
-            sims = unit_vectors(embedder, [q for q, _ in self.queries]) @ docs
-            per_request: list[Any] = []
-            for query, _ in self.queries:
-                requests = split_requests(query)
-                if not requests:
-                    per_request.append(None)
-                    continue
-                r = unit_vectors(embedder, requests) @ docs
-                spread = r.std(axis=1, keepdims=True)
-                spread[spread == 0] = 1.0
-                per_request.append((r - r.mean(axis=1, keepdims=True)) / spread)
-            self._sims[dim, mix] = (sims, per_request)
-        sims, per_request = self._sims[dim, mix]
-        with_requests = how == "score"
-        how = "score" if how == "score-whole" else how
-        return [fused_ranking(self.lexical[i], sims[i], self.keys, how, param, top_k,
-                              per_request[i] if with_requests else None)
-                for i in range(len(self.queries))]
-
-    def gains(self, runs: list[list[str]], picks: list[bool] | None) -> tuple[float, float]:
-        if picks is None:
-            return _gains(metrics(runs, self.queries), metrics(self.base_runs, self.queries))
-        qs = _subset(picks, self.queries)
-        return _gains(metrics(_subset(picks, runs), qs),
-                      metrics(_subset(picks, self.base_runs), qs))
+                 para.gains(para.runs(v, top_k), None)]
+        if not label.startswith(_NOT_CANDIDATES):
+            measured.append((label, cells))
+        vectors = 10_000 * v.dim * 4 * (3 if v.text == "fields-max" else 1) / 2**20
+        print(f"  {label:<52}" + "".join(f"{a:>+7.2f}/{b:<+6.2f}" for a, b in cells[:3])
+              + f"{cells[3][0]:>+8.1f}/{cells[3][1]:<+7.1f}{vectors:>9.1f} MiB")
+    # Chosen on one half alone (the smaller of its two gains, then their sum), measured on
+    # the other: what choosing among these variants is worth on queries the choice never saw.
+    default = measured[0][1]
+    for chosen_on, other in ((1, 2), (2, 1)):
+        label, cells = max(measured, key=lambda m: (min(m[1][chosen_on]), sum(m[1][chosen_on])))
+        names = {1: "tuning half", 2: "held-out half"}
+        print(f"  best on the {names[chosen_on]}: {label} ({cells[chosen_on][0]:+.2f}/"
+              f"{cells[chosen_on][1]:+.2f}); on the {names[other]} {cells[other][0]:+.2f}/"
+              f"{cells[other][1]:+.2f} (the default {default[other][0]:+.2f}/"
+              f"{default[other][1]:+.2f})")
 
 
 def print_quality(title: str, rows: list[tuple[str, dict[str, float]]]) -> None:
