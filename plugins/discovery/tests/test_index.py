@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolregistry_discovery import BM25FIndex
-from toolregistry_discovery._analysis import analyze, analyze_query
+from toolregistry_discovery._analysis import _WORD_RE, _ascii_words, analyze, analyze_query
 from toolregistry_discovery._stem import stem
 
 
@@ -27,6 +27,23 @@ def test_analyze_cjk_bigrams_and_unigrams() -> None:
     q = analyze_query("帮我压缩文件")
     assert q["压缩"] and q["文件"]
     assert not q["帮我"] and not q["压"]  # filler bigram, unigrams never anchor
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_ascii_words_are_the_regex_words(text: str) -> None:
+    # The ASCII fast path (bytes.translate + split) finds exactly the regex's words.
+    assert _ascii_words(text) == _WORD_RE.findall(text)
+
+
+def test_ascii_words_every_character() -> None:
+    every = "".join(map(chr, range(128)))
+    assert _ascii_words(every) == _WORD_RE.findall(every) == ["0123456789",
+                                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                                                              "abcdefghijklmnopqrstuvwxyz"]
+    # filler "get" kept without anchoring, "the" dropped, the number dropped beside words
+    assert analyze_query("Get_the weather-report, 2 days") == {
+        "get": False, "weather": True, "report": True, "dai": True}
 
 
 def test_stemmer_classes() -> None:
