@@ -373,3 +373,28 @@ def test_a_tool_reading_its_context_keeps_its_deadline(make_mode: MakeMode) -> N
 
     result = registry.invoke("run_code", {"code": "[await deadline(), await short()]"})
     assert result.ok and result.value.value == [True, True], result.text
+
+
+def test_results_reach_programs_as_plain_data(make_mode: MakeMode) -> None:
+    registry, _ = make_mode(type_check=False)
+
+    @registry.register
+    def nested() -> dict[str, Any]:
+        """Plain data, a tuple inside (passed as it is)."""
+        return {"pets": [{"id": i, "tags": ("a", "b"), "owner": None} for i in range(3)]}
+
+    @registry.register
+    def odd() -> dict[str, Any]:
+        """Not plain: int keys, a date, a set deep inside (made plain)."""
+        import datetime
+
+        return {"when": datetime.date(2026, 12, 1), "by_id": {1: "x"},
+                "deep": [[{"s": {3}}]]}
+
+    code = ("a = await nested()\nb = await odd()\n"
+            "[len(a['pets']), list(a['pets'][2]['tags']), a['pets'][0]['owner'], b]")
+    result = registry.invoke("run_code", {"code": code})
+    assert result.ok, result.text
+    assert result.value.value == [3, ["a", "b"], None,
+                                  {"when": "2026-12-01", "by_id": {"1": "x"},
+                                   "deep": [[{"s": [3]}]]}]
