@@ -493,9 +493,10 @@ class WorkerPool:
     def _run(self, work: Work, worker: _Worker, ident: int, lock: Any) -> Work | None:
         """Run one call; returns the next call to run (from the backlog) or ``None``."""
         deadline = work.deadline
-        late = deadline is not None and time.perf_counter() > deadline
         with lock:
-            started = work.state == _PENDING and not late
+            # Looked at once the lock is held: waiting for it may have taken the deadline.
+            started = work.state == _PENDING and (
+                deadline is None or time.perf_counter() <= deadline)
             if started:
                 work.state = _RUNNING
                 work.ident = ident
