@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -136,6 +137,7 @@ def test_incremental_index_matches_reference(ops: list[tuple[str, int, Any]], qu
         index._pending_max = 7
         index._batch_flush = 2
         index._compact_min_dead = 1
+        index._sort_all = 0  # the top k partitioned out of the candidates
     docs: dict[str, dict[str, str]] = {}
 
     def put(key: str, fields: dict[str, str]) -> None:
@@ -209,10 +211,16 @@ def test_ties_across_the_cut_keep_insertion_order() -> None:
     texts = ["shared words", "shared shared words", "shared other words here", "shared x y z w"]
     index = BM25FIndex({"name": 1.0})
     index.add_many((f"k{i:03d}", {"name": rng.choice(texts)}) for i in range(120))
-    full = [h.key for h in index.search("shared", top_k=1000)]
+    hits = index.search("shared", top_k=1000)
+    full = [h.key for h in hits]
     assert len(full) == 120
-    for top_k in (1, 2, 3, 5, 10, 17, 40, 119):
-        assert [h.key for h in index.search("shared", top_k=top_k)] == full[:top_k]
+    assert all(a.score > b.score or (a.score == b.score and a.key < b.key)
+               for a, b in pairwise(hits))
+    for sort_all in (0, 512):  # top k partitioned out first, or every candidate sorted
+        index._sort_all = sort_all
+        assert [h.key for h in index.search("shared", top_k=1000)] == full
+        for top_k in (1, 2, 3, 5, 10, 17, 40, 119):
+            assert [h.key for h in index.search("shared", top_k=top_k)] == full[:top_k]
 
 
 def test_parameters_checked() -> None:

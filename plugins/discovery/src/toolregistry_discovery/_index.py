@@ -48,6 +48,7 @@ DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
 
 _TEXT_CACHE = 1 << 16  # analysed texts kept per index (bounded: cleared when full)
 _SAT_CACHE = 1 << 20  # saturated frequencies kept per index (8 MiB; cleared when over)
+_MIN_DELTA = 1e-200  # a delta this large keeps every posting's share of a score above 0.0
 
 FieldValue = str | Iterable[str] | None
 """A field's text: one string, several strings (analysed one by one), or nothing."""
@@ -86,6 +87,7 @@ class BM25FIndex:
     _compact_min_dead = 64  # dead documents before the postings are swept
     _batch_flush = 1024  # a batch of at least this many documents becomes a segment at once
     _pending_max = 1 << 20  # term ids collected before a segment is built regardless
+    _sort_all = 512  # candidates a query sorts whole (more: the top k are partitioned out first)
 
     def __init__(
         self,
@@ -383,15 +385,21 @@ class BM25FIndex:
             present, docs, sat, sizes = self._postings_of(term_ids)
             if not present:
                 return []
+            # Every matched term anchors (the usual query): the candidates are the documents
+            # with a posting, i.e. a score > 0 (each posting adds at least delta * idf > 0).
+            every = self.delta >= _MIN_DELTA and all(anchors[i] for i in present)
+            anchor_docs = None
             if self._dead:
                 docs, sat, tpos = self._live(docs, sat, sizes)
                 dfs = np.bincount(tpos, minlength=len(sizes)).tolist()
-                anchor_docs = docs[np.asarray([anchors[i] for i in present])[tpos]]
+                if not every:
+                    anchor_docs = docs[np.asarray([anchors[i] for i in present])[tpos]]
             else:
                 dfs = sizes
                 tpos = None
-                anchor_docs = docs[np.repeat([anchors[i] for i in present], sizes)]
-            if anchor_docs.size == 0:
+                if not every:
+                    anchor_docs = docs[np.repeat([anchors[i] for i in present], sizes)]
+            if docs.size == 0 or (anchor_docs is not None and anchor_docs.size == 0):
                 return []
             n = len(self._ids)
             log = math.log
@@ -400,16 +408,24 @@ class BM25FIndex:
             scores = np.bincount(docs, minlength=slots,
                                  weights=sat * (idf[tpos] if tpos is not None else
                                                 np.repeat(idf, sizes)))
-            anchored = np.zeros(slots, dtype=bool)
-            anchored[anchor_docs] = True
-            cand = np.flatnonzero(anchored)
+            if anchor_docs is None:
+                cand = np.flatnonzero(scores > 0.0)
+            else:
+                anchored = np.zeros(slots, dtype=bool)
+                anchored[anchor_docs] = True
+                cand = np.flatnonzero(anchored)
             cs = scores[cand]
-            if cand.size > top_k:
-                keep = _top(cs, top_k)
-                cand, cs = cand[keep], cs[keep]
-            order = np.lexsort((cand, -cs))
+            if cand.size <= self._sort_all:
+                # Few candidates: one stable sort by score; equal scores keep slot order.
+                order = np.argsort(-cs, kind="stable")[:top_k]
+            else:
+                if cand.size > top_k:
+                    keep = _top(cs, top_k)
+                    cand, cs = cand[keep], cs[keep]
+                order = np.lexsort((cand, -cs))
             keys = self._keys
-            return [Hit(keys[int(cand[i])] or "", float(cs[i])) for i in order]
+            return [Hit(keys[c] or "", s) for c, s in zip(cand[order].tolist(),
+                                                          cs[order].tolist())]
 
     def explain(self, key: str, query: str) -> dict[str, Any]:
         """How each field and each query term adds up to ``key``'s score for ``query``."""
