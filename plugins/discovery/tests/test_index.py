@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from toolregistry_discovery import BM25FIndex
 from toolregistry_discovery._analysis import _WORD_RE, _ascii_words, analyze, analyze_query
-from toolregistry_discovery._stem import stem
+from toolregistry_discovery._stem import _has_vowel, _is_cons, _measure, stem
 
 
 def test_analyze_identifiers() -> None:
@@ -54,6 +54,16 @@ def test_stemmer_classes() -> None:
         assert stem(a) == stem(b), (a, b)
     assert stem("status") == "status"
     assert stem("translation") != stem("translate")  # light: derivations stay apart
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aeiouybcdfglmnrstwxzAY", max_size=10))
+def test_stem_shortcuts_agree_with_the_letter_by_letter_rules(word: str) -> None:
+    cons = [_is_cons(word, i) for i in range(len(word))]
+    assert _measure(word) == sum(1 for a, b in pairwise(cons) if not a and b)
+    assert _has_vowel(word) == (not all(cons))
+    if len(word) > 2 and word.islower() and word[-1] not in "sdgye" and word[-1] != word[-2]:
+        assert stem(word) == word  # no step applies to such an ending
 
 
 def _bm25_reference(docs: dict[str, dict[str, str]], weights: dict[str, float], query: str,

@@ -12,6 +12,8 @@ from __future__ import annotations
 __all__ = ["stem"]
 
 _VOWELS = frozenset("aeiou")
+_CV = str.maketrans("abcdefghijklmnopqrstuvwxz", "vcccvcccvcccccvcccccvcccc")  # not y
+_STEPPED_ENDS = frozenset("sdgye")  # the last letters some step looks at (besides a double)
 
 
 def _is_cons(word: str, i: int) -> bool:
@@ -25,6 +27,9 @@ def _is_cons(word: str, i: int) -> bool:
 
 def _measure(stem: str) -> int:
     """The number of vowel-consonant sequences (Porter's *m*)."""
+    if "y" not in stem and stem.islower():
+        # Without a "y" each letter is a vowel or not on its own: count "vc" in the pattern.
+        return stem.translate(_CV).count("vc")
     m = 0
     prev_vowel = False
     for i in range(len(stem)):
@@ -36,6 +41,8 @@ def _measure(stem: str) -> int:
 
 
 def _has_vowel(stem: str) -> bool:
+    if "y" not in stem:
+        return not _VOWELS.isdisjoint(stem)
     return any(not _is_cons(stem, i) for i in range(len(stem)))
 
 
@@ -99,6 +106,8 @@ def stem(word: str) -> str:
     """Stem one lower-case word; short words and non-ASCII-letter words pass through."""
     if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
+    if word[-1] not in _STEPPED_ENDS and word[-1] != word[-2]:
+        return word  # no -s, -ed, -ing, -y, -e (nor -ll), no double consonant: no step applies
     w = _step5(_step1c(_step1ab(word)))
     if _double_cons(w) and w[-1] not in "lsz":
         # Step 1b undoubles "added" -> "ad"; undouble the base form too so "add" meets it.
