@@ -1,13 +1,15 @@
-"""The interpreter's switch interval while calls of CPU-bound tools run on worker threads.
+"""The interpreter's switch interval while a worker pool is crowded.
 
 A thread that wants the interpreter while another runs Python code waits for the switch
 interval (``sys.getswitchinterval()``, 5 ms by default) before it asks for it, and it asks
 again each time it blocks and wakes: a caller waiting for an answer, the event loop, and the
-pool's own threads all pay that per wake-up while a CPU-bound tool runs, and pay it once per
-CPU-bound thread when several run. Worker pools that run calls of CPU-bound tools ask for a
-shorter interval here; the interpreter's own is put back when the last of them is done,
-unless someone else changed it meanwhile (theirs then stands, and is the one put back if it
-had to be lowered again). An interval already shorter than asked for is left alone. The interval is process-wide, hence one ledger for every pool.
+pool's own threads all pay that per wake-up while a CPU-bound tool runs, and a thread holding a
+lock makes every thread waiting for that lock pay it too. A worker pool asks for a shorter
+interval here while more calls run than it has CPU slots, or calls of CPU-bound tools run; the
+interpreter's own is put back when the last pool is done, unless someone else changed it
+meanwhile (theirs then stands, and is the one put back if it had to be lowered again). An
+interval already shorter than asked for is left alone. The interval is process-wide, hence one
+ledger for every pool.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import sys
 import threading
 from collections.abc import Callable
 
-__all__ = ["follow", "holds", "lower", "release"]
+__all__ = ["ASKED", "follow", "lower", "release"]
 
 _lock = threading.Lock()
-_asked: dict[int, float] = {}  # id(owner) -> the interval it asked for
+ASKED: dict[int, float] = {}
+"""id(owner) -> the interval it asked for (read it without the lock as a hint only)."""
+_asked = ASKED
 _saved: float | None = None  # the interval before it was lowered
 _ours: float | None = None  # the interval set here (as read back)
 
@@ -48,13 +52,7 @@ def follow(owner: object, interval: float, busy: Callable[[], bool]) -> None:
                 del _asked[key]
             _apply()
             # Asked again after the change: a caller that changed the state meanwhile and
-            # saw the ledger as it was before this change did not come in (see holds).
-
-
-def holds(owner: object) -> bool:
-    """Has ``owner`` asked for a shorter interval (read without the lock: a hint for
-    callers deciding whether to call :func:`follow`)?"""
-    return id(owner) in _asked
+            # saw the ledger as it was before this change did not come in (see ASKED).
 
 
 def release(owner: object) -> None:

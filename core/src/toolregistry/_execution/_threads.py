@@ -143,6 +143,7 @@ class WorkerPool:
         # The interpreter's switch interval while calls of CPU-bound tools run (None: left
         # alone; see _switch).
         self.switch_interval = switch_interval
+        self._ledger_key = id(self)
         self._idle_timeout = idle_timeout
         self.lock = _thread.allocate_lock()
         self._idle: list[_Worker] = []
@@ -161,8 +162,11 @@ class WorkerPool:
 
     def _follow_switch(self) -> None:
         """The switch interval follows whether the pool is crowded (called after each call's
-        start and end, and each look at the running calls)."""
-        if self.switch_interval is not None and self._crowded() != _switch.holds(self):
+        start and end, and each look at the running calls; inline checks: it is on every
+        call's path)."""
+        if self.switch_interval is not None and (
+                self._heavy_running > 0 or self._running > self.cpu_slots
+        ) != (self._ledger_key in _switch.ASKED):
             _switch.follow(self, self.switch_interval, self._crowded)
 
     def _crowded(self) -> bool:
