@@ -98,6 +98,7 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
     "load_plugins": ('["think", "x"]', "y", ["z"], frozenset({"think", "x"}), frozenset({"y"})),
     "trace_hooks": ("true", "no", False, True, False),
     "inline_calls": ("false", "on", True, False, True),
+    "handoff_pinning": ("false", "auto", True, False, "auto"),
     "process_namespaces": ('["heavy"]', "a, b", ["x"], frozenset({"heavy"}),
                            frozenset({"a", "b"})),
     "switch_interval": ("0.001", "none", 0.0002, 0.001, None),
@@ -224,6 +225,7 @@ def test_max_workers_must_be_at_least_one(where: str, value: Any, tmp_path: Path
 
 @pytest.mark.parametrize(("body", "message"), [
     ("think-augment = 1", "think-augment must be true or false"),
+    ('handoff-pinning = "sometimes"', 'handoff-pinning must be "auto", true or false'),
     ('disable-plugins = "think"', "disable-plugins must be a list of plugin names"),
     ("load-plugins = [1]", "load-plugins must be a list of plugin names"),
     ("tool-discovery = {field-weights = {name = -1}}", "field-weights must be a table of finite"),

@@ -68,6 +68,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         strict_plugins: bool | None = None,
         trace_hooks: bool | None = None,
         inline_calls: bool | None = None,
+        handoff_pinning: bool | Literal["auto"] | None = None,
         process_namespaces: Iterable[str] | None = None,
         switch_interval: float | Literal["none"] | None = None,
         plugins: Iterable[Any] = (),
@@ -84,6 +85,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
             process_namespaces=process_namespaces, switch_interval=switch_interval,
+            handoff_pinning=handoff_pinning,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)

@@ -20,7 +20,7 @@ async tool is cancelled; one that ignores the cancellation is left to finish in 
 Modules: ``_executor`` (the entry points and resources), ``_pipeline`` (before and after a tool
 runs), ``_plan`` (what is kept per tool), ``_validation`` (coercion, error text), ``_sync`` and
 ``_async`` (scheduling for each API), ``_policies`` (retries, exclusive tools), ``_threads``
-(the worker pool and the private loop).
+(the worker pool and the private loop), ``_affinity`` (waking a worker on its caller's CPU).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from toolregistry._log import log
 from toolregistry.errors import ToolCancelled
 
 from . import _switch
+from ._affinity import Pinning
 
 __all__ = ["SPREAD_AFTER", "ClosedBeforeStart", "LoopThread", "Work", "WorkerPool", "in_pool"]
 
@@ -87,9 +88,11 @@ class Work:
 
 
 class _Worker:
-    """One worker thread and the pipe it waits on for work (``work``: its call now)."""
+    """One worker thread and the pipe it waits on for work (``work``: its call now;
+    ``restore``: the CPU mask to put back when it wakes, when its caller pinned it)."""
 
-    __slots__ = ("clock", "idle_since", "native", "rfd", "thread", "waited", "wfd", "work")
+    __slots__ = ("clock", "idle_since", "native", "restore", "rfd", "thread", "waited", "wfd",
+                 "work")
 
     def __init__(self, work: Work | None) -> None:
         self.rfd, self.wfd = os.pipe()
@@ -98,6 +101,7 @@ class _Worker:
         self.thread: threading.Thread | None = None
         self.clock: int | None = None  # the thread's CPU-time clock, where there is one
         self.native = 0  # its thread id in the OS
+        self.restore: frozenset[int] | None = None
         # Seconds it had waited for a CPU when last asked, and when (-1: not asked yet).
         self.waited = (-1.0, 0.0)
 
@@ -120,7 +124,9 @@ class WorkerPool:
     (a queue and lock hand-off costs about 13 us here, the pipe about 5). Results come back
     through the call's raw lock. When every worker is busy and the pool is at ``max_workers``,
     calls wait in a backlog. A worker idle for ``idle_timeout`` seconds is retired at the next
-    submit, and all leave at :meth:`shutdown` once their current call ends.
+    submit, and all leave at :meth:`shutdown` once their current call ends. With ``pinning``
+    (Linux), ``submit`` wakes the worker on the caller's CPU, which the worker leaves at once
+    for its own CPU mask (see ``_affinity``): a wake-up across CPUs costs a VM 30-100 us.
 
     **CPU slots.** Threads share one interpreter lock: every thread running Python code makes
     everyone else wait longer for it (about 5 ms per such thread at each switch), and the
@@ -138,7 +144,8 @@ class WorkerPool:
     """
 
     def __init__(self, max_workers: int, idle_timeout: float = 30.0,
-                 cpu_slots: int | None = None, switch_interval: float | None = None) -> None:
+                 cpu_slots: int | None = None, switch_interval: float | None = None,
+                 pinning: bool | str = "auto") -> None:
         self._max = max_workers
         # The interpreter's switch interval while calls of CPU-bound tools run (None: left
         # alone; see _switch).
@@ -159,6 +166,7 @@ class WorkerPool:
         self._running = 0
         self._samples: dict[_Worker, tuple[Work, float, int]] = {}
         self._sampled_at = self._process_at = 0.0
+        self.pinning = Pinning(pinning)
 
     def _follow_switch(self) -> None:
         """The switch interval follows whether the pool is crowded (called after each call's
@@ -240,6 +248,8 @@ class WorkerPool:
         if spawn:
             self._want_workers()
             return True
+        if self.pinning.on:  # its caller waits for it: wake it on the caller's CPU
+            worker.restore = self.pinning.pin(worker.native)
         os.write(worker.wfd, _GO)
         if stale is not None:
             os.write(stale.wfd, _QUIT)
@@ -458,6 +468,7 @@ class WorkerPool:
                 pass
         lock = self.lock
         read = os.read
+        pinning = self.pinning
         try:
             work = worker.work
             while True:
@@ -470,6 +481,10 @@ class WorkerPool:
                 # Idle: a GO (from submit) or a QUIT (stale, or close) is sure to come.
                 if read(worker.rfd, 1) != _GO:
                     return
+                restore = worker.restore
+                if restore is not None:  # woken on its caller's CPU: its own mask again
+                    worker.restore = None
+                    pinning.unpin(restore)
                 work = worker.work
         finally:
             with lock:
