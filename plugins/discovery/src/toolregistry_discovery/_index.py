@@ -47,7 +47,7 @@ DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
 """The spec's five fields and weights, plus parameter descriptions at a lower weight."""
 
 _TEXT_CACHE = 1 << 16  # analysed texts kept per index (bounded: cleared when full)
-_SAT_CACHE = 1 << 20  # saturated frequencies kept per index (8 MiB; cleared when over)
+_SAT_CACHE = 1 << 20  # saturated frequencies (and times idf) kept per index: 8 MiB, then cleared
 _MIN_DELTA = 1e-200  # a delta this large keeps every posting's share of a score above 0.0
 
 FieldValue = str | Iterable[str] | None
@@ -139,6 +139,7 @@ class BM25FIndex:
         # Per term id, the saturated frequency of each posting, ``(k1 + 1) * wtf / (wtf +
         # norm) + delta``: it depends on avgdl, so any change empties it.
         self._sat: dict[int, Any] = {}
+        self._scored: dict[int, Any] = {}  # the same times the term's idf (no dead documents)
         self._sat_version = -1
         self._sat_size = 0
 
@@ -314,10 +315,14 @@ class BM25FIndex:
         n = len(self._ids)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    def _postings_of(self, term_ids: list[int]) -> tuple[list[int], Any, Any, list[int]]:
+    def _postings_of(self, term_ids: list[int], scored: bool = False
+                     ) -> tuple[list[int], Any, Any, list[int]]:
         """For the terms of ``term_ids`` that have postings: their positions in
         ``term_ids``, the slots of all their postings and each posting's saturated
-        frequency (term after term), and the number of postings per term."""
+        frequency (term after term), and the number of postings per term.
+
+        ``scored`` (only without dead documents, whose postings would count in ``df``):
+        each posting's share of the score, the saturated frequency times the term's idf."""
         self._flush_locked()
         found = [(i, run[0], run[1])
                  for i, run in enumerate(self._postings.of_terms(term_ids)) if run is not None]
@@ -325,6 +330,7 @@ class BM25FIndex:
             return [], np.empty(0, dtype=np.int32), np.empty(0), []
         if self._sat_version != self._version or self._sat_size > _SAT_CACHE:
             self._sat.clear()
+            self._scored.clear()
             self._sat_version = self._version
             self._sat_size = 0
         sat = self._sat
@@ -348,11 +354,22 @@ class BM25FIndex:
             self._sat_size += at
         present = [i for i, _, _ in found]
         sizes = [docs_i.size for _, docs_i, _ in found]
+        if scored:
+            shares, n, log = self._scored, len(self._ids), math.log
+            values = []
+            for i, df in zip(present, sizes):
+                t = term_ids[i]
+                v = shares.get(t)
+                if v is None:
+                    v = shares[t] = sat[t] * log(1.0 + (n - df + 0.5) / (df + 0.5))
+                    self._sat_size += df
+                values.append(v)
+        else:
+            values = [sat[term_ids[i]] for i in present]
         if len(found) == 1:
-            return present, found[0][1], sat[term_ids[present[0]]], sizes
+            return present, found[0][1], values[0], sizes
         docs = np.concatenate([docs_i for _, docs_i, _ in found])
-        sats = np.concatenate([sat[term_ids[i]] for i in present])
-        return present, docs, sats, sizes
+        return present, docs, np.concatenate(values), sizes
 
     def _live(self, docs: Any, per_posting: Any, sizes: list[int]) -> tuple[Any, Any, Any]:
         """Drop dead documents' postings: (slots, values, term index of each posting)."""
@@ -382,32 +399,31 @@ class BM25FIndex:
                     anchors.append(anchor)
             if not any(anchors):
                 return []
-            present, docs, sat, sizes = self._postings_of(term_ids)
+            dead = self._dead
+            present, docs, sat, sizes = self._postings_of(term_ids, scored=not dead)
             if not present:
                 return []
             # Every matched term anchors (the usual query): the candidates are the documents
             # with a posting, i.e. a score > 0 (each posting adds at least delta * idf > 0).
             every = self.delta >= _MIN_DELTA and all(anchors[i] for i in present)
             anchor_docs = None
-            if self._dead:
+            if dead:
                 docs, sat, tpos = self._live(docs, sat, sizes)
                 dfs = np.bincount(tpos, minlength=len(sizes)).tolist()
                 if not every:
                     anchor_docs = docs[np.asarray([anchors[i] for i in present])[tpos]]
+                n = len(self._ids)
+                log = math.log
+                idf = np.asarray([log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in dfs])
+                shares = sat * idf[tpos]
             else:
-                dfs = sizes
-                tpos = None
+                shares = sat  # already times idf
                 if not every:
                     anchor_docs = docs[np.repeat([anchors[i] for i in present], sizes)]
             if docs.size == 0 or (anchor_docs is not None and anchor_docs.size == 0):
                 return []
-            n = len(self._ids)
-            log = math.log
-            idf = np.asarray([log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in dfs])
             slots = len(self._keys)
-            scores = np.bincount(docs, minlength=slots,
-                                 weights=sat * (idf[tpos] if tpos is not None else
-                                                np.repeat(idf, sizes)))
+            scores = np.bincount(docs, minlength=slots, weights=shares)
             if anchor_docs is None:
                 cand = np.flatnonzero(scores > 0.0)
             else:
