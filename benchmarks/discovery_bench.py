@@ -366,7 +366,7 @@ def speed_job(side: str, corpus: str, n: int, tools: list[dict[str, Any]],
     job = CACHE / f"speed-{side}.json"
     job.write_text(json.dumps({
         "side": side, "corpus": corpus, "n": n, "tools": tools if corpus == "bfcl" else [],
-        "module": str(c.write_tools_module(n)) if corpus == "gen" else "",
+        "module": str(c.write_tools_module(n, pep563=True)) if corpus == "gen" else "",
         "queries": queries, "repeat": repeat, "benchmarks": str(Path(__file__).parent),
         "empty_config": str(CACHE / "empty.toml"),
     }), encoding="utf-8")
