@@ -157,6 +157,17 @@ class Postings:
 
         With one segment (the usual case after a bulk build) these are views, not copies.
         """
+        if len(self.segments) == 1:
+            # A few scalar reads cost less than the vectorised lookup for a query's terms.
+            seg = self.segments[0]
+            ptr, sd, sw = seg.ptr, seg.docs, seg.wtf
+            last = ptr.size - 1
+            one: list[tuple[Any, Any] | None] = []
+            for t in term_ids:
+                s = int(ptr[t]) if t < last else 0
+                e = int(ptr[t + 1]) if t < last else 0
+                one.append((sd[s:e], sw[s:e]) if e > s else None)
+            return one
         q = np.asarray(term_ids, dtype=_I64)
         found: list[list[tuple[Any, Any]]] = [[] for _ in term_ids]
         for seg in self.segments:
