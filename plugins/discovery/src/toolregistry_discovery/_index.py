@@ -431,15 +431,20 @@ class BM25FIndex:
                 anchored[anchor_docs] = True
                 cand = np.flatnonzero(anchored)
             cs = scores[cand]
-            if cand.size <= self._sort_all:
-                # Few candidates: one stable sort by score; equal scores keep slot order.
-                order = np.argsort(-cs, kind="stable")[:top_k]
-            else:
-                if cand.size > top_k:
-                    keep = _top(cs, top_k)
-                    cand, cs = cand[keep], cs[keep]
-                order = np.lexsort((cand, -cs))
             keys = self._keys
+            if cand.size <= self._sort_all:
+                # Few candidates: those scoring at least the k-th best score (the top k and
+                # any tied with it), sorted by score, then slot.
+                if cand.size > top_k:
+                    cut = cand.size - top_k
+                    keep = np.flatnonzero(cs >= np.partition(cs, cut)[cut])
+                    cand, cs = cand[keep], cs[keep]
+                best = sorted(zip((-cs).tolist(), cand.tolist()))[:top_k]
+                return [Hit(keys[c] or "", -s) for s, c in best]
+            if cand.size > top_k:
+                keep = _top(cs, top_k)
+                cand, cs = cand[keep], cs[keep]
+            order = np.lexsort((cand, -cs))
             return [Hit(keys[c] or "", s) for c, s in zip(cand[order].tolist(),
                                                           cs[order].tolist())]
 
