@@ -131,6 +131,51 @@ def test_fast_path_writes_what_pydantic_writes(fn: Any) -> None:
     assert sig.parameters == slow
 
 
+def test_fast_path_params_are_read_on_first_use_as_they_were() -> None:
+    def tool(a: int, /, b: str | None = None, *, mode: Literal["x", "y"] = "x") -> str:
+        """Tool.
+
+        Args:
+            a: First.
+            mode: How.
+        """
+        return f"{a}{b}{mode}"
+
+    docs = {"a": "First.", "mode": "How."}
+    sig = inspect_function(tool, "tool", docs)
+    assert "not read yet" in repr(sig)
+    eager = inspect_function(tool, "tool", docs, eager=True)
+    assert sig.params == eager.params and sig.parameters == eager.parameters
+    assert [(p.name, p.positional_only, p.description) for p in sig.params] == [
+        ("a", True, "First."), ("b", False, None), ("mode", False, "How.")]
+    reg = ToolRegistry()
+    reg.register(tool)
+    assert reg.invoke("tool", {"a": 1, "mode": "y"}).text == "1Noney"  # positional-only bound
+    assert reg.invoke("tool", {"a": 1, "mode": "z"}).error_kind == "invalid_arguments"
+
+
+def test_many_tools_at_once_pause_the_collector_and_restore_it() -> None:
+    import gc
+
+    from toolregistry.errors import ToolNameCollisionError
+
+    methods = {f"m{i}": staticmethod(lambda x=i: x) for i in range(300)}
+    Many = type("Many", (), methods)
+    assert gc.isenabled()
+    reg = ToolRegistry()
+    reg.register_from_class(Many)
+    assert gc.isenabled() and len(reg) == 300
+    with pytest.raises(ToolNameCollisionError):  # fails halfway: the collector is back on
+        reg.register_from_class(Many)
+    assert gc.isenabled()
+    gc.disable()  # the application's choice is left alone
+    try:
+        reg.register_from_class(Many, namespace="again")
+        assert not gc.isenabled() and len(reg) == 600
+    finally:
+        gc.enable()
+
+
 def test_docstring_descriptions_reach_the_schema() -> None:
     def google(city: str, days: int = 1) -> str:
         """Forecast.

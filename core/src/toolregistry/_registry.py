@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
 
-from . import _config
+from . import _config, _gc
 from ._log import log
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
@@ -311,6 +311,12 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         return tool.evolve(**changes) if changes else tool
 
     def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
+        # many tools at once (a class, a loaded spec, register_tools): the collector waits
+        with _gc.paused(len(tools)):
+            return self._add_tools(tools, namespace=namespace, replace=replace)
+
+    def _add_tools(self, tools: list[Tool], *, namespace: str | None, replace: bool
+                   ) -> list[Tool]:
         if self._closed:
             raise ToolRegistrationError(f"registry {self.name!r} is closed")
         given: object = namespace  # callers outside the type checker pass anything
@@ -359,8 +365,9 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
 
         owner = cls if isinstance(cls, type) else type(cls)
         ns = owner.__name__ if namespace is True else (namespace or None)
-        tools = tools_from_class(cls, include_private=include_private)
-        return self._add(tools, namespace=ns, replace=replace)
+        with _gc.paused(len(vars(owner))):  # building the tools of a large class too
+            tools = tools_from_class(cls, include_private=include_private)
+            return self._add(tools, namespace=ns, replace=replace)
 
     # ------------------------------------------------------------------ execution
     def _get_executor(self) -> Executor:

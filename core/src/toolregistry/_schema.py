@@ -71,13 +71,43 @@ class InjectedParam:
     has_default: bool
 
 
-@frozen
 class Signature:
-    """What the kernel keeps of a function's signature."""
+    """What the kernel keeps of a function's signature: its ``parameters`` schema, the
+    ``injected`` parameters and the model-visible ``params`` (for the validator).
 
-    params: tuple[Param, ...]
-    injected: tuple[InjectedParam, ...]
-    parameters: dict[str, Any]
+    ``params`` of a signature the fast path wrote are worked out again from the function on
+    first use (the first call builds the validator): a registry of many tools then keeps a
+    few objects per tool fewer, which the garbage collector no longer traverses.
+    """
+
+    __slots__ = ("_docs", "_fn", "_params", "_tool_name", "injected", "parameters")
+
+    def __init__(self, params: tuple[Param, ...] | None, injected: tuple[InjectedParam, ...],
+                 parameters: dict[str, Any],
+                 source: tuple[Callable[..., Any], str, Mapping[str, str]] | None = None
+                 ) -> None:
+        self._params = params
+        if params is None:
+            if source is None:
+                raise ValueError("Signature needs its params or the function to read them from")
+            # three slots, not the tuple: one object fewer per tool
+            self._fn, self._tool_name, self._docs = source
+        self.injected = injected
+        self.parameters = parameters
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        """The model-visible parameters, in order."""
+        params = self._params
+        if params is None:
+            params = self._params = inspect_function(self._fn, self._tool_name, self._docs,
+                                                     eager=True).params
+            del self._fn, self._tool_name, self._docs
+        return params
+
+    def __repr__(self) -> str:
+        params = "(not read yet)" if self._params is None else repr(self._params)
+        return f"Signature(params={params}, injected={self.injected!r})"
 
 
 def _fast_schema(annotation: Any) -> dict[str, Any] | None:
@@ -195,9 +225,13 @@ def _parameters(fn: Callable[..., Any]) -> list[_Parameter]:
 
 
 def inspect_function(
-    fn: Callable[..., Any], tool_name: str, param_docs: Mapping[str, str]
+    fn: Callable[..., Any], tool_name: str, param_docs: Mapping[str, str], *,
+    eager: bool = False
 ) -> Signature:
-    """Build the parameters schema of ``fn``; raise a clear error for what cannot be a tool."""
+    """Build the parameters schema of ``fn``; raise a clear error for what cannot be a tool.
+
+    The signature's ``params`` are kept when pydantic wrote the schema (or ``eager``), else
+    worked out again on first use."""
     try:
         parameters_of_fn = _parameters(fn)
     except (TypeError, ValueError) as exc:
@@ -208,11 +242,11 @@ def inspect_function(
             hints = _resolve_hints(fn, tool_name)
             break
 
-    params: list[Param] = []
+    visible: list[tuple[str, Any, Any, bool, str | None]] = []
     injected: list[InjectedParam] = []
     properties: dict[str, Any] = {}
     required: list[str] = []
-    slow: list[Param] = []
+    slow = False
     P = inspect.Parameter
     for name, pkind, default, annotation in parameters_of_fn:
         if pkind is P.VAR_POSITIONAL:
@@ -236,10 +270,9 @@ def inspect_function(
             )
             continue
         description = param_docs.get(name)
-        param = Param(name, annotation, default, positional_only, description)
-        params.append(param)
+        visible.append((name, annotation, default, positional_only, description))
         if kind.schema is None:
-            slow.append(param)
+            slow = True
             continue
         schema = dict(kind.schema) if kind.flat else _copy(kind.schema)
         if description:
@@ -252,14 +285,16 @@ def inspect_function(
                 schema["default"] = value
         properties[name] = schema
 
+    params = tuple(Param(*v) for v in visible) if slow or eager else None
     parameters: dict[str, Any]
-    if slow:
-        parameters = _pydantic_schema(tool_name, params)
+    if params is not None and slow:
+        parameters = _pydantic_schema(tool_name, list(params))
     else:
         parameters = {"type": "object", "properties": properties}
         if required:
             parameters["required"] = required
-    return Signature(tuple(params), tuple(injected), parameters)
+    return Signature(params, tuple(injected) if injected else (), parameters,
+                     None if params is not None else (fn, tool_name, param_docs))
 
 
 @frozen

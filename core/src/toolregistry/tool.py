@@ -283,6 +283,7 @@ class Tool:
             namespace=namespace,
             provenance=provenance or Provenance("function", detail, tool_name),
             signature=sig,
+            is_async=_is_async_callable(fn),  # given: no validated assignment after init
         )
 
     @property

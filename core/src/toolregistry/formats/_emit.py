@@ -19,11 +19,10 @@ with the registry's size.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolregistry import _gc
 from toolregistry._log import log
 from toolregistry.tool import ToolTag
 
@@ -37,22 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["Emitter", "tag_set"]
 
 _MAX_LISTS = 64
-_GC_PAUSE_MIN = 256  # tools: below this a cold emission triggers no collection worth avoiding
-
-
-@contextmanager
-def _gc_paused(tools: int) -> Iterator[None]:
-    """The cyclic collector paused while emitting ``tools`` definitions (when it was on and
-    the emission is large); what was allocated meanwhile is looked at by the next collection
-    after it is back on. Only what this call turned off is turned back on."""
-    if tools < _GC_PAUSE_MIN or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def tag_set(tags: Iterable[ToolTag | str] | ToolTag | str | None) -> frozenset[str] | None:
@@ -102,7 +85,7 @@ class Emitter:
                     continue
             selected.append(tool)
         degraded: dict[str, list[str]] = {}
-        with _gc_paused(len(selected)):
+        with _gc.paused(len(selected)):
             out = [self.tool(tool, fmt, strict, settings_version, degraded) for tool in selected]
         if degraded:  # one event per emission, not one per tool (large specs lose a lot)
             log.warning("schema.degraded", api_format=fmt.name, tools=len(degraded),
