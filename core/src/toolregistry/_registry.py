@@ -311,6 +311,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         return tool.evolve(**changes) if changes else tool
 
     def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
+        if len(tools) < _gc.PAUSE_MIN:  # one register() call: no context manager to pay for
+            return self._add_tools(tools, namespace=namespace, replace=replace)
         # many tools at once (a class, a loaded spec, register_tools): the collector waits
         with _gc.paused(len(tools)):
             return self._add_tools(tools, namespace=namespace, replace=replace)
