@@ -80,7 +80,7 @@ class Signature:
     few objects per tool fewer, which the garbage collector no longer traverses.
     """
 
-    __slots__ = ("_docs", "_fn", "_params", "_tool_name", "injected", "parameters")
+    __slots__ = ("_fn", "_params", "_tool_name", "injected", "parameters")
 
     def __init__(self, params: tuple[Param, ...] | None, injected: tuple[InjectedParam, ...],
                  parameters: dict[str, Any],
@@ -90,8 +90,9 @@ class Signature:
         if params is None:
             if source is None:
                 raise ValueError("Signature needs its params or the function to read them from")
-            # three slots, not the tuple: one object fewer per tool
-            self._fn, self._tool_name, self._docs = source
+            # two slots, not the tuple: one object fewer per tool; the parameter docs are
+            # read back from the schema (the fast path writes every non-empty one there)
+            self._fn, self._tool_name = source[0], source[1]
         self.injected = injected
         self.parameters = parameters
 
@@ -100,9 +101,12 @@ class Signature:
         """The model-visible parameters, in order."""
         params = self._params
         if params is None:
-            params = self._params = inspect_function(self._fn, self._tool_name, self._docs,
+            props = self.parameters.get("properties") or {}
+            docs = {name: sub["description"] for name, sub in props.items()
+                    if isinstance(sub, dict) and sub.get("description")}
+            params = self._params = inspect_function(self._fn, self._tool_name, docs,
                                                      eager=True).params
-            del self._fn, self._tool_name, self._docs
+            del self._fn, self._tool_name
         return params
 
     def __repr__(self) -> str:
