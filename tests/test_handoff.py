@@ -224,3 +224,75 @@ def test_without_the_affinity_calls_calls_run_as_before(tmp_path: Any) -> None:
                           env=env, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+class Yields:
+    """``sched_yield`` of the pool's callers recorded (thread idents), then made."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from toolregistry._execution import _threads
+
+        self.real = _threads._sched_yield
+        self.threads: list[int] = []
+        monkeypatch.setattr(_threads, "_sched_yield", self)
+
+    def __call__(self) -> None:
+        self.threads.append(threading.get_ident())
+        self.real()
+
+
+def test_a_caller_gives_its_cpu_to_the_worker_it_pinned(
+        reg: ToolRegistry, setaffinity: Recorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned worker runs the call before its caller runs again, so no wake-up of the
+    caller lands on the idle CPU: the caller yields once per pinned hand-off it waits for
+    (a call still running when it comes to wait: this tool's take 2 ms)."""
+    def slow() -> list[int]:
+        threading.Event().wait(0.002)
+        return sorted(os.sched_getaffinity(0))
+
+    reg.register(slow)
+    yields = Yields(monkeypatch)
+    masks(reg, 3, "slow")
+    setaffinity.calls.clear()
+    yields.threads.clear()
+    assert masks(reg, 20, "slow") == {MASK}
+    assert len(setaffinity.pins) == 20
+    assert yields.threads == [threading.get_ident()] * 20
+
+
+def test_an_unpinned_worker_or_the_async_api_never_gets_the_callers_cpu(
+        reg: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a thread that waits for a worker it pinned yields: not the event loop (which has
+    other work to do), and not a caller whose worker was woken elsewhere (its CPU may have
+    other processes' work waiting, which would take it for a whole time slice)."""
+    yields = Yields(monkeypatch)
+
+    async def main() -> None:
+        for _ in range(10):
+            assert (await reg.ainvoke("mask", {})).ok
+
+    asyncio.run(main())
+    with ToolRegistry(load_plugins=[], handoff_pinning=False) as unpinned:
+        assert masks(tools(unpinned), 10) == {MASK}
+    assert yields.threads == []
+
+
+def test_auto_pinning_follows_the_runnable_tasks(tmp_path: Any) -> None:
+    """``"auto"``: pinned while fewer tasks are runnable than CPUs, the caller included; once
+    pinning, one more is allowed (the worker that has just gone to sleep may still be counted,
+    Linux 6.12's delayed dequeue), not two; once off, it takes a free CPU again."""
+    from toolregistry._execution._affinity import _Load
+
+    loadavg = tmp_path / "loadavg"
+    load = _Load()
+    load.cpus = 2
+    load.fd = os.open(loadavg, os.O_RDONLY | os.O_CREAT)
+    try:
+        seen = []
+        for running in (1, 2, 2, 3, 2, 2, 1, 2):
+            loadavg.write_text(f"0.10 0.20 0.30 {running}/90 4242\n")
+            load.looked = -1.0  # look again now
+            seen.append(load.idle_cpu())
+        assert seen == [True, True, True, False, False, False, True, True]
+    finally:
+        os.close(load.fd)

@@ -7,8 +7,10 @@ few. So, just before it wakes a worker for a call it will wait for, the caller p
 worker to the CPU it runs on (if the worker may run there at all); the worker, once awake and
 before it runs anything, puts back the CPU mask it had. The tool itself -- and any process it
 starts, which inherits the mask -- therefore always runs with the worker's own mask and
-migrates as the scheduler likes; only the wake-up is placed. The answer then wakes the caller
-on the same CPU, cheaply too.
+migrates as the scheduler likes; only the wake-up is placed. A sync caller that then waits
+gives its CPU to the worker (``WorkerPool.let_run``), so that the answer is in when it runs
+again: were it woken by the answer while the worker still runs on its CPU, the scheduler would
+put it on the idle one.
 
 That pays only while some CPU is idle (a halted CPU is what makes the wake-up dear). When every
 CPU is busy, a wake-up elsewhere is cheap anyway, and waiting for the caller's CPU alone costs
@@ -93,7 +95,11 @@ class _Load:
         except (OSError, ValueError, IndexError):
             self.idle = True  # not known: pin (what a wake-up on an idle CPU would cost)
         else:
-            self.idle = running < self.cpus
+            # The caller is one of them. While workers are pinned, so is (on Linux 6.12 and
+            # later) the worker that last went to sleep on the caller's CPU: EEVDF's delayed
+            # dequeue keeps it counted for a while (nine reads of ten on an idle machine), so
+            # one more is allowed then -- the pinning's own shadow, not another CPU's work.
+            self.idle = running < self.cpus + self.idle
         return self.idle
 
 

@@ -142,6 +142,7 @@ class Pooled(Handle):
         pool = sched.executor.pool
         remaining = self.remaining()
         acquired = False
+        pool.let_run(work)
         try:
             if pool.has_backlog:
                 first = SPREAD_AFTER if remaining is None else min(remaining, SPREAD_AFTER)
