@@ -21,7 +21,8 @@ from toolregistry.types import ToolResult
 
 from ._policies import group_order
 from ._sync import pool_work, segments
-from ._threads import SPREAD_AFTER, Work, in_pool
+from ._threads import SPREAD_AFTER, in_pool
+from ._work import Work
 
 if TYPE_CHECKING:
     from toolregistry.hookspecs import Runner

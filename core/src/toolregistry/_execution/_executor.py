@@ -23,11 +23,12 @@ from toolregistry.errors import ToolCallError
 from toolregistry.types import Job
 
 from ._async import AsyncScheduler
+from ._loop import LoopThread
 from ._pipeline import CallPipeline, Prepared
 from ._policies import ExclusiveLocks, exclusive, retrying
 from ._processes import ProcessRunner
 from ._sync import SyncScheduler
-from ._threads import LoopThread, WorkerPool
+from ._threads import WorkerPool
 
 if TYPE_CHECKING:
     from toolregistry._registry import ToolRegistry

@@ -26,7 +26,8 @@ from toolregistry._calling import note_calling_loop
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 
 from ._policies import group_order
-from ._threads import SPREAD_AFTER, Work, in_pool
+from ._threads import SPREAD_AFTER, in_pool
+from ._work import Work
 
 if TYPE_CHECKING:
     from toolregistry.hookspecs import Runner
