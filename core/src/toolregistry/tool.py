@@ -15,13 +15,8 @@ import attrs
 from attrs import define, field, frozen
 
 from ._docstrings import parse_docstring
-from ._schema import (
-    ArgumentsValidator,
-    Injected,
-    JsonSchemaValidator,
-    Signature,
-    inspect_function,
-)
+from ._schema import Injected, Signature, inspect_function
+from ._validators import ArgumentsValidator, JsonSchemaValidator
 from .errors import ToolRegistrationError
 
 __all__ = [
