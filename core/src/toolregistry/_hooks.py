@@ -1,21 +1,22 @@
-"""The one typed façade over every hook call: per-tool compilation, fast paths, error policy.
+"""The one typed façade over every hook call: which implementations concern a tool, error
+policy, tracing.
 
 The kernel never writes ``pm.hook.x(...)`` anywhere else. Each method says when it is called
 and what happens when an implementation raises. Hooks called per call (``pre_invoke``,
-``post_invoke``) are compiled per tool into a :class:`ToolHooks` (kept in the tool's call plan):
-only the implementations that concern the tool are called, a single plain implementation is
-called directly (pluggy's dispatch costs more than the work), and several keep pluggy's exact
-semantics (order, wrappers, first result) through a subset hook caller.
+``post_invoke``) are compiled per tool into a :class:`~._hookcalls.ToolHooks` (kept in the
+tool's call plan): only the implementations that concern the tool are called. How a set of
+implementations becomes one call (a single plain implementation called directly, several with
+pluggy's exact semantics through a subset hook caller) is ``_hookcalls``'.
 """
 
 from __future__ import annotations
 
 import inspect
-import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._deciding import Deciding, close_pending, failed_authorize
+from ._hookcalls import HookCompiler, ToolHooks, declaration_askers
 from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from pluggy import HookImpl
 
+    from ._hookcalls import Asker, HookCall
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
@@ -34,57 +36,7 @@ if TYPE_CHECKING:
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
-__all__ = ["Deciding", "Hooks", "ToolHooks"]
-
-HookCall = Callable[..., Any]
-"""A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
-Asker = tuple["HookImpl", Callable[..., Any], Callable[[Mapping[str, Any]], tuple[Any, ...]]]
-"""A declaration hook's implementation, its function and the picker of its arguments."""
-
-# The argument names of hooks whose single implementation is called as it is, with no
-# re-mapping (an implementation may take fewer arguments than the spec: pluggy's opt-in).
-_FULL_ARGNAMES = frozenset({
-    ("registry", "tool", "call"),
-    ("registry", "tool", "call", "result"),
-    ("registry", "tool", "schema", "api_format"),
-})
-
-
-def _picker(argnames: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
-    """Keyword arguments -> the tuple of ``argnames``' values, in their order."""
-    if len(argnames) >= 2:
-        return operator.itemgetter(*argnames)
-    if argnames:
-        name = argnames[0]
-        return lambda kwargs: (kwargs[name],)
-    return lambda kwargs: ()
-
-
-class ToolHooks:
-    """The per-call hook implementations that concern one tool, compiled once per tool.
-
-    ``pre_invoke``, ``authorize`` and ``post_invoke`` are ``None`` when no implementation
-    concerns the tool (such a hook costs one attribute test per call); ``observers`` are the
-    tool's call observers (empty: none); ``runner`` is where its calls run (``None``: the
-    registry's own threads and loop).
-    """
-
-    __slots__ = ("authorize", "observers", "post_invoke", "pre_invoke", "runner")
-
-    def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None,
-                 authorize: HookCall | None = None,
-                 observers: tuple[CallObserver, ...] = (), runner: Runner | None = None
-                 ) -> None:
-        self.pre_invoke = pre_invoke
-        self.post_invoke = post_invoke
-        self.authorize = authorize
-        self.observers = observers
-        self.runner = runner
-
-    def with_runner(self, runner: Runner) -> ToolHooks:
-        """The same hooks, with the tool's calls run by ``runner``."""
-        return ToolHooks(self.pre_invoke, self.post_invoke, self.authorize, self.observers,
-                         runner)
+__all__ = ["Deciding", "Hooks"]
 
 
 class Hooks:
@@ -106,32 +58,25 @@ class Hooks:
     def refresh(self) -> None:
         """Re-read which hooks have implementations; called when a plugin is added."""
         h = self._hook
-        self._trace = self._host.settings.trace  # tracing keeps pluggy's full path
+        self._compiler = compiler = HookCompiler(self._pm, self._host.settings.trace)
         self.has_register = bool(h.register.get_hookimpls())
         self.has_schema_transform = bool(h.schema_transform.get_hookimpls())
         self.has_on_change = bool(h.on_change.get_hookimpls())
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
         self.has_incoming_context = bool(h.incoming_context.get_hookimpls())
         self._schema_impls = tuple(h.schema_transform.get_hookimpls())
-        self._direct_schema = self._caller("schema_transform", self._schema_impls)
-        self._schema_interest = self._askers(h.schema_hooks.get_hookimpls())
+        self._direct_schema = compiler.caller("schema_transform", self._schema_impls)
+        self._schema_interest = declaration_askers(h.schema_hooks.get_hookimpls())
         self._schema_callers: dict[tuple[int, ...], HookCall | None] = {}
         # called on every registration: pluggy's dispatch costs more than most plugins' work
-        self._direct_register = self._plain("register", h.register.get_hookimpls(), first=True)
-        self._direct_on_change = self._plain("on_change", h.on_change.get_hookimpls())
-        self._subsets: dict[tuple[str, frozenset[int]], HookCall] = {}
-        self._interest = self._askers(h.call_hooks.get_hookimpls())
+        self._direct_register = compiler.plain("register", h.register.get_hookimpls(),
+                                               first=True)
+        self._direct_on_change = compiler.plain("on_change", h.on_change.get_hookimpls())
+        self._interest = declaration_askers(h.call_hooks.get_hookimpls())
         self._quiet: set[tuple[int, str]] = set()  # observers whose failure was logged
         self.version += 1
 
     # -- compiling ------------------------------------------------------------------------
-    @staticmethod
-    def _askers(impls: Sequence[HookImpl]) -> tuple[Asker, ...]:
-        """The plain implementations of a per-tool declaration hook (``call_hooks``,
-        ``schema_hooks``), each with its function and the picker of its arguments."""
-        return tuple((impl, impl.function, _picker(tuple(impl.argnames))) for impl in impls
-                     if not (impl.hookwrapper or impl.wrapper))
-
     def _declared(self, hook: str, askers: Sequence[Asker], registry: ToolRegistry,
                   tool: Tool) -> dict[int, frozenset[str]]:
         """``{id(plugin): the names it declared}`` from ``askers`` (implementations of the
@@ -149,68 +94,6 @@ class Hooks:
             except Exception as exc:
                 self._failed(hook, exc, tool=tool.name, plugin=impl.plugin_name)
         return declared
-
-    def _plain(self, name: str, impls: Sequence[HookImpl], *, first: bool = False
-               ) -> HookCall:
-        """A call of hook ``name`` with pluggy's semantics for plain implementations --
-        last registered first, each given the arguments it names, an exception ends the call,
-        ``first``: the first non-``None`` result, else the list of them -- without pluggy's
-        dispatch; pluggy's own caller when there is a wrapper, none, or tracing is on."""
-        caller: HookCall = getattr(self._hook, name)
-        if not impls or self._trace or any(i.hookwrapper or i.wrapper for i in impls):
-            return caller
-        # pluggy calls an implementation with its arguments by position, in its order
-        order = tuple((impl.function, _picker(tuple(impl.argnames)))
-                      for impl in reversed(impls))
-
-        if first:
-            def call_first(**kwargs: Any) -> Any:
-                for fn, pick in order:
-                    result = fn(*pick(kwargs))
-                    if result is not None:
-                        return result
-                return None
-
-            return call_first
-
-        def call_all(**kwargs: Any) -> list[Any]:
-            results = []
-            for fn, pick in order:
-                result = fn(*pick(kwargs))
-                if result is not None:
-                    results.append(result)
-            return results
-
-        return call_all
-
-    def _caller(self, name: str, impls: Sequence[HookImpl]) -> HookCall | None:
-        """A call of exactly ``impls`` (implementations of hook ``name``) with pluggy's
-        semantics, or ``None`` when there are none."""
-        if not impls:
-            return None
-        caller = getattr(self._hook, name)
-        if len(impls) == 1 and not self._trace:
-            impl = impls[0]
-            if not (impl.hookwrapper or impl.wrapper):
-                fn = impl.function
-                argnames = tuple(impl.argnames)
-                if argnames in _FULL_ARGNAMES:
-                    return fn
-
-                def direct(**kwargs: Any) -> Any:
-                    return fn(**{a: kwargs[a] for a in argnames})
-
-                return direct
-        every = caller.get_hookimpls()
-        if len(impls) == len(every):
-            return caller  # type: ignore[no-any-return]
-        chosen = {id(impl.plugin) for impl in impls}
-        key = (name, frozenset(chosen))
-        subset = self._subsets.get(key)
-        if subset is None:
-            others = [impl.plugin for impl in every if id(impl.plugin) not in chosen]
-            subset = self._subsets[key] = self._pm.subset_hook_caller(name, others)
-        return subset
 
     def call_hooks(self, registry: ToolRegistry, tool: Tool) -> dict[int, frozenset[str]]:
         """What the plugins that implement ``call_hooks`` declared for ``tool``, asked one
@@ -238,9 +121,10 @@ class Hooks:
                          if name in declared.get(id(impl.plugin), (name,))]
             return every  # type: ignore[no-any-return]
 
-        return ToolHooks(self._caller("pre_invoke", concerned("pre_invoke")),
-                         self._caller("post_invoke", concerned("post_invoke")),
-                         self._caller("authorize", concerned("authorize")),
+        caller = self._compiler.caller
+        return ToolHooks(caller("pre_invoke", concerned("pre_invoke")),
+                         caller("post_invoke", concerned("post_invoke")),
+                         caller("authorize", concerned("authorize")),
                          self.call_observer(registry, tool, concerned("call_observer")),
                          self.dispatch(registry, tool, concerned("dispatch")))
 
@@ -276,7 +160,7 @@ class Hooks:
         the tool gets an error result naming it (and the plan is compiled again at the next
         call); a call never runs where its plugin did not send it.
         """
-        caller = self._caller("dispatch", impls)
+        caller = self._compiler.caller("dispatch", impls)
         if caller is None:
             return None
         try:
@@ -412,7 +296,8 @@ class Hooks:
         try:
             return self._schema_callers[chosen]
         except KeyError:
-            caller = self._caller("schema_transform", [self._schema_impls[i] for i in chosen])
+            caller = self._compiler.caller("schema_transform",
+                                           [self._schema_impls[i] for i in chosen])
             self._schema_callers[chosen] = caller
             return caller
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolregistry._hooks import ToolHooks
+    from toolregistry._hookcalls import ToolHooks
     from toolregistry.tool import Tool
 
 __all__ = ["CallPlan"]
