@@ -10,8 +10,9 @@ from toolregistry.plugin import lazy_exports
 
 if TYPE_CHECKING:
     from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
+    from ._embedders import WordLlamaEmbedder
     from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Hit
-    from ._semantic import SemanticOptions, WordLlamaEmbedder
+    from ._semantic import SemanticOptions
 
 # numpy and the index load on first use, so that loading the plugin stays cheap.
 _LAZY = {
@@ -21,7 +22,7 @@ _LAZY = {
     "BM25FIndex": "._index",
     "Hit": "._index",
     "SemanticOptions": "._semantic",
-    "WordLlamaEmbedder": "._semantic",
+    "WordLlamaEmbedder": "._embedders",
 }
 
 
