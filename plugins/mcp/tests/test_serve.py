@@ -224,3 +224,52 @@ def test_build_server_in_process() -> None:
     assert invalid.is_error and "x" in invalid.content[0].text
     assert unknown.is_error and "nope" in unknown.content[0].text
     reg.close()
+
+
+def test_serving_freezes_the_heap_built_before_and_gives_it_back() -> None:
+    """What was built before serving started is out of the collector's sight while a server
+    runs (full collections under load skip it), and given back when the last server stops --
+    servers side by side included, and a server that fails."""
+    import gc
+
+    from toolregistry_mcp._heap import frozen_heap
+
+    assert gc.get_freeze_count() == 0
+    # (Frozen objects still die by reference counting: the count only tells frozen or not.)
+    with frozen_heap():
+        assert gc.get_freeze_count() > 1000  # the modules, the registry, ...
+        with frozen_heap():
+            assert gc.get_freeze_count() > 1000
+        assert gc.get_freeze_count() > 1000  # another server still runs
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError), frozen_heap():
+        raise RuntimeError("the server failed")
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_served_registry_runs_with_the_heap_frozen(procs: Any, tmp_path: Path) -> None:
+    """``serve`` (and so ``toolregistry serve``) serves inside ``frozen_heap``."""
+    script = tmp_path / "frozen_server.py"
+    script.write_text(textwrap.dedent("""
+        import gc
+        import sys
+
+        from toolregistry import ToolRegistry
+        from toolregistry_mcp import serve
+
+        registry = ToolRegistry()
+
+        @registry.register
+        def frozen() -> int:
+            \"\"\"How many objects the collector does not walk.\"\"\"
+            return gc.get_freeze_count()
+
+        serve(registry, "streamable-http", port=int(sys.argv[1]))
+    """))
+    port = procs.free_port()
+    with procs.listening([sys.executable, str(script), str(port)], port, "/mcp",
+                         cwd=tmp_path) as url, ToolRegistry(load_plugins=["mcp"]) as client:
+        client.register_from_mcp(url)
+        result = client.invoke("frozen", {})
+        assert result.ok, result.content
+        assert int(result.value) > 1000

@@ -147,3 +147,37 @@ def test_another_session_cannot_replay_a_stream(port: int) -> None:
             pass
     replay.close()
     assert not any("worked" in e["data"] for e in got)
+
+
+def test_the_store_keeps_a_message_as_its_json_and_replays_it_unchanged() -> None:
+    """Kept as the JSON the transport sends (one string: nothing for the garbage collector to
+    walk), parsed back only to be replayed -- the same message, field for field."""
+    import asyncio
+    import gc
+
+    from mcp_types import jsonrpc_message_adapter
+
+    from toolregistry_mcp._events import SessionEvents
+
+    sent = jsonrpc_message_adapter.validate_python(
+        {"jsonrpc": "2.0", "id": 7, "result": {
+            "content": [{"type": "text", "text": "héllo"}], "isError": False,
+            "structuredContent": {"n": [1, 2]}}}, by_name=False)
+    replayed: list[Any] = []
+
+    async def main() -> None:
+        store = SessionEvents()
+        priming = await store.store_event("7", None)
+        result = await store.store_event("7", sent)
+        kept = [text for _, text in store._streams["7"]]
+        assert kept[0] is None and isinstance(kept[1], str) and not gc.is_tracked(kept[1])
+
+        async def send(event: Any) -> None:
+            replayed.append(event)
+
+        assert await store.replay_events_after(priming, send) == "7"
+        assert [e.event_id for e in replayed] == [result]
+
+    asyncio.run(main())
+    dump = {"by_alias": True, "exclude_unset": True}
+    assert replayed[0].message.model_dump_json(**dump) == sent.model_dump_json(**dump)

@@ -25,6 +25,7 @@ from toolregistry.types import reporting_progress
 
 from ._access import EVERYTHING, NOTHING, Access
 from ._convert import to_call_result
+from ._heap import frozen_heap
 from ._notify import CallChannel, forwarding_logs, level_number, want_level
 from ._serve_config import ServeOptions
 
@@ -262,8 +263,9 @@ async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None
         from mcp.server.stdio import stdio_server
 
         log.info("mcp.serving", transport="stdio", tools=len(registry))
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        with frozen_heap():
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
         return
     import uvicorn
 
@@ -275,7 +277,8 @@ async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None
     url = f"{scheme}://{opts.host}:{opts.port}{opts.path}"
     log.info("mcp.serving", transport="streamable-http", url=url, tools=len(registry),
              auth=opts.auth)
-    await uvicorn.Server(config).serve()
+    with frozen_heap():
+        await uvicorn.Server(config).serve()
 
 
 def serve(registry: ToolRegistry, transport: ServeTransport | None = None,

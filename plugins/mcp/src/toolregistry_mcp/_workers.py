@@ -203,13 +203,16 @@ def app() -> Any:
         print(f"toolregistry serve: worker {os.getpid()} cannot start: {text}", file=sys.stderr,
               flush=True)
         sys.exit(STARTUP_FAILURE)
+    from ._heap import frozen_heap
+
     inner = asgi.router.lifespan_context
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         try:
             async with inner(app):
-                yield
+                with frozen_heap():
+                    yield
         finally:
             await registry.aclose()  # its MCP children, pools, connections
 

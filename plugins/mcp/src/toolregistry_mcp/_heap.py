@@ -1,0 +1,44 @@
+"""The served process's heap while it serves: what was built before serving started is kept
+out of the cyclic garbage collector's sight.
+
+A served registry keeps a large, long-lived heap: the imported modules (the SDK, pydantic,
+every installed plugin), the registry, its tools and schemas, the server. Under load each full
+collection walks all of it again, and the per-request objects of many clients trigger one
+every few hundred calls: with 100 clients over streamable HTTP, 10 full collections of about
+115 ms each per 2,000 calls, a fifth of the server's CPU. So serving first collects what is
+garbage already, then moves everything left to the permanent generation (``gc.freeze``); those
+objects still die by reference counting as ever, only the collector no longer walks them. When
+the last server of the process stops, they are given back (``gc.unfreeze``), so a process that
+goes on afterwards collects them as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from collections.abc import Iterator
+
+__all__ = ["frozen_heap"]
+
+_lock = threading.Lock()
+_serving = 0
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Serve inside this: the heap built so far is frozen until the last server of the process
+    stops (servers may run side by side)."""
+    global _serving
+    with _lock:
+        _serving += 1
+        if _serving == 1:
+            gc.collect()
+            gc.freeze()
+    try:
+        yield
+    finally:
+        with _lock:
+            _serving -= 1
+            if _serving == 0:
+                gc.unfreeze()
