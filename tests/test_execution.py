@@ -790,6 +790,49 @@ def test_contextvars_go_with_the_call_into_worker_threads(registry: ToolRegistry
     assert asyncio.run(call()) == "r-42@toolregistry-worker"
 
 
+def test_the_first_call_leaves_no_copy_of_its_context_behind(tmp_path: Any) -> None:
+    # The execution machinery is imported by the first call, in the caller's context: nothing
+    # it builds at import may keep that context, or the caller's contextvars (a served
+    # request, its session) would live as long as the process. A fresh interpreter, so that
+    # this call is the first.
+    import subprocess
+    import sys
+    import textwrap
+
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+    script = textwrap.dedent('''
+        import asyncio, contextvars, gc, sys, weakref
+        from toolregistry import ToolRegistry
+
+        class Request:
+            pass
+
+        current = contextvars.ContextVar("current")
+        registry = ToolRegistry()
+
+        @registry.register
+        def answer() -> str:
+            """A sync tool: it runs on a worker thread."""
+            return "ok"
+
+        async def call():
+            request = Request()
+            current.set(request)
+            assert "toolregistry._execution._threads" not in sys.modules
+            assert (await registry.ainvoke("answer", {})).text == "ok"
+            return weakref.ref(request)
+
+        gone = asyncio.run(call())
+        gc.collect()
+        registry.close()
+        print("kept" if gone() is not None else "gone")
+    ''')
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "gone"
+
+
 # --- logging ----------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import _thread
 import collections
+import contextvars
 import ctypes
 import os
 import threading
@@ -47,7 +48,10 @@ def _set_async_exc(ident: int, exc: type[BaseException] | None) -> None:
 _GO, _QUIT = b"\x01", b"\x00"
 SPREAD_AFTER = 0.0002
 """Seconds a batch's calls may wait for the one worker running them before more are woken."""
-_CLOSING = Work(lambda: None, (), {})  # WorkerPool._next: leave, do not wait
+# WorkerPool._next: leave, do not wait. Never run, so an empty context: this module is
+# imported by the first call, and a copy of that caller's context would keep its contextvars
+# (an MCP server's request and session objects, say) for the life of the process.
+_CLOSING = Work(lambda: None, (), {}, contextvars.Context())
 _CPU_CLOCKS = hasattr(time, "pthread_getcpuclockid")
 _sched_yield: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 
