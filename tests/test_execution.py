@@ -833,6 +833,47 @@ def test_the_first_call_leaves_no_copy_of_its_context_behind(tmp_path: Any) -> N
     assert out.stdout.strip() == "gone"
 
 
+def test_a_finished_call_keeps_no_context_until_its_deadline(registry: ToolRegistry) -> None:
+    # A call's deadline timer is cancelled when the call ends, but a cancelled timer stays in
+    # the loop until its time: it must not hold the caller's contextvars all that while.
+    import contextvars
+    import gc
+    import weakref
+
+    current: contextvars.ContextVar[object] = contextvars.ContextVar("current")
+
+    class Request:
+        pass
+
+    @registry.register
+    def quick() -> str:
+        """A sync tool (the worker pool)."""
+        return "sync"
+
+    @registry.register
+    async def aquick() -> str:
+        """An async tool (its own task, under a timer)."""
+        return "async"
+
+    async def one(name: str) -> weakref.ref[Request]:
+        request = Request()
+        current.set(request)
+        assert (await registry.ainvoke(name, {}, timeout=600)).ok
+        return weakref.ref(request)
+
+    async def main() -> list[bool]:
+        # A timer due sooner (a server has many): the calls' cancelled timers are not at the
+        # head of the loop's heap, so the loop keeps them until their time.
+        sooner = asyncio.get_running_loop().call_later(300, lambda: None)
+        refs = [await asyncio.create_task(one("quick")), await asyncio.create_task(one("aquick"))]
+        await asyncio.sleep(0)  # the loop lets go of the last task it woke this one with
+        gc.collect()
+        sooner.cancel()
+        return [r() is None for r in refs]
+
+    assert asyncio.run(main()) == [True, True]
+
+
 # --- logging ----------------------------------------------------------------------------------
 
 @pytest.fixture

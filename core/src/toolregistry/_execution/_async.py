@@ -11,6 +11,7 @@ once the calls it waits for finished (:meth:`AsyncScheduler.run_ordered`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,13 @@ if TYPE_CHECKING:
     from ._pipeline import Prepared
 
 __all__ = ["AsyncScheduler"]
+
+# A deadline timer runs in an empty context of its own (its callbacks read no contextvars),
+# not in the copy of the caller's that ``call_at`` would take: a cancelled timer stays in the
+# loop's heap until its time would have come, and kept the call's contextvars (a served MCP
+# request and its session) that long, the whole timeout (60 s by default) after a quick call.
+# One per timer: a context is entered by one thread at a time, and loops run in several.
+_empty = contextvars.Context
 
 
 class AsyncScheduler:
@@ -75,7 +83,7 @@ class AsyncScheduler:
         waiter = loop.create_future()
         wake = _waker(waiter)
         task.add_done_callback(wake)
-        timer = loop.call_at(loop.time() + prep.timeout, wake, None)
+        timer = loop.call_at(loop.time() + prep.timeout, wake, None, context=_empty())
         try:
             await waiter
         except asyncio.CancelledError:  # the caller gave up
@@ -190,7 +198,8 @@ class AsyncScheduler:
                 future.add_done_callback(_threadsafe_waker(loop, waiter))
                 timer = None
                 if prep.timeout is not None:
-                    timer = loop.call_at(loop.time() + prep.timeout, _waker(waiter), None)
+                    timer = loop.call_at(loop.time() + prep.timeout, _waker(waiter), None,
+                                         context=_empty())
                 try:
                     await waiter
                 except asyncio.CancelledError:
@@ -237,7 +246,7 @@ class AsyncScheduler:
         expiry = None
         if deadline is not None:
             expiry = asyncio.get_running_loop().call_later(
-                max(0.0, deadline - time.perf_counter()), _expire, fut)
+                max(0.0, deadline - time.perf_counter()), _expire, fut, context=_empty())
         try:
             value = await fut
         except asyncio.CancelledError:
