@@ -13,12 +13,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import pytest
 
-from toolregistry import ToolRegistry
+from toolregistry import Injected, ToolRegistry
 
 SERVED = textwrap.dedent('''
     import sys
@@ -261,6 +261,42 @@ def test_one_announcement_per_connection_and_change() -> None:
     assert heard_second, "a change with no request in flight was not announced"
     assert total == 2
     assert names == ["extra_1", "extra_2", "hold"]
+
+
+def test_a_closed_connection_is_forgotten() -> None:
+    """The server keeps its clients' connections weakly: one that closed is not kept alive
+    for announcements."""
+    import gc
+    import weakref
+
+    from mcp import Client
+
+    from toolregistry_mcp import build_server
+
+    reg = _in_process_registry()
+    kept: list[weakref.ref[Any]] = []
+
+    def remember(request: Annotated[Any, Injected("mcp_request")]) -> str:
+        """Note this call's connection."""
+        kept.append(weakref.ref(request.session._connection))
+        return "noted"
+
+    reg.register(remember)
+    server = build_server(reg)
+
+    async def main() -> None:
+        async with Client(server, mode="legacy") as c:
+            await c.list_tools()
+            assert (await c.call_tool("remember", {})).content[0].text == "noted"
+            assert kept[0]() is not None
+        await anyio.sleep(0)
+
+    try:
+        anyio.run(main)
+        gc.collect()
+        assert kept and kept[0]() is None
+    finally:
+        reg.close()
 
 
 def test_modern_stdio_connection_gets_no_bare_list_changed(served_script: Path,

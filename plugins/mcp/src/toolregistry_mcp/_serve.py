@@ -3,14 +3,16 @@
 Every enabled tool is listed from ``registry.get_schemas(api_format="mcp")`` (so
 ``schema_transform`` hooks, think-augment included, apply) and called through
 ``registry.ainvoke`` (so validation, ``pre_invoke`` / ``post_invoke`` and timeouts apply);
-error results become ``isError`` results. Registry changes are announced to connected
-clients with ``notifications/tools/list_changed``.
+error results become ``isError`` results. Registry changes are announced to every connected
+client with ``notifications/tools/list_changed``, on its connection's standalone channel,
+whether or not it has a request in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import warnings
@@ -41,8 +43,9 @@ ServeTransport = Literal["stdio", "streamable-http"]
 
 REQUEST_KEY = "mcp_request"
 """A served tool that declares ``Annotated[Any, Injected("mcp_request")]`` receives the SDK's
-request context: ``session``, ``request_id``, ``meta``, ``request`` (the HTTP request, whose
-``scope["user"].access_token`` is the caller's verified token) and ``close_sse_stream``."""
+request context: ``session`` (built for this request: not one to keep for later),
+``request_id``, ``meta``, ``request`` (the HTTP request, whose ``scope["user"].access_token``
+is the caller's verified token) and ``close_sse_stream``."""
 
 
 def _access(ctx: Any, scopes: dict[str, Access], authenticated: bool) -> Access:
@@ -92,20 +95,32 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     """
     import mcp_types as types
 
-    sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+    # The client connections changes are announced to: the SDK's ``Connection`` of each, which
+    # lives as long as the client stays (a request's ``ctx.session`` is a proxy built for that
+    # request alone, gone when it ends). Weakly: a closed connection is forgotten.
+    connections: weakref.WeakSet[Any] = weakref.WeakSet()
     loop_ref: dict[str, asyncio.AbstractEventLoop] = {}
+    announcing: set[asyncio.Task[None]] = set()
     # logging/setLevel, per connection (the per-request session proxies share it).
     levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
     default_level = None if tool_log_level in (None, "off") else level_number(tool_log_level)
     grants = dict(scopes or {})
 
     def connection(ctx: Any) -> Any:
+        """The client connection ``ctx``'s request came on (the per-request session's)."""
         return getattr(ctx.session, "_connection", ctx.session)
+
+    def joined(ctx: Any) -> Any:
+        """:func:`connection`, remembered for announcements the first time it is seen."""
+        conn = connection(ctx)
+        if conn not in connections:
+            connections.add(conn)
+            loop_ref["loop"] = asyncio.get_running_loop()
+        return conn
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
-        sessions.add(ctx.session)
-        loop_ref["loop"] = asyncio.get_running_loop()
+        joined(ctx)
         schemas = registry.get_schemas(api_format="mcp", include_deferred=include_deferred)
         access = _access(ctx, grants, authenticated)
         if access.restricted:
@@ -118,15 +133,14 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         return types.ListToolsResult(tools=[types.Tool.model_validate(s) for s in schemas])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        sessions.add(ctx.session)
-        loop_ref["loop"] = asyncio.get_running_loop()
+        conn = joined(ctx)
         tool = registry.get_tool(params.name)
         access = _access(ctx, grants, authenticated)
         if access.restricted and (tool is None or not access.allows(tool)):
             return _unknown(params.name)  # type: ignore[no-any-return]
         meta = ctx.meta or {}
         wants_progress = meta.get("progress_token", meta.get("progressToken")) is not None
-        channel = CallChannel(ctx, min_level=levels.get(connection(ctx), default_level),
+        channel = CallChannel(ctx, min_level=levels.get(conn, default_level),
                               allowed=getattr(ctx.session, "_allowed_log_levels", None))
         # the caller's trace context (W3C traceparent in _meta) continues around the call
         carrier = {k: v for k, v in dict(meta).items() if isinstance(v, str)}
@@ -154,19 +168,31 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         want_level(number)
         return types.EmptyResult()
 
+    async def tell(conn: Any) -> None:
+        # The connection's standalone channel (stdio's pipe, the HTTP client's GET stream),
+        # as the SDK sends it: the SDK drops it where the protocol era does not carry it
+        # (2026-07-28: only subscriptions/listen streams do) or the channel is gone.
+        try:
+            await conn.send_tool_list_changed()
+        except Exception as exc:  # a client that went away
+            log.debug("mcp.notify_failed", error=f"{type(exc).__name__}: {exc}")
+
     async def announce() -> None:
-        for session in list(sessions):
-            try:
-                await session.send_tool_list_changed()
-            except Exception as exc:  # a client that went away
-                log.debug("mcp.notify_failed", error=f"{type(exc).__name__}: {exc}")
+        # Once to each connection, all at once: a client that stopped reading holds up no one.
+        await asyncio.gather(*[tell(conn) for conn in list(connections)])
+
+    def start_announcing() -> None:
+        task = asyncio.get_running_loop().create_task(announce())
+        announcing.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(announcing.discard)
 
     def changed(event: ChangeEvent) -> None:
         if event.kind == "metadata" and not event.details.get("schema_changed"):
             return
         loop = loop_ref.get("loop")
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(lambda: loop.create_task(announce()))
+            # Not in the context of whatever made the change (a call's, with its log routing)
+            loop.call_soon_threadsafe(start_announcing, context=contextvars.Context())
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
