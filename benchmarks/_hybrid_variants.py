@@ -57,6 +57,18 @@ def metrics(rankings: list[list[str]], queries: Queries,
     return {"recall@1": r1 / n, "recall@5": r5 / n, "mrr": mrr / n}
 
 
+def check_metrics() -> None:
+    """The same-name count is a diagnostic beside the target's, never instead of it: a
+    sibling definition counts only with ``same_name`` (run before the hybrid section)."""
+    queries: Queries = [("q", ["area"]), ("r", ["area", "perimeter"])]
+    runs = [["other", "area_v2"], ["perimeter", "area_v2"]]
+    names = {"area_v2": "area", "area": "area", "perimeter": "perimeter", "other": "other"}
+    target = metrics(runs, queries)
+    assert (target["recall@5"], target["mrr"]) == (0.25, 0.5), target
+    diagnostic = metrics(runs, queries, names)
+    assert (diagnostic["recall@5"], diagnostic["mrr"]) == (1.0, 0.75), diagnostic
+
+
 def subset(picks: list[bool], items: list[Any]) -> list[Any]:
     return [x for x, keep in zip(items, picks) if keep]
 

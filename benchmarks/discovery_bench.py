@@ -63,6 +63,7 @@ from _hybrid_variants import (
     TUNE_HALF,
     Variant,
     VariantSet,
+    check_metrics,
     gain_interval,
     gains,
     metrics,
@@ -607,6 +608,7 @@ def semantic_quality(tools: list[dict[str, Any]], queries: list[tuple[str, list[
     halves = {"tuning half": [cat in TUNE_HALF for cat in categories],
               "held-out half": [cat in HELD_OUT_HALF for cat in categories]}
     assert all(a != b for a, b in zip(*halves.values())), "each category in one half"
+    check_metrics()
     bm25f_runs = run_ours(tools, queries, top_k)
     hybrid_runs = run_ours(tools, queries, top_k, semantic=True)
     p_tools, p_queries = load_paraphrases()
