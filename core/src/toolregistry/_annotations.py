@@ -30,10 +30,14 @@ Chain = tuple[str, ...]
 
 _MISSING: Any = object()
 _MAX_ENTRIES = 8192
+_MAX_SPACES = 256
 # string -> the dotted names it reads, or None when its value is not a function of them
 _CHAINS: dict[str, tuple[Chain, ...] | None] = {}
-# (string, id of the module's globals) -> (dotted names, the objects they were, the value)
-_RESOLVED: dict[tuple[str, int], tuple[tuple[Chain, ...], tuple[Any, ...], Any]] = {}
+_Entry = tuple[tuple[tuple[str, Any], ...], tuple[tuple[Chain, Any], ...], Any]
+"""What a string resolved to: the plain names it reads with the objects they were, the
+dotted names with theirs, and the value."""
+# id of a module's globals -> string -> its entry
+_RESOLVED: dict[int, dict[str, _Entry]] = {}
 _CODE: dict[str, types.CodeType] = {}
 
 
@@ -45,21 +49,39 @@ def resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         return typing.get_type_hints(fn, include_extras=True)
     annotations: Mapping[str, Any] = target.__annotations__
     globalns: dict[str, Any] = target.__globals__
-    space = id(globalns)
     names = _builtins_of(globalns)
+    cache = _RESOLVED.get(id(globalns))
     hints: dict[str, Any] = {}
     missing: list[str] = []
     for param, text in annotations.items():
-        entry = _RESOLVED.get((text, space)) if type(text) is str else None
-        if entry is not None and _still_valid(entry, globalns, names):
-            hints[param] = entry[2]
-        else:
+        entry = cache.get(text) if cache is not None and type(text) is str else None
+        if entry is None:
             missing.append(param)
+            continue
+        # still valid while every name resolves to the same object (inline: thousands of
+        # tools, a few names each)
+        for name, obj in entry[0]:
+            value = globalns.get(name, _MISSING)
+            if value is _MISSING:
+                value = names.get(name, _MISSING)
+            if value is not obj:
+                missing.append(param)
+                break
+        else:
+            if not entry[1] or all(_lookup(chain, globalns, names) is obj
+                                   for chain, obj in entry[1]):
+                hints[param] = entry[2]
+            else:
+                missing.append(param)
     if not missing:
         return hints
     hints = typing.get_type_hints(fn, include_extras=True)  # raises as it always did
-    if len(_RESOLVED) >= _MAX_ENTRIES:
-        _RESOLVED.clear()
+    if cache is None:
+        if len(_RESOLVED) >= _MAX_SPACES:
+            _RESOLVED.clear()
+        cache = _RESOLVED[id(globalns)] = {}
+    elif len(cache) >= _MAX_ENTRIES:
+        cache.clear()
     for param in missing:
         text = annotations[param]
         if type(text) is not str or param not in hints:
@@ -70,22 +92,10 @@ def resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         objects = tuple(_lookup(chain, globalns, names) for chain in chains)
         if any(obj is _MISSING for obj in objects) or not _plain_value(text, globalns):
             continue
-        _RESOLVED[(text, space)] = (chains, objects, hints[param])
+        pairs = tuple(zip(chains, objects, strict=True))
+        cache[text] = (tuple((c[0], o) for c, o in pairs if len(c) == 1),
+                       tuple((c, o) for c, o in pairs if len(c) > 1), hints[param])
     return hints
-
-
-def _still_valid(entry: tuple[tuple[Chain, ...], tuple[Any, ...], Any],
-                 globalns: Mapping[str, Any], names: Mapping[str, Any]) -> bool:
-    for chain, obj in zip(entry[0], entry[1], strict=True):
-        if len(chain) == 1:  # the common case, inline
-            value = globalns.get(chain[0], _MISSING)
-            if value is _MISSING:
-                value = names.get(chain[0], _MISSING)
-        else:
-            value = _lookup(chain, globalns, names)
-        if value is not obj:
-            return False
-    return True
 
 
 def _builtins_of(globalns: Mapping[str, Any]) -> Mapping[str, Any]:
