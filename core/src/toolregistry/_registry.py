@@ -298,9 +298,12 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         ns = normalize_name(ns) if ns else None
         original = tool.provenance.original_name or tool.name
         base = tool.name
-        if ns and tool.namespace == ns and base.startswith(f"{ns}-"):
-            base = base[len(ns) + 1 :]  # already qualified (re-registration of a tool object)
-        final = normalize_name(qualify(normalize_name(base), ns))
+        if not ns:
+            final = normalize_name(base)  # a normalised name is its own normal form
+        else:
+            if tool.namespace == ns and base.startswith(f"{ns}-"):
+                base = base[len(ns) + 1 :]  # already qualified (re-registration of a tool)
+            final = normalize_name(qualify(normalize_name(base), ns))
         changes: dict[str, Any] = {}
         if final != tool.name:
             changes["name"] = final
@@ -332,25 +335,35 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
             tool = self._hooks.register(self, tool)
             prepared.append(tool)
         replaced: list[str] = []
+        registered = self._tools
         with self._lock:
-            seen: dict[str, Tool] = {}
-            for tool in prepared:
-                clash = seen.get(tool.name) or (None if replace else self._tools.get(tool.name))
-                if clash is not None:
-                    raise ToolNameCollisionError(collision_message(tool, clash))
-                seen[tool.name] = tool
-            for tool in prepared:
-                if tool.name in self._tools:
+            if len(prepared) == 1:  # one register() call: no bookkeeping of names in the batch
+                tool = prepared[0]
+                if tool.name in registered:
+                    if not replace:
+                        raise ToolNameCollisionError(
+                            collision_message(tool, registered[tool.name]))
                     replaced.append(tool.name)
-                self._tools[tool.name] = tool
-            self._version += 1
-        if prepared:
-            if len(prepared) == 1:
-                log.debug("tool.registered", tool=prepared[0].name,
-                          source=prepared[0].provenance.kind)
+                registered[tool.name] = tool
             else:
-                log.debug("tool.registered", count=len(prepared))
-            self._emit("register", tuple(t.name for t in prepared), {"replaced": replaced})
+                seen: dict[str, Tool] = {}
+                for tool in prepared:
+                    clash = seen.get(tool.name) or (None if replace else registered.get(tool.name))
+                    if clash is not None:
+                        raise ToolNameCollisionError(collision_message(tool, clash))
+                    seen[tool.name] = tool
+                for tool in prepared:
+                    if tool.name in registered:
+                        replaced.append(tool.name)
+                    registered[tool.name] = tool
+            self._version += 1
+        if len(prepared) == 1:
+            tool = prepared[0]
+            log.debug("tool.registered", tool=tool.name, source=tool.provenance.kind)
+            self._emit("register", (tool.name,), {"replaced": replaced})
+        elif prepared:
+            log.debug("tool.registered", count=len(prepared))
+            self._emit("register", tuple([t.name for t in prepared]), {"replaced": replaced})
         return prepared
 
     def register_from_class(

@@ -252,22 +252,29 @@ class Tool:
         per-parameter descriptions from the docstring (Google, NumPy or reST); a
         ``Best Practices:`` docstring section is kept in ``metadata.best_practices``.
         """
-        if not callable(fn):
-            raise ToolRegistrationError(f"cannot make a tool of {fn!r}: it is not callable")
-        target = fn
-        while isinstance(target, functools.partial):
-            target = target.func
-        tool_name = name or getattr(target, "__name__", None) or type(target).__name__
-        doc_source = inspect.getdoc(target) if not inspect.isfunction(target) else target.__doc__
-        if doc_source is None and not inspect.isroutine(target):
-            doc_source = inspect.getdoc(type(target).__call__)
+        module: str | None
+        if type(fn) is types.FunctionType:  # the common case, without the general probes
+            tool_name = name or fn.__name__
+            doc_source = fn.__doc__
+            qualname, module = fn.__qualname__, fn.__module__
+        else:
+            if not callable(fn):
+                raise ToolRegistrationError(f"cannot make a tool of {fn!r}: it is not callable")
+            target = fn
+            while isinstance(target, functools.partial):
+                target = target.func
+            tool_name = name or getattr(target, "__name__", None) or type(target).__name__
+            doc_source = (inspect.getdoc(target) if not inspect.isfunction(target)
+                          else target.__doc__)
+            if doc_source is None and not inspect.isroutine(target):
+                doc_source = inspect.getdoc(type(target).__call__)
+            qualname = getattr(target, "__qualname__", tool_name)
+            module = getattr(target, "__module__", None)
         doc = parse_docstring(doc_source)
         sig = inspect_function(fn, tool_name, doc.params)
         meta = metadata or DEFAULT_METADATA
         if doc.best_practices and not meta.best_practices:
             meta = attrs.evolve(meta, best_practices=doc.best_practices)
-        qualname = getattr(target, "__qualname__", tool_name)
-        module = getattr(target, "__module__", None)
         detail = f"{module}:{qualname}" if module else qualname
         return cls(
             name=tool_name,
