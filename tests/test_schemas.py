@@ -154,6 +154,42 @@ def test_fast_path_params_are_read_on_first_use_as_they_were() -> None:
     assert reg.invoke("tool", {"a": 1, "mode": "z"}).error_kind == "invalid_arguments"
 
 
+def test_a_function_tool_makes_its_signature_on_first_use() -> None:
+    import gc
+
+    import attrs
+
+    from toolregistry._schema import Signature
+
+    def tool(city: str, days: int = 1) -> str:
+        """Weather.
+
+        Args:
+            city: Where.
+        """
+        return f"{city}{days}"
+
+    def signatures(obj: Any) -> list[Any]:
+        return [o for o in gc.get_referents(obj) if isinstance(o, Signature)]
+
+    made = Tool.from_function(tool)
+    assert signatures(made) == []  # one object fewer per tool for the collector
+    moved = made.evolve(name="ns-tool", namespace="ns")
+    assert signatures(moved) == []
+    sig = moved.signature
+    assert isinstance(sig, Signature) and signatures(moved) == [sig] and moved.signature is sig
+    eager = inspect_function(tool, "tool", {"city": "Where."}, eager=True)
+    assert sig.params == eager.params and sig.parameters is moved.parameters == eager.parameters
+    assert isinstance(attrs.evolve(made, description="x").signature, Signature)
+    assert isinstance(attrs.asdict(made, recurse=False)["signature"], Signature)
+    other = made.evolve(parameters={"type": "object", "properties": {}})
+    assert other.signature is made.signature  # made from the tool it was copied from, as before
+    reg = ToolRegistry()
+    reg.register(tool)
+    assert reg.invoke("tool", {"city": "Oslo"}).text == "Oslo1"
+    assert reg.invoke("tool", {"city": 3}).error_kind == "invalid_arguments"
+
+
 def test_many_tools_at_once_pause_the_collector_and_restore_it() -> None:
     import gc
 

@@ -240,6 +240,23 @@ def inspect_function(
 
     The signature's ``params`` are kept when pydantic wrote the schema (or ``eager``), else
     worked out again on first use."""
+    parameters, signature = schema_of(fn, tool_name, param_docs, eager=eager)
+    return signature if signature is not None else plain_signature(fn, tool_name, parameters)
+
+
+def plain_signature(fn: Callable[..., Any], tool_name: str, parameters: dict[str, Any]
+                    ) -> Signature:
+    """The signature of ``fn`` whose ``parameters`` the fast path wrote, with nothing
+    injected (its params are read on first use)."""
+    return Signature(None, (), parameters, (fn, tool_name, {}))
+
+
+def schema_of(
+    fn: Callable[..., Any], tool_name: str, param_docs: Mapping[str, str], *,
+    eager: bool = False
+) -> tuple[dict[str, Any], Signature | None]:
+    """:func:`inspect_function`'s parameters schema and signature, the signature ``None``
+    when it is :func:`plain_signature` of ``fn`` (made by the caller when it needs one)."""
     try:
         parameters_of_fn = _parameters(fn)
     except (TypeError, ValueError) as exc:
@@ -305,8 +322,10 @@ def inspect_function(
         parameters = {"type": "object", "properties": properties}
         if required:
             parameters["required"] = required
-    return Signature(params, tuple(injected) if injected else (), parameters,
-                     None if params is not None else (fn, tool_name, param_docs))
+    if params is None and not injected:
+        return parameters, None
+    return parameters, Signature(params, tuple(injected) if injected else (), parameters,
+                                 None if params is not None else (fn, tool_name, param_docs))
 
 
 @frozen

@@ -15,7 +15,7 @@ import attrs
 from attrs import define, field, frozen
 
 from ._docstrings import parse_docstring
-from ._schema import Injected, Signature, inspect_function
+from ._schema import Injected, Signature, plain_signature, schema_of
 from ._validators import ArgumentsValidator, JsonSchemaValidator
 from .errors import ToolRegistrationError
 
@@ -271,7 +271,7 @@ class Tool:
             qualname = getattr(target, "__qualname__", tool_name)
             module = getattr(target, "__module__", None)
         doc = parse_docstring(doc_source)
-        sig = inspect_function(fn, tool_name, doc.params)
+        parameters, sig = schema_of(fn, tool_name, doc.params)
         meta = metadata or DEFAULT_METADATA
         if doc.best_practices and not meta.best_practices:
             meta = attrs.evolve(meta, best_practices=doc.best_practices)
@@ -279,12 +279,12 @@ class Tool:
         return cls(
             name=tool_name,
             description=description if description is not None else doc.description,
-            parameters=sig.parameters,
+            parameters=parameters,
             callable=fn,
             metadata=meta,
             namespace=namespace,
             provenance=provenance or Provenance("function", detail, tool_name),
-            signature=sig,
+            signature=_PLAIN if sig is None else sig,
             is_async=_is_async_callable(fn),  # given: no validated assignment after init
         )
 
@@ -321,6 +321,9 @@ class Tool:
         changes.setdefault("_schema_hash", None)
         if "name" in changes or "callable" in changes or "parameters" in changes:
             changes.setdefault("_validator", None)
+        if ("signature" not in changes and "callable" not in changes
+                and "parameters" not in changes and _SIGNATURE.__get__(self) is _PLAIN):
+            changes["signature"] = _PLAIN  # the copy's callable and parameters are these
         return attrs.evolve(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -345,3 +348,27 @@ class Tool:
         if self.callable is None:
             raise TypeError(f"tool {self.name!r} has no callable")
         return self.callable(*args, **kwargs)
+
+
+# A tool made from a function whose schema the fast path wrote, with nothing injected, keeps
+# no Signature object of its own until one is asked for: it is made from the tool's callable,
+# name and parameters (all its fast-path Signature would hold) on first use -- the first call,
+# which builds the validator. Registering many such tools then leaves one object per tool
+# fewer for every later collection of the garbage collector to traverse. ``_PLAIN`` in the
+# slot stands for that Signature; ``Tool.signature`` reads and writes the slot through
+# :func:`_signature` (attrs' init, evolve and asdict see the Signature itself).
+_PLAIN: Any = object()
+_SIGNATURE: Any = Tool.__dict__["signature"]  # the slot
+
+
+def _signature(tool: Tool) -> Signature | None:
+    sig = _SIGNATURE.__get__(tool)
+    if sig is _PLAIN:
+        sig = plain_signature(tool.callable, tool.name, tool.parameters)  # type: ignore[arg-type]
+        _SIGNATURE.__set__(tool, sig)
+    return sig  # type: ignore[no-any-return]
+
+
+setattr(Tool, "signature", property(_signature, _SIGNATURE.__set__,  # noqa: B010
+                                    doc="How the tool's Python callable takes its arguments "
+                                        "(``None`` for a schema-first tool)."))
