@@ -273,6 +273,46 @@ def test_hook_register(recorder: tuple[Recorder, ToolRegistry]) -> None:
     assert ("register", "forbidden") in plugin.seen
 
 
+@pytest.mark.parametrize("trace", [False, True])
+def test_register_and_on_change_call_implementations_as_pluggy_does(trace: bool) -> None:
+    # the kernel calls these two hooks itself on every registration (trace: through pluggy)
+    calls: list[tuple[str, ...]] = []
+
+    class Both:
+        @hookimpl
+        def register(self, registry: ToolRegistry, tool: Tool) -> None:
+            calls.append(("both", tool.name))
+
+        @hookimpl
+        def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:
+            calls.append(("both", event.kind))
+
+    class Reordered:
+        @hookimpl
+        def register(self, tool: Tool, registry: ToolRegistry) -> None:
+            calls.append(("reordered", tool.name, type(registry).__name__))
+
+        @hookimpl
+        def on_change(self, event: ChangeEvent) -> None:
+            calls.append(("event only", event.kind))
+
+    class Replacer:
+        @hookimpl
+        def register(self, tool: Tool) -> Tool | None:
+            calls.append(("replacer", tool.name))
+            return tool.evolve(description="Replaced.") if tool.name == "add" else None
+
+    reg = ToolRegistry(plugins=[Both(), Reordered(), Replacer()], trace_hooks=trace)
+    reg.register(add, name="plain")
+    reg.register(add)
+    # last registered first; register stops at the first result
+    assert calls == [("replacer", "plain"), ("reordered", "plain", "ToolRegistry"),
+                     ("both", "plain"), ("event only", "register"), ("both", "register"),
+                     ("replacer", "add"), ("event only", "register"), ("both", "register")]
+    assert reg["add"].description == "Replaced." and reg["plain"].description != "Replaced."
+    reg.close()
+
+
 def test_hook_schema_transform(recorder: tuple[Recorder, ToolRegistry]) -> None:
     plugin, reg = recorder
     reg.register(add)

@@ -46,6 +46,15 @@ def _picker(argnames: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[An
     return lambda kwargs: ()
 
 
+def _reordered(fn: Callable[..., Any], where: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+    """``fn`` called with the arguments at positions ``where`` of the two it is given."""
+    def call(a: Any, b: Any) -> Any:
+        both = (a, b)
+        return fn(*[both[i] for i in where])
+
+    return call
+
+
 class ToolHooks:
     """The per-call hook implementations that concern one tool, compiled once per tool.
 
@@ -123,6 +132,39 @@ class HookCompiler:
                 if result is not None:
                     results.append(result)
             return results
+
+        return call_all
+
+    def by_position(self, name: str, impls: Sequence[HookImpl], argnames: tuple[str, str], *,
+                    first: bool = False) -> Callable[[Any, Any], Any]:
+        """:meth:`plain` for a hook of the two arguments ``argnames``, given by position:
+        an implementation that takes both, in that order, is called with them as they are
+        (no keyword dict, no picking; ``register`` and ``on_change`` run on every
+        registration). ``first``: the first non-``None`` result, else ``None``."""
+        if not impls or self._trace or any(i.hookwrapper or i.wrapper for i in impls):
+            caller = self.plain(name, impls, first=first)
+            return lambda a, b: caller(**{argnames[0]: a, argnames[1]: b})
+        fns: list[Callable[[Any, Any], Any]] = []
+        for impl in reversed(impls):  # pluggy: last registered first
+            fn, wanted = impl.function, tuple(impl.argnames)
+            if wanted == argnames:
+                fns.append(fn)
+            else:  # fewer arguments, or another order: each by position in its own order
+                fns.append(_reordered(fn, tuple(argnames.index(arg) for arg in wanted)))
+        order = tuple(fns)
+        if first:
+            def call_first(a: Any, b: Any) -> Any:
+                for fn in order:
+                    result = fn(a, b)
+                    if result is not None:
+                        return result
+                return None
+
+            return call_first
+
+        def call_all(a: Any, b: Any) -> None:
+            for fn in order:
+                fn(a, b)
 
         return call_all
 

@@ -69,9 +69,10 @@ class Hooks:
         self._schema_interest = declaration_askers(h.schema_hooks.get_hookimpls())
         self._schema_callers: dict[tuple[int, ...], HookCall | None] = {}
         # called on every registration: pluggy's dispatch costs more than most plugins' work
-        self._direct_register = compiler.plain("register", h.register.get_hookimpls(),
-                                               first=True)
-        self._direct_on_change = compiler.plain("on_change", h.on_change.get_hookimpls())
+        self._direct_register = compiler.by_position(
+            "register", h.register.get_hookimpls(), ("registry", "tool"), first=True)
+        self._direct_on_change = compiler.by_position(
+            "on_change", h.on_change.get_hookimpls(), ("registry", "event"))
         self._interest = declaration_askers(h.call_hooks.get_hookimpls())
         self._quiet: set[tuple[int, str]] = set()  # observers whose failure was logged
         self.version += 1
@@ -270,7 +271,7 @@ class Hooks:
         if not self.has_register:
             return tool
         try:
-            replacement = self._direct_register(registry=registry, tool=tool)
+            replacement = self._direct_register(registry, tool)
         except ToolRejected:
             raise
         except Exception as exc:
@@ -480,7 +481,7 @@ class Hooks:
         if not self.has_on_change:
             return
         try:
-            self._direct_on_change(registry=registry, event=event)
+            self._direct_on_change(registry, event)
         except Exception as exc:
             self._failed("on_change", exc, kind=event.kind, names=list(event.names[:5]))
             raise
