@@ -69,6 +69,8 @@ _GOOGLE_ARG = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 # The header lines as they are nearly always written, and whether they start an argument
 # section (any other line at indent 0 goes through _GOOGLE_SECTION).
 _HEADER_LINES = {f"{name}:": name in _GOOGLE_ARGS for name in _GOOGLE_ARGS | _GOOGLE_OTHER}
+# Those of them that _SECTION_HINT finds.
+_HINTED_HEADERS = frozenset(line for line in _HEADER_LINES if _SECTION_HINT.match(line))
 _NOT_GOOGLE = re.compile(r"^\s*(?:-{3,}|={3,})\s*$|^\s*:(?:param|parameter|arg|argument|key|"
                          r"keyword|type|returns?|rtype|raises?)\b", re.MULTILINE)
 
@@ -176,8 +178,6 @@ def _parse_plain(doc: str) -> ParsedDoc | None:
     doc = (first.lstrip(" ") + newline + rest).strip("\n")
     if doc.endswith(" "):
         return None  # the last line ends in a space: a section header may hide there
-    if not _SECTION_HINT.search(doc):
-        return ParsedDoc(doc.strip(), {}, ())
     # _parse_google: the first section header is a line at indent 0 ending in ':'
     lined = doc + "\n"
     head_end = -1
@@ -189,11 +189,15 @@ def _parse_plain(doc: str) -> ParsedDoc | None:
             if _GOOGLE_SECTION.match(line):
                 head_end = start
                 break
-            if " " not in line:
-                return None  # looks like a section header this pass does not know
+            if " " not in line:  # looks like a section header this pass does not know
+                return None if _SECTION_HINT.search(doc) else ParsedDoc(doc.strip(), {}, ())
         end = lined.find(":\n", end + 1)
-    if head_end < 0:
-        return None  # no section (the general path formats such a text)
+    if head_end < 0:  # no section (the general path formats such a text)
+        return None if _SECTION_HINT.search(doc) else ParsedDoc(doc.strip(), {}, ())
+    # the general path reads sections only when _SECTION_HINT finds one; a first header
+    # among its names ("Args:") is such a line, any other asks the regex
+    if line not in _HINTED_HEADERS and not _SECTION_HINT.search(doc):
+        return ParsedDoc(doc.strip(), {}, ())
     params: dict[str, str] = {}
     args = False
     current: str | None = None
