@@ -4,6 +4,7 @@ strict mode, the hook facade, and the errors for plugins that are not installed.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -271,6 +272,32 @@ def test_hook_register(recorder: tuple[Recorder, ToolRegistry]) -> None:
         reg.register(add, name="forbidden")
     assert "forbidden" not in reg
     assert ("register", "forbidden") in plugin.seen
+
+
+def test_a_kind_a_plugin_brings_later_is_a_method_of_the_registries_that_have_it() -> None:
+    class Own:  # a host of its own: the default one is shared with other tests
+        pass
+
+    class Letters:
+        @hookimpl
+        def loaders(self) -> list[SourceKind]:
+            return [SourceKind(name="letters", load=lambda registry, source, **kw:
+                               registry.register_tools([Tool(name=c, callable=lambda c=c: c)
+                                                        for c in source], **kw))]
+
+    reg, other = ToolRegistry(plugins=[Own()]), ToolRegistry()
+    assert not hasattr(reg, "register_from_letters")
+    with pytest.raises(AttributeError, match="'ToolRegistry' object has no attribute "
+                                             "'register_from_letters'"):
+        reg.register_from_letters("ab")
+    reg.plugins.add(Letters(), name="letters")
+    assert [t.name for t in reg.register_from_letters("ab")] == ["a", "b"]
+    assert [t.name for t in asyncio.run(reg.aregister_from_letters("c"))] == ["c"]
+    assert not hasattr(other, "register_from_letters")  # its plugins do not provide it
+    with pytest.raises(AttributeError, match="no attribute 'register_from_nothing'"):
+        reg.register_from_nothing("x")
+    reg.close()
+    other.close()
 
 
 @pytest.mark.parametrize("trace", [False, True])

@@ -14,6 +14,7 @@ from structlog.testing import capture_logs
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry, ToolTag
 from toolregistry._schema import _fast_schema, _pydantic_schema, inspect_function
+from toolregistry.errors import ToolRegistrationError
 from toolregistry.formats import API_FORMATS
 
 from ._corpus import CORPUS
@@ -188,6 +189,53 @@ def test_a_function_tool_makes_its_signature_on_first_use() -> None:
     reg.register(tool)
     assert reg.invoke("tool", {"city": "Oslo"}).text == "Oslo1"
     assert reg.invoke("tool", {"city": 3}).error_kind == "invalid_arguments"
+
+
+def test_a_loop_of_register_calls_runs_young_passes_once_per_bound() -> None:
+    import gc
+
+    from toolregistry import _gc
+
+    def make(i: int) -> Any:
+        def tool(city: str, days: int = 1) -> str:
+            """Weather.
+
+            Args:
+                city: Where.
+            """
+            return city
+
+        tool.__name__ = tool.__qualname__ = f"tool_{i}"
+        return tool
+
+    fns = [make(i) for i in range(6000)]  # some 40,000 objects to register
+    reg = ToolRegistry()
+    waiting: list[tuple[int, int]] = []
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            waiting.append((info["generation"], gc.get_count()[0]))
+
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        for fn in fns:  # nothing else allocated here: the passes due are made in the calls
+            reg.register(fn)
+    finally:
+        gc.callbacks.remove(seen)
+    assert gc.isenabled() and len(reg) == 6000
+    # every 700 objects without the pause (some 60 passes, 6 of generation 1)
+    assert 1 <= len(waiting) <= 3 and {g for g, _ in waiting} == {0}
+    assert all(n <= _gc.DEFER_MAX + 100 for _, n in waiting)  # the bound holds
+    gc.disable()  # the application's choice is left alone
+    try:
+        reg.register(make(6000))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ToolRegistrationError):  # a failing call turns it on again too
+        reg.register(make(6000))
+    assert gc.isenabled()
 
 
 def test_many_tools_at_once_pause_the_collector_and_restore_it() -> None:

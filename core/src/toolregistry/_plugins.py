@@ -6,7 +6,7 @@ import difflib
 import importlib
 import importlib.metadata as md
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pluggy
@@ -37,6 +37,28 @@ KERNEL = "toolregistry"
 # ``toolregistry-<plugin>``). Everything else about a plugin comes from the plugin.
 KIND_HINTS: Mapping[str, str] = {"mcp": "mcp", "openapi": "openapi", "langchain": "langchain"}
 COMMAND_HINTS: Mapping[str, str] = {"serve": "mcp", "inspect": "inspector", "log": "inspector"}
+
+
+# The names of the source kinds known to any host (the kernel's, the first-party ones whose
+# plugin may be missing, the plugins'): registries answer register_from_<name> and
+# aregister_from_<name> for each (see _registry_sources).
+_kind_names: set[str] = {"python", *KIND_HINTS}
+_kind_listeners: list[Callable[[str], None]] = []
+
+
+def on_kind_name(listener: Callable[[str], None]) -> None:
+    """Call ``listener(name)`` for every source kind name known now, and for each one a host
+    learns later."""
+    _kind_listeners.append(listener)
+    for name in sorted(_kind_names):
+        listener(name)
+
+
+def _learned_kind(name: str) -> None:
+    if name not in _kind_names:
+        _kind_names.add(name)
+        for listener in _kind_listeners:
+            listener(name)
 
 
 def distribution_of(plugin: str) -> str:
@@ -204,6 +226,7 @@ class PluginHost:
                                 other=other)
                     continue
                 self.kinds[kind.name] = (record.name, kind)
+                _learned_kind(kind.name)
         if "provider_formats" in record.hooks:
             try:
                 where = f"plugin {record.name!r}: provider_formats()"

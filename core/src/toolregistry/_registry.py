@@ -10,6 +10,7 @@ prompts) and ``_registry_sources`` (source kinds: load, export, construction fro
 
 from __future__ import annotations
 
+import gc
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -263,12 +264,27 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         already taken is a :class:`ToolNameCollisionError` unless ``replace=True``.
         """
         if obj is None:
-            def decorator(fn: F) -> F:
-                self.register(fn, name=name, namespace=namespace, description=description,
-                              metadata=metadata, replace=replace)
-                return fn
+            return self._decorator(name, namespace, description, metadata, replace)
+        paused = _gc.pause_one()  # a loop of register() calls: see _gc
+        try:
+            return self._register_one(obj, name, namespace, description, metadata, replace)
+        finally:
+            if paused:
+                gc.enable()
 
-            return decorator
+    def _decorator(self, name: str | None, namespace: str | None, description: str | None,
+                   metadata: ToolMetadata | None, replace: bool) -> Callable[[F], F]:
+        # not in register(): its arguments would be cells, allocated on every call
+        def decorator(fn: F) -> F:
+            self.register(fn, name=name, namespace=namespace, description=description,
+                          metadata=metadata, replace=replace)
+            return fn
+
+        return decorator
+
+    def _register_one(self, obj: Any, name: str | None, namespace: str | None,
+                      description: str | None, metadata: ToolMetadata | None,
+                      replace: bool) -> Any:
         if isinstance(obj, type):
             raise ToolRegistrationError(
                 f"register() takes a function or a Tool; for the class {obj.__name__!r} use "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _config
 from ._log import log
-from ._plugins import PluginSettings, get_host
+from ._plugins import PluginSettings, get_host, on_kind_name
 from ._registry_base import RegistryBase
 from ._settings import Settings
 from .errors import ConfigError, MissingPluginError
@@ -75,24 +75,57 @@ class RegistrySources(RegistryBase):
         """Registry tools as LangChain tools (needs toolregistry-langchain)."""
         return self.export("langchain", names, **options)
 
-    def __getattr__(self, attr: str) -> Any:
-        # register_from_<kind> for third-party kinds; a clear error for missing plugins.
-        if attr.startswith(("register_from_", "aregister_from_")):
-            is_async = attr.startswith("a")
-            kind = attr.split("register_from_", 1)[1]
-            host = self.__dict__.get("_host")
-            if host is not None and host.knows_kind(kind):
-                if is_async:
-                    async def aload(source: Any, **options: Any) -> list[Tool]:
-                        return await self.aload(kind, source, **options)
+    if TYPE_CHECKING:
+        # register_from_<kind> / aregister_from_<kind> of third-party kinds (_KindMethod)
+        def __getattr__(self, attr: str) -> Any: ...
 
-                    return aload
 
-                def load(source: Any, **options: Any) -> list[Tool]:
-                    return self.load(kind, source, **options)
+class _KindMethod:
+    """``registry.register_from_<kind>`` (or ``aregister_from_<kind>``) of a source kind
+    without a method of its own: loading through the kind when the registry's plugin host
+    knows it (a missing first-party plugin's kind too: loading names what to install), else
+    no such attribute.
 
-                return load
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+    A class attribute for every kind name a host learns (:func:`_plugins.on_kind_name`)
+    rather than ``__getattr__``: with ``__getattr__`` on the class, every method call on a
+    registry -- a dozen in each registration, the plugins' included -- allocates a bound
+    method, and such allocations between two ``register()`` calls make the garbage
+    collector's young passes due there (see :mod:`toolregistry._gc`).
+    """
+
+    __slots__ = ("_async", "_kind", "_name")
+
+    def __init__(self, kind: str, name: str, is_async: bool) -> None:
+        self._kind, self._name, self._async = kind, name, is_async
+
+    def __get__(self, registry: Any, owner: type | None = None) -> Any:
+        if registry is None:
+            return self
+        host = registry.__dict__.get("_host")
+        if host is None or not host.knows_kind(self._kind):
+            raise AttributeError(f"{type(registry).__name__!r} object has no attribute "
+                                 f"{self._name!r}")
+        kind = self._kind
+        if self._async:
+            async def aload(source: Any, **options: Any) -> list[Tool]:
+                return await registry.aload(kind, source, **options)  # type: ignore[no-any-return]
+
+            return aload
+
+        def load(source: Any, **options: Any) -> list[Tool]:
+            return registry.load(kind, source, **options)  # type: ignore[no-any-return]
+
+        return load
+
+
+def _add_kind_methods(kind: str) -> None:
+    for prefix, is_async in (("register_from_", False), ("aregister_from_", True)):
+        name = prefix + kind
+        if not hasattr(RegistrySources, name):  # the methods of first-party kinds stay
+            setattr(RegistrySources, name, _KindMethod(kind, name, is_async))
+
+
+on_kind_name(_add_kind_methods)
 
 
 def build_from_config(cls: type[ToolRegistry], path: str | Path | None, skip_unavailable: bool,
