@@ -191,6 +191,16 @@ def test_a_function_tool_makes_its_signature_on_first_use() -> None:
     assert reg.invoke("tool", {"city": 3}).error_kind == "invalid_arguments"
 
 
+def test_a_function_without_a_name_is_named_after_its_type() -> None:
+    def tool() -> str:
+        """Nothing."""
+        return ""
+
+    tool.__name__ = ""
+    assert Tool.from_function(tool).name == "function"
+    assert Tool.from_function(tool, name="given").name == "given"
+
+
 def test_a_loop_of_register_calls_runs_young_passes_once_per_bound() -> None:
     import gc
 

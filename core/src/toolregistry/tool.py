@@ -254,7 +254,7 @@ class Tool:
         """
         module: str | None
         if type(fn) is types.FunctionType:  # the common case, without the general probes
-            tool_name = name or fn.__name__
+            tool_name = name or fn.__name__ or "function"
             doc_source = fn.__doc__
             qualname, module = fn.__qualname__, fn.__module__
         else:
