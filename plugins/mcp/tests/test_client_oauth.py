@@ -129,6 +129,13 @@ def test_authorization_code_with_pkce_registration_and_refresh(
     assert len(tools) == 6
     lines = signed_in.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1 and "code=" in lines[0] and "state=" in lines[0]
+    # The browser got the listener's answer (its process ends once it has read it): the
+    # client's loop served the redirect while the browser waited for it.
+    answers = tmp_path / "browser.log.answers"
+    deadline = time.monotonic() + 10
+    while not answers.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert answers.read_text(encoding="utf-8") == "200 Signed in. You can close this window.\n"
     saved = store.read_text(encoding="utf-8")
     assert '"client_id"' in saved and '"refresh_token"' in saved  # registered; refreshable
     assert stat.S_IMODE(store.stat().st_mode) == 0o600

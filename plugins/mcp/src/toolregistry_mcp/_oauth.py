@@ -427,7 +427,11 @@ def _browser_flow(config: ClientAuth) -> tuple[Callable[[str], Awaitable[None]],
                                                       parts.port or 80, parts.path or "/")
         log.warning("mcp.oauth_sign_in", url=url)
         if config.open_browser:
-            webbrowser.open(url)
+            # On a thread of its own: webbrowser.open waits for a $BROWSER command to exit, and
+            # a browser that follows the redirect waits for this loop to answer it at the
+            # listener (on the loop, the sign-in took the browser's own timeout longer).
+            threading.Thread(target=webbrowser.open, args=(url,), daemon=True,
+                             name="toolregistry-mcp-browser").start()
 
     async def callback() -> Any:
         from mcp.shared.auth import AuthorizationCodeResult

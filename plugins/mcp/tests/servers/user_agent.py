@@ -1,7 +1,8 @@
 """A user signing in with a browser, for the OAuth tests: ``python user_agent.py URL`` (as
 ``$BROWSER``) follows the authorization server's redirects, fills its sign-in and consent forms
 (login ``alice``), and finally requests the client's loopback ``redirect_uri`` with the code, as
-a browser would. Each run appends a line to ``$USER_AGENT_LOG``."""
+a browser would. Each run appends a line to ``$USER_AGENT_LOG`` (that URL) before that request
+and one to ``$USER_AGENT_LOG.answers`` (the listener's status and body) after it."""
 
 from __future__ import annotations
 
@@ -71,4 +72,7 @@ if __name__ == "__main__":
         with open(os.environ["USER_AGENT_LOG"], "a", encoding="utf-8") as fh:
             fh.write(final + "\n")
     with urllib.request.urlopen(final, timeout=10) as done:  # the client's loopback listener
-        done.read()
+        answer = f"{done.status} {done.read().decode()}"
+    if os.environ.get("USER_AGENT_LOG"):
+        with open(os.environ["USER_AGENT_LOG"] + ".answers", "a", encoding="utf-8") as fh:
+            fh.write(answer + "\n")
