@@ -7,7 +7,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import psutil
 import pytest
@@ -141,30 +141,41 @@ def _wait_gone(pid: int, seconds: float = 30) -> bool:
 
 def test_a_timeout_cancels_the_ray_task(make_registry: MakeRegistry, tmp_path: Path) -> None:
     registry = make_registry(tools=["slow*"])
-    pidfile = tmp_path / "pid"
 
     @registry.register
-    def slow_sync(seconds: float) -> str:
-        pidfile.write_text(str(os.getpid()))
+    def slow_sync(path: str, seconds: float) -> str:
+        Path(path).write_text(str(os.getpid()))
         time.sleep(seconds)
         return "finished"
 
-    result = registry.invoke("slow_sync", {"seconds": 120}, timeout=20)
-    assert result.error_kind == "timeout", result.text
-    pid = int(pidfile.read_text())
-    assert pid != os.getpid()
-    assert _wait_gone(pid), "the worker running the timed-out sync tool was not stopped"
-
     @registry.register
-    async def slow_async(seconds: float) -> str:
-        pidfile.write_text(str(os.getpid()))
+    async def slow_async(path: str, seconds: float) -> str:
+        Path(path).write_text(str(os.getpid()))
         await asyncio.sleep(seconds)
         return "finished"
 
-    result = asyncio.run(registry.ainvoke("slow_async", {"seconds": 120}, timeout=20))
-    assert result.error_kind == "timeout", result.text
-    pid = int(pidfile.read_text())
-    assert _wait_gone(pid), "the worker running the timed-out async tool was not stopped"
+    # Both tools once, side by side, to the end: their functions are shipped and two workers
+    # are up, so that the timed calls start at once (the deadline is for the call, not for
+    # starting a worker on a loaded machine).
+    warm = registry.execute_tool_calls([
+        {"id": "1", "name": "slow_sync", "arguments": {"path": str(tmp_path / "w1"), "seconds": 0.5}},
+        {"id": "2", "name": "slow_async", "arguments": {"path": str(tmp_path / "w2"), "seconds": 0.5}},
+    ])
+    assert [r.text for r in warm] == ["finished", "finished"]
+
+    async def both() -> list[Any]:
+        # the sync API on a thread of its own, the async one on this loop, at the same time
+        return list(await asyncio.gather(
+            asyncio.to_thread(registry.invoke, "slow_sync",
+                              {"path": str(tmp_path / "sync.pid"), "seconds": 120}, timeout=5),
+            registry.ainvoke("slow_async", {"path": str(tmp_path / "async.pid"), "seconds": 120},
+                             timeout=5)))
+
+    for result, kind in zip(asyncio.run(both()), ("sync", "async"), strict=True):
+        assert result.error_kind == "timeout", result.text
+        pid = int((tmp_path / f"{kind}.pid").read_text())
+        assert pid != os.getpid()
+        assert _wait_gone(pid), f"the worker running the timed-out {kind} tool was not stopped"
 
 
 def test_a_worker_killed_mid_call_is_an_error_result_and_never_retried(
