@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,19 @@ from tests.docs._blocks import PLUGINS, REPO
 pytestmark = pytest.mark.timeout(900)
 
 
-def _fresh_pip(tmp_path: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
-    return tmp_path / "venv" / "bin" / "python"
+@pytest.fixture(scope="module")
+def fresh_pip(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh virtual environment with pip, for the module's tests: each runs pip with
+    ``--dry-run``, which installs nothing, so the environment stays fresh for the next."""
+    folder = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    frozen = subprocess.run([str(python), "-m", "pip", "freeze", "--all"], capture_output=True,
+                            text=True, check=True).stdout
+    yield python
+    after = subprocess.run([str(python), "-m", "pip", "freeze", "--all"], capture_output=True,
+                           text=True, check=True).stdout
+    assert after == frozen, "a dry run installed something"
 
 
 def _pip_report(python: Path, tmp_path: Path, *args: str) -> dict[str, str]:
@@ -44,25 +55,23 @@ def _from_folders(where: dict[str, str], names: list[str]) -> None:
         assert where.get(name) == (REPO / folder).as_uri(), (name, where.get(name))
 
 
-def test_pip_workspace_file_installs_every_plugin_from_its_folder(tmp_path: Path) -> None:
-    python = _fresh_pip(tmp_path)
-    where = _pip_report(python, tmp_path, "-r", "workspace.txt")
+def test_pip_workspace_file_installs_every_plugin_from_its_folder(fresh_pip: Path,
+                                                                  tmp_path: Path) -> None:
+    where = _pip_report(fresh_pip, tmp_path, "-r", "workspace.txt")
     _from_folders(where, ["toolregistry", *(f"toolregistry-{p}" for p in PLUGINS)])
 
 
-def test_pip_extras_with_the_plugin_folders(tmp_path: Path) -> None:
-    python = _fresh_pip(tmp_path)
-    where = _pip_report(python, tmp_path, "-e", "./core[mcp,discovery]",
+def test_pip_extras_with_the_plugin_folders(fresh_pip: Path, tmp_path: Path) -> None:
+    where = _pip_report(fresh_pip, tmp_path, "-e", "./core[mcp,discovery]",
                         "-e", "./plugins/mcp", "-e", "./plugins/discovery")
     _from_folders(where, ["toolregistry", "toolregistry-mcp", "toolregistry-discovery"])
     assert not {f"toolregistry-{p}" for p in PLUGINS} - {"toolregistry-mcp",
                                                           "toolregistry-discovery"} & set(where)
 
 
-def test_pip_never_takes_a_plugin_from_the_index(tmp_path: Path) -> None:
+def test_pip_never_takes_a_plugin_from_the_index(fresh_pip: Path) -> None:
     """Without the folders, the extra's pinned plugin is not found: nothing else is taken."""
-    python = _fresh_pip(tmp_path)
-    proc = subprocess.run([str(python), "-m", "pip", "install", "--dry-run", "-e", "./core[spool]"],
+    proc = subprocess.run([str(fresh_pip), "-m", "pip", "install", "--dry-run", "-e", "./core[spool]"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "toolregistry-spool==1.0.0.dev0" in proc.stderr, proc.stderr
