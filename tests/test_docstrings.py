@@ -149,3 +149,25 @@ def test_common_docstrings_take_the_plain_path() -> None:
         {"query": "Free-text search query, several words.", "count": "How many items to return."},
         (),
     )
+
+
+def test_an_entry_without_a_name_describes_no_parameter() -> None:
+    # Found by fuzzing: docstring-parser reads "    : d" under Args: as a parameter named "".
+    doc = "Summary.\n\nArgs:\n    : d Raises:\nYields\n    :param\nRaises: Parameters  : int\n    >>>\n"
+    parsed = parse_docstring(doc)
+    assert "" not in parsed.params
+    assert parsed.description.startswith("Summary.")
+
+
+_PIECES = ["Args:", "Parameters", "----------", ":param", ":param x:", "x:", " : int", "Returns:",
+           "Raises:", "    ", "x (int): d", "*args:", "**kw:", ":", "  : desc", "Example:", ">>>",
+           "@param", ":type x:", "Yields", "Attributes:", ":param :", "Args:\n    : d", "\t"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_PIECES), st.sampled_from([" ", "\n", "\n    ", ""])),
+                min_size=1, max_size=10))
+def test_any_docstring_parses_without_raising(parts: list[tuple[str, str]]) -> None:
+    doc = "Summary.\n\n" + "".join(a + b for a, b in parts)
+    parsed = parse_docstring(doc)
+    assert all(name and not name.startswith("*") for name in parsed.params)

@@ -263,12 +263,13 @@ def _parse_general(doc: str) -> ParsedDoc:
 
     try:
         parsed = docstring_parser.parse(doc, style=docstring_parser.DocstringStyle.AUTO)
-    except docstring_parser.ParseError:
+    except Exception:  # ParseError, or a parser's own slip on odd text: keep it as text
         return ParsedDoc(doc.strip(), {}, practices)
     parts = [p.strip() for p in (parsed.short_description, parsed.long_description) if p]
-    params = {
-        p.arg_name.split()[0].lstrip("*"): " ".join(p.description.split())
-        for p in parsed.params
-        if p.description
-    }
+    params = {}
+    for p in parsed.params:
+        # An entry with no name (``Args:`` then ``    : text``) describes no parameter.
+        name = p.arg_name.split()[0].lstrip("*") if p.arg_name.split() else ""
+        if name and p.description:
+            params[name] = " ".join(p.description.split())
     return ParsedDoc("\n\n".join(parts), params, practices)
