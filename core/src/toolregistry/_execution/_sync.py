@@ -26,7 +26,7 @@ from toolregistry._calling import note_calling_loop
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 
 from ._policies import group_order
-from ._threads import SPREAD_AFTER, in_pool
+from ._threads import DONE, REFUSED, SPREAD_AFTER, WAITING, PoolClosed, in_pool
 from ._work import Work
 
 if TYPE_CHECKING:
@@ -136,14 +136,17 @@ class Pooled(Handle):
     def collect(self, sched: SyncScheduler) -> ToolResult:
         return self.finish(sched, *self.outcome(sched))
 
-    def outcome(self, sched: SyncScheduler) -> tuple[Any, BaseException | None]:
+    def outcome(self, sched: SyncScheduler, waited: bool = False
+                ) -> tuple[Any, BaseException | None]:
         """Wait for the call, at most until its deadline: its value and error. A signal that
-        interrupts the wait (Ctrl-C) stops the call too, and propagates."""
+        interrupts the wait (Ctrl-C) stops the call too, and propagates. ``waited``: the
+        pool waited for it once already (``WorkerPool.call``), and it was not done."""
         work = self.work
         pool = sched.executor.pool
         remaining = self.remaining()
         acquired = False
-        pool.let_run(work)
+        if not waited:
+            pool.let_run(work)
         try:
             if pool.has_backlog:
                 first = SPREAD_AFTER if remaining is None else min(remaining, SPREAD_AFTER)
@@ -159,6 +162,12 @@ class Pooled(Handle):
         except BaseException:
             pool.interrupt(work)
             raise
+        return self.answer()
+
+    def answer(self) -> tuple[Any, BaseException | None]:
+        """Once ``work.done`` is taken: the call's value and error (a timeout when it finished
+        after its deadline)."""
+        work = self.work
         timeout = self.prep.timeout
         if timeout is not None and work.overran(self.started + timeout):
             return None, ToolTimeoutError()
@@ -327,11 +336,38 @@ class SyncScheduler:
 
     def run_pooled(self, prep: Prepared) -> ToolResult:
         """A sync call with a deadline, from any thread: on a worker, waited for here at most
-        until its deadline (the tool may go on running on its worker; see ``Pooled``)."""
-        handle = self.start(prep, 0)
-        if not isinstance(handle, Pooled):
-            return handle.collect(self)
-        value, error = handle.outcome(self)
+        until its deadline (the tool may go on running on its worker; see ``Pooled``).
+
+        Everything this thread has to do before it waits is done before the worker is woken
+        (``WorkerPool.call`` waits right after the wake-up)."""
+        executor = self.executor
+        started = time.perf_counter()
+        try:
+            fn, args, kwargs = executor.call_fn(prep)
+        except Exception as exc:
+            return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
+        work = pool_work(fn, args, kwargs, prep, started)
+        note_calling_loop(prep.context)
+        handle = Pooled(0, prep, started, work)
+        pool = executor.pool
+        try:
+            # A tool calling the registry from a worker while every worker is busy runs its
+            # call here rather than wait for a worker that may be waiting for it.
+            status = pool.call(work, work.deadline, saturated_ok=not in_pool())
+        except PoolClosed as exc:  # closed meanwhile (raised before the hand-off)
+            return handle.finish(self, None, ToolCallError(str(exc)))
+        except BaseException:  # a signal while it waited (Ctrl-C): the call stops too
+            pool.interrupt(work)
+            raise
+        if status == DONE:
+            value, error = handle.answer()
+        elif status == REFUSED:
+            try:
+                value, error = prep.context.run(fn, *args, **kwargs), None
+            except (Exception, ToolCancelled) as exc:
+                value, error = None, exc
+        else:
+            value, error = handle.outcome(self, status == WAITING)
         if isinstance(error, (KeyboardInterrupt, SystemExit)) and \
                 threading.current_thread() is threading.main_thread():
             raise error  # as from the function itself (see docs/errors.md)

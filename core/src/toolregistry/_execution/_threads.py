@@ -30,11 +30,16 @@ from ._affinity import Pinning
 from ._cpuslots import _WATCH, CpuSlots
 from ._work import _CANCELLED, _DONE, _INTERRUPTED, _PENDING, _RUNNING, Work, _Worker
 
-__all__ = ["SPREAD_AFTER", "ClosedBeforeStart", "WorkerPool", "in_pool"]
+__all__ = ["DONE", "QUEUED", "REFUSED", "SPREAD_AFTER", "WAITING", "ClosedBeforeStart",
+           "PoolClosed", "WorkerPool", "in_pool"]
 
 
 class ClosedBeforeStart(ToolCancelled):
     """The registry was closed while the call waited for a worker."""
+
+
+class PoolClosed(RuntimeError):
+    """A call was handed to a pool that was shut down (the registry is closed)."""
 
 
 _local = threading.local()
@@ -46,6 +51,8 @@ def _set_async_exc(ident: int, exc: type[BaseException] | None) -> None:
 
 
 _GO, _QUIT = b"\x01", b"\x00"
+REFUSED, QUEUED, WAITING, DONE = range(4)
+"""What ``WorkerPool.call`` did with a call (see there)."""
 SPREAD_AFTER = 0.0002
 """Seconds a batch's calls may wait for the one worker running them before more are woken."""
 # WorkerPool._next: leave, do not wait. Never run, so an empty context: this module is
@@ -94,46 +101,84 @@ class WorkerPool(CpuSlots):
     def submit(self, work: Work, *, saturated_ok: bool = True) -> bool:
         """Hand ``work`` to a worker; False (nothing queued) when every worker is busy, the
         pool is at its size and ``saturated_ok`` is false."""
-        stale = None
-        new = spawn = False
-        if self.heavy_keys and work.key is not None and in_pool():
-            work.key = None  # a tool's own call: its caller holds the slot it would wait for
-        with self.lock:
-            if self._shutdown:
-                raise RuntimeError("the registry is closed")
-            idle = self._idle
-            if (idle or not self._workers) and self.heavy_keys and not self._admit(work):
-                return True  # held until a CPU slot is free
-            if idle:
-                worker = idle.pop()
-                worker.work = work
-                if idle and time.monotonic() - idle[0].idle_since > self._idle_timeout:
-                    stale = idle.pop(0)
-            elif not self._workers:
-                worker = _Worker(work)  # the first: started here, cheap while nothing runs
-                self._workers.add(worker)
-                new = True
-            elif len(self._workers) < self._max:
-                self._backlog.append(work)  # a new worker is started by the spawner
-                spawn = True
-            elif not saturated_ok:
-                return False
-            else:
-                self._backlog.append(work)
-                return True
-        if new:
-            self._start(worker)  # outside the lock: starting a thread waits for it
-            return True
-        if spawn:
-            self._want_workers()
-            return True
+        worker = self._place(work, saturated_ok)
+        if isinstance(worker, int):
+            return worker == QUEUED
         if self.pinning.on:  # its caller waits for it: wake it on the caller's CPU
             worker.restore = restore = self.pinning.pin(worker.native)
             work.pinned = restore is not None
         os.write(worker.wfd, _GO)
-        if stale is not None:
-            os.write(stale.wfd, _QUIT)
         return True
+
+    def call(self, work: Work, until: float | None, *, saturated_ok: bool = True) -> int:
+        """Hand ``work`` to a worker and wait for it until ``until`` (``perf_counter``;
+        ``None``: no end) or, while other calls wait for workers, :data:`SPREAD_AFTER`
+        seconds: :data:`REFUSED` (as ``submit``), :data:`QUEUED` (waiting for a worker or a
+        CPU slot: not waited for), :data:`WAITING` (not done yet) or :data:`DONE` (done, and
+        ``work.done`` taken).
+
+        The caller blocks right after the write that wakes the worker: every bytecode it
+        runs in between holds the interpreter lock the worker is waking up to take, and a
+        worker that finds it taken sleeps again until the caller blocks (a second wake-up).
+        So the caller has done all its own work before (the wait's time is worked out
+        before the write too, and an idle worker gone stale is let go before the wake)."""
+        worker = self._place(work, saturated_ok)
+        if isinstance(worker, int):
+            return worker
+        if self.pinning.on:  # its caller waits for it: wake it on the caller's CPU
+            worker.restore = restore = self.pinning.pin(worker.native)
+            work.pinned = restore is not None
+        if until is None:
+            wait = -1.0 if not self._backlog else SPREAD_AFTER
+        else:
+            wait = until - time.perf_counter()
+            wait = 0.0 if wait < 0.0 else wait if not self._backlog or wait < SPREAD_AFTER \
+                else SPREAD_AFTER
+        os.write(worker.wfd, _GO)
+        if work.pinned and work.state != _DONE:
+            _sched_yield()  # see let_run
+        return DONE if work.done.acquire(True, wait) else WAITING
+
+    def _place(self, work: Work, saturated_ok: bool) -> _Worker | int:
+        """Find ``work`` a worker: the idle worker to wake, else :data:`QUEUED` (for a new
+        worker or a CPU slot; a first worker is started here) or :data:`REFUSED` (see
+        ``submit``)."""
+        stale = None
+        start = spawn = False
+        if self.heavy_keys and work.key is not None and in_pool():
+            work.key = None  # a tool's own call: its caller holds the slot it would wait for
+        with self.lock:
+            if self._shutdown:
+                raise PoolClosed("the registry is closed")
+            idle = self._idle
+            if (idle or not self._workers) and self.heavy_keys and not self._admit(work):
+                return QUEUED  # held until a CPU slot is free
+            if idle:
+                worker = idle.pop()
+                worker.work = work
+                if idle and time.perf_counter() - idle[0].idle_since > self._idle_timeout:
+                    stale = idle.pop(0)
+            elif not self._workers:
+                worker = _Worker(work)  # the first: started here, cheap while nothing runs
+                self._workers.add(worker)
+                start = True
+            elif len(self._workers) < self._max:
+                self._backlog.append(work)  # a new worker is started by the spawner
+                spawn = True
+            elif not saturated_ok:
+                return REFUSED
+            else:
+                self._backlog.append(work)
+                return QUEUED
+        if start:
+            self._start(worker)  # outside the lock: starting a thread waits for it
+            return QUEUED
+        if spawn:
+            self._want_workers()
+            return QUEUED
+        if stale is not None:  # let it go before the wake-up, not while the call runs
+            os.write(stale.wfd, _QUIT)
+        return worker
 
     def submit_many(self, works: list[Work]) -> None:
         """Queue a batch and wake one worker, which runs the calls back to back.
@@ -147,7 +192,7 @@ class WorkerPool(CpuSlots):
             return
         with self.lock:
             if self._shutdown:
-                raise RuntimeError("the registry is closed")
+                raise PoolClosed("the registry is closed")
             self._backlog.extend(works[1:])
         self.submit(works[0])
 
@@ -297,9 +342,10 @@ class WorkerPool(CpuSlots):
             os.close(worker.rfd)
             os.close(worker.wfd)
 
-    def _next(self, worker: _Worker) -> Work | None:
+    def _next(self, worker: _Worker, now: float) -> Work | None:
         """Under the lock: the next backlog call for ``worker``; else ``None`` after marking
-        it idle, or ``_CLOSING`` when the pool is closing."""
+        it idle (since ``now``, a ``perf_counter`` time), or ``_CLOSING`` when the pool is
+        closing."""
         if self._backlog or self._held:
             work = self._take()
             if work is not None:
@@ -308,7 +354,7 @@ class WorkerPool(CpuSlots):
         if self._shutdown:
             return _CLOSING
         worker.work = None
-        worker.idle_since = time.monotonic()
+        worker.idle_since = now
         self._idle.append(worker)
         return None
 
@@ -331,9 +377,10 @@ class WorkerPool(CpuSlots):
                 work.result = work.context.run(work.fn, *work.args, **work.kwargs)
             except BaseException as exc:
                 work.error = exc
-            work.finished = time.perf_counter()
+            work.finished = now = time.perf_counter()
         else:
             work.error = ToolCancelled("the call timed out before it started")
+            now = time.perf_counter()
         while True:
             try:
                 with lock:
@@ -346,15 +393,17 @@ class WorkerPool(CpuSlots):
                         work.heavy = False
                         self._heavy_running -= 1
                     work.state = _DONE
-                    following = self._next(worker)
+                    following = self._next(worker, now)
                 break
             except ToolCancelled:  # the interrupt landed after the tool returned
                 if work.error is None:
                     work.result = None
                     work.error = ToolCancelled("timed out")
-        work.done.release()
+        # All the bookkeeping before the answer: what runs after it competes with the woken
+        # caller for the interpreter lock (and makes it sleep again until this thread blocks).
         self._follow_switch()
         callback = work.callback
+        work.done.release()
         if callback is not None:
             try:
                 callback(work)
