@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -215,6 +216,121 @@ def test_the_main_thread_is_answered_on_time_by_tools_that_resist(
     finally:
         reg.close()
     assert _until(lambda: not set(_pool_threads()) - others, 10)  # nothing left at close
+
+
+@pytest.mark.parametrize("thread", ["main", "other"])
+@pytest.mark.parametrize("pinning", [True, False], ids=["pinned", "unpinned"])
+def test_a_caller_is_answered_at_the_deadline_while_the_tool_resists(
+        thread: str, pinning: bool) -> None:
+    """The hand-off (``WorkerPool.call``: the caller waits right after waking the worker)
+    keeps issue 16.3's guarantee on both of its paths, from any thread: a tool that swallows
+    the cancellation, or sits in a C call, answers its caller with a timeout while it is
+    still running (it cannot end before the test lets it), then frees its worker."""
+    reg = ToolRegistry(load_plugins=[], handoff_pinning=pinning)
+    release = threading.Event()
+    gate = threading.Lock()
+    gate.acquire()
+    ended: list[str] = []
+
+    @reg.register(metadata=ToolMetadata(timeout=0.2))
+    def stubborn() -> str:
+        while not release.is_set():
+            try:
+                release.wait(0.01)
+            except:  # noqa: E722 -- what the test is about
+                pass
+        ended.append("stubborn")
+        return "done"
+
+    @reg.register(metadata=ToolMetadata(timeout=0.2))
+    def in_c() -> str:
+        try:
+            gate.acquire()  # a C call that no cancellation interrupts
+            gate.release()
+            return "done"
+        finally:
+            ended.append("in_c")
+
+    @reg.register
+    def where() -> str:
+        return threading.current_thread().name
+
+    results: dict[str, Any] = {}
+
+    def calls() -> None:
+        for name in ("stubborn", "in_c"):
+            results[name] = reg.invoke(name, {})
+
+    try:
+        assert reg.invoke("where").text == "toolregistry-worker"
+        if thread == "main":
+            calls()
+        else:
+            caller = threading.Thread(target=calls)
+            caller.start()
+            caller.join(60)
+            assert not caller.is_alive()
+        for name in ("stubborn", "in_c"):
+            assert results[name].error_kind == "timeout", results[name]
+        assert ended == []  # both answered while their tools still ran
+        release.set()
+        gate.release()
+        assert _until(lambda: sorted(ended) == ["in_c", "stubborn"], 60), ended
+        pool = reg._get_executor().pool
+        assert _until(lambda: len(pool._idle) == pool.thread_count, 5)
+        assert reg.invoke("where").text == "toolregistry-worker"
+    finally:
+        release.set()
+        if gate.locked():
+            gate.release()
+        reg.close()
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, RuntimeError])
+def test_a_signal_while_the_caller_waits_stops_the_call_and_propagates(
+        raised: type[BaseException]) -> None:
+    """Ctrl-C (or any signal handler's exception) while the main thread waits for its worker
+    propagates from ``invoke`` and stops the call; a ``RuntimeError`` from the handler is not
+    taken for the pool's "registry is closed" (an error result)."""
+    assert threading.current_thread() is threading.main_thread()
+    reg = ToolRegistry(load_plugins=[])
+    started = threading.Event()
+    ended: list[str] = []
+
+    @reg.register
+    def waits() -> str:
+        started.set()
+        try:
+            for _ in range(6000):
+                time.sleep(0.01)
+        except BaseException as exc:  # recorded, then let go
+            ended.append(type(exc).__name__)
+            raise
+        ended.append("finished")
+        return "done"
+
+    @reg.register
+    def ping() -> str:
+        return "pong"
+
+    def handler(signum: int, frame: Any) -> None:
+        raise raised("from the signal handler")
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        assert reg.invoke("ping", {}).text == "pong"  # the pool's first-call costs paid
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(raised, match="from the signal handler"):
+            reg.invoke("waits", {}, timeout=120)
+        assert started.is_set()
+        assert _until(lambda: bool(ended), 30), ended
+        assert ended == ["ToolCancelled"]  # stopped, not left running for 60 s
+        assert reg.invoke("waits", {}, timeout=0.05).error_kind == "timeout"  # still serves
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        reg.close()
 
 
 # --- item 4: CPU-bound calls take turns, so that answers are not held up ------------------------
