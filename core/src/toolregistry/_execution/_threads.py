@@ -214,7 +214,8 @@ class WorkerPool(CpuSlots):
         of a 50 us ``invoke`` on a virtual machine. Only for a pinned worker, so only while a
         CPU is idle (``handoff-pinning = "auto"``): on a busy CPU another process would get
         it, for a whole time slice. A tool that takes longer (or sleeps) lets this thread run
-        again when it blocks or its slice ends; this thread then waits as usual."""
+        again when it blocks or its slice ends; this thread then waits as usual. (``call``
+        does the same right after its write.)"""
         if work.pinned and work.state != _DONE:
             _sched_yield()
 
