@@ -1005,3 +1005,90 @@ def test_a_forked_child_gets_its_own_workers(reg: ToolRegistry) -> None:
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_start_call_runs_a_sync_tool_before_it_is_awaited() -> None:
+    from toolregistry.plugin import start_call
+
+    seen: list[str] = []
+    ran = threading.Event()
+    release = threading.Event()
+
+    def slow(x: int) -> int:
+        """Record the thread, wait to be released."""
+        seen.append(threading.current_thread().name)
+        ran.set()
+        release.wait(10)
+        return x * 2
+
+    def quick(x: int) -> int:
+        """Double x."""
+        return x * 2
+
+    async def twice(x: int) -> int:
+        """Double x, async."""
+        return x * 2
+
+    with ToolRegistry(think_augment=False, tool_discovery=False) as registry:
+        for fn in (slow, quick, twice):
+            registry.register(fn)
+
+        async def main() -> list[ToolResult]:
+            out: list[Any] = [None]
+            # Made on a thread without a loop (a sandbox's I/O thread), awaited on this loop.
+            maker = threading.Thread(target=lambda: out.__setitem__(0, [
+                start_call(registry, "slow", {"x": 1}, call_id="s"),
+                start_call(registry, "quick", {"x": 2}, call_id="q"),
+                start_call(registry, "twice", {"x": 3}, call_id="t"),
+                start_call(registry, "nope", {}, call_id="n"),
+                start_call(registry, "quick", {"x": "a lot"}, call_id="b")]))
+            maker.start()
+            maker.join()
+            assert ran.wait(10)  # running on a worker before anyone awaits it
+            await asyncio.sleep(0.05)  # quick has ended by now: no wake-up needed
+            release.set()
+            return [await started for started in out[0]]
+
+        results = asyncio.run(main())
+        assert [(r.call_id, r.value, r.error_kind) for r in results] == [
+            ("s", 2, None), ("q", 4, None), ("t", 6, None), ("n", None, "unknown_tool"),
+            ("b", None, "invalid_arguments")]
+        assert seen == ["toolregistry-worker"]
+        # the same results as ainvoke's, through the same pipeline
+        again = asyncio.run(registry.ainvoke("quick", {"x": 2}, call_id="q"))
+        assert (again.call_id, again.content, again.metadata) == (
+            results[1].call_id, results[1].content, results[1].metadata)
+
+
+def test_a_started_call_that_is_cancelled_is_interrupted_and_reported() -> None:
+    from toolregistry.plugin import start_call
+
+    started = threading.Event()
+    stopped = threading.Event()
+
+    def blocker() -> str:
+        """Wait until interrupted."""
+        started.set()
+        try:
+            for _ in range(1000):
+                time.sleep(0.01)
+        finally:
+            stopped.set()
+        return "never"
+
+    def never() -> str:
+        """Must not run."""
+        raise AssertionError("ran")
+
+    with ToolRegistry(think_augment=False, tool_discovery=False, max_workers=1) as registry:
+        registry.register(blocker)
+        registry.register(never)
+        with capture_logs() as logs:
+            call = start_call(registry, "blocker", call_id="b1")
+            assert started.wait(10)
+            queued = start_call(registry, "never", call_id="n1")  # waits for the one worker
+            queued.cancel()
+            call.cancel()
+            assert stopped.wait(10)
+        ended = {e["call_id"]: e["outcome"] for e in logs if e["event"] == "call.failed"}
+        assert ended == {"b1": "cancelled", "n1": "cancelled"}

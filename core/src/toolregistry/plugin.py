@@ -6,8 +6,9 @@ for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``An
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
 ``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), and the context seams (``operation``,
-``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``); the values they exchange are in :mod:`toolregistry.types`.
+out), ``start_call`` (a call made on one thread, awaited on a loop), and the context seams
+(``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
+the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
 """
@@ -33,6 +34,8 @@ from .hookspecs import (
 )
 
 if TYPE_CHECKING:
+    from ._execution._async import StartedCall
+    from ._registry import ToolRegistry
     from .formats import (
         Answer,
         ChoiceMode,
@@ -73,7 +76,23 @@ __all__ = [
     "normalize_name",
     "operation",
     "outgoing_context",
+    "start_call",
 ]
+
+
+def start_call(registry: ToolRegistry, name: str,
+               arguments: Mapping[str, Any] | str | None = None, *,
+               context: Mapping[str, Any] | None = None, timeout: float | None = None,
+               call_id: str | None = None) -> StartedCall:
+    """``registry.ainvoke(name, arguments, ...)``, made now on this thread (which need not run
+    an event loop) and awaited later on a loop: ``await start_call(...)`` is the call's
+    :class:`~toolregistry.ToolResult`, through the same pipeline. The call is prepared here
+    (lookup, hooks, validation, authorization), and a sync tool starts on the worker pool at
+    once, so a caller that learns of calls on one thread and answers them on another loop's
+    (a sandbox's I/O thread) saves the loop's wake-up when the tool ends first. Await the
+    result once, or call its ``cancel()`` when it will not be awaited."""
+    return registry._get_executor().start(name, arguments, context=context, timeout=timeout,
+                                          call_id=call_id)
 
 
 def import_target(target: str, where: str) -> Any:

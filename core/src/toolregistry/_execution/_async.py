@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._executor import Executor
     from ._pipeline import Prepared
 
-__all__ = ["AsyncScheduler"]
+__all__ = ["AsyncScheduler", "StartedCall"]
 
 # A deadline timer runs in an empty context of its own (its callbacks read no contextvars),
 # not in the copy of the caller's that ``call_at`` would take: a cancelled timer stays in the
@@ -178,6 +178,30 @@ class AsyncScheduler:
             return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
         return self.pipeline.finish(prep, value, None, time.perf_counter() - started)
 
+    def start(self, prep: Prepared) -> StartedCall:
+        """One call started now, on this thread (which need not run a loop): a sync tool goes
+        to the pool at once; the rest runs as :meth:`run` once the call is awaited."""
+        if prep.deciding is not None or prep.is_async or prep.plan.hooks.runner is not None:
+            return StartedCall(self, prep, None, None, 0.0)
+        started = time.perf_counter()
+        try:
+            fn, args, kwargs = self.executor.call_fn(prep)
+        except Exception as exc:
+            return StartedCall(self, prep, None, exc, started)
+        work = pool_work(fn, args, kwargs, prep, started)
+        handoff = _Handoff()
+        work.callback = handoff.done
+        try:
+            self.executor.pool.submit(work)
+        except RuntimeError as exc:  # closed meanwhile
+            return StartedCall(self, prep, None, ToolCallError(str(exc)), started)
+        call = StartedCall(self, prep, work, None, started)
+        call.handoff = handoff
+        # As a sync caller would: a worker woken on this CPU runs first, so a quick tool has
+        # ended before the loop that is to hear of it looks.
+        self.executor.pool.let_run(work)
+        return call
+
     async def _run_dispatched(self, prep: Prepared, runner: Runner, started: float
                               ) -> ToolResult:
         """A call handed to its runner, awaited under its deadline; cancelled (and its runner
@@ -321,6 +345,105 @@ class AsyncScheduler:
                 pool.spread()
             except Exception as exc:  # no thread to be had: the busy ones drain the backlog
                 log.debug("pool.spread_failed", error=str(exc))
+
+
+class StartedCall:
+    """A call made on one thread and awaited on an event loop (see
+    :func:`toolregistry.plugin.start_call`): prepared, and a sync tool running on the pool
+    already. Await it once, or :meth:`cancel` it."""
+
+    __slots__ = ("error", "handoff", "prep", "ready", "sched", "started", "work")
+
+    def __init__(self, sched: AsyncScheduler, prep: Prepared | None, work: Work | None,
+                 error: BaseException | None, started: float,
+                 ready: ToolResult | None = None) -> None:
+        self.sched = sched
+        self.prep: Prepared = prep  # type: ignore[assignment]  # None only when ready
+        self.work = work
+        self.error = error
+        self.started = started
+        self.ready = ready
+        """The call's result already (it ended in preparation: unknown tool, bad arguments)."""
+        self.handoff: _Handoff | None = None
+
+    def __await__(self) -> Any:
+        return self.result().__await__()
+
+    async def result(self) -> ToolResult:
+        """The call's result (awaited on the loop that is to hear of it)."""
+        if self.ready is not None:
+            return self.ready
+        sched, prep, work = self.sched, self.prep, self.work
+        if work is None:
+            if self.error is not None:
+                return self._finish(None, self.error)
+            if prep.deciding is not None:
+                decided = await sched.pipeline.decided(prep)
+                if isinstance(decided, ToolResult):
+                    return decided
+            return await sched.run(prep)
+        if work.done.locked():  # still running: be woken when it ends (see _Handoff)
+            handoff = self.handoff
+            assert handoff is not None
+            fut = handoff.wait(asyncio.get_running_loop())
+            if work.done.locked():
+                return await sched._collect_work(prep, work, fut, self.started)
+            fut.cancel()  # it ended meanwhile: nothing to wait for
+        # Ended before anyone waited (a quick tool, run while this loop was being woken): its
+        # outcome as _await_work gives it, without the wake-up.
+        return self._finish(*self._outcome(work))
+
+    def cancel(self) -> None:
+        """End a call that will not be awaited: a pooled tool still running is interrupted,
+        an authorization still to come closed, a tool not started never runs; the call's
+        result (``cancelled`` unless its tool had ended) is logged and its observers told."""
+        prep, work = self.prep, self.work
+        if self.ready is not None:
+            return
+        if self.error is not None:
+            self._finish(None, self.error)
+        elif work is not None and not work.done.locked():
+            self._finish(*self._outcome(work))
+        else:
+            if work is not None:
+                self.sched.executor.pool.interrupt(work)
+            elif prep.deciding is not None:
+                prep.deciding.close()
+            self._finish(None, asyncio.CancelledError())
+
+    def _outcome(self, work: Work) -> tuple[Any, BaseException | None]:
+        timeout = self.prep.timeout
+        if timeout is not None and work.overran(self.started + timeout):
+            return None, ToolTimeoutError()
+        return work.result, work.error
+
+    def _finish(self, value: Any, error: BaseException | None) -> ToolResult:
+        duration = time.perf_counter() - self.started if self.started else 0.0
+        return self.sched.pipeline.finish(self.prep, value, error, duration)
+
+
+class _Handoff:
+    """How a started pooled call wakes the loop that waits for it, once one does: the worker
+    calls :meth:`done` after the call ended (``work.done`` released), the loop sets its
+    future (:meth:`wait`) and then looks at ``work.done`` again, so either the loop sees the
+    call ended or the worker sees the future; a call that ended first costs no wake-up."""
+
+    __slots__ = ("fut", "loop")
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.fut: asyncio.Future[Any] | None = None
+
+    def wait(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = loop.create_future()
+        self.loop = loop
+        self.fut = fut
+        return fut
+
+    def done(self, work: Work) -> None:
+        fut, loop = self.fut, self.loop
+        if fut is not None and loop is not None:
+            loop.call_soon_threadsafe(_settle, fut, work)
 
 
 def _settle(fut: asyncio.Future[Any], work: Work) -> None:

@@ -22,7 +22,7 @@ from toolregistry._settings import TIMEOUT_RULE, valid_timeout
 from toolregistry.errors import ToolCallError
 from toolregistry.types import Job
 
-from ._async import AsyncScheduler
+from ._async import AsyncScheduler, StartedCall
 from ._loop import LoopThread
 from ._pipeline import CallPipeline, Prepared
 from ._policies import ExclusiveLocks, exclusive, retrying
@@ -181,6 +181,17 @@ class Executor:
         if isinstance(prep, Prepared) and prep.deciding is not None:
             prep = await self.pipeline.decided(prep)
         return await self.aio.run(prep) if isinstance(prep, Prepared) else prep
+
+    def start(self, name: str, arguments: Mapping[str, Any] | str | None, *,
+              context: Mapping[str, Any] | None, timeout: float | None,
+              call_id: str | None) -> StartedCall:
+        """``toolregistry.plugin.start_call``: ``ainvoke``'s call, prepared on this thread and,
+        for a sync tool, started on the pool now."""
+        timeout = call_timeout(timeout)
+        prep = self.pipeline.prepare_invoke(name, arguments, context, timeout, call_id, True)
+        if isinstance(prep, Prepared):
+            return self.aio.start(prep)
+        return StartedCall(self.aio, None, None, None, 0.0, prep)
 
     async def aexecute(self, calls: Iterable[Any], *, context: Mapping[str, Any] | None,
                        timeout: float | None) -> list[ToolResult]:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolregistry.plugin import start_call
 from toolregistry.types import ApprovalRequest, ToolResult
 
 from ._paused import HeldCall, PausedRun
@@ -66,6 +67,9 @@ class Run:
         self.count = 0
         self.running: dict[asyncio.Task[Any] | None, str] = {}
         """The calls in flight: their tasks (to cancel when the program ends) and tools."""
+        self.starting: dict[int, tuple[Any, ToolFunction, dict[str, Any], str]] = {}
+        """Calls started from the sandbox's thread whose task has not run yet, by sequence
+        number: the started call (to cancel), the tool, the arguments, the call id."""
         self.records: dict[int, tuple[Any, ...]] = {}
         """The calls made, by sequence number: CallRecord's fields."""
         self.last_tool_error: str | None = None
@@ -138,6 +142,11 @@ class Run:
         """Cancel the tool calls still in flight (the program ended or was stopped while they
         ran): the registry then interrupts them as on any cancellation."""
         self.closed = True
+        for seq in list(self.starting):
+            entry = self.starting.pop(seq, None)  # whoever pops it ends it (see start)
+            if entry is not None:
+                entry[0].cancel()
+                self.records[seq] = (entry[1].tool_name, entry[2], "cancelled", 0.0, entry[3])
         me = asyncio.current_task()
         tasks = [t for t in (*self.running, *self.holding)
                  if t is not None and not t.done() and t is not me]
@@ -151,17 +160,19 @@ class Run:
         return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
     # -- tool calls ---------------------------------------------------------------------------
-    async def call(self, fn: ToolFunction, arguments: dict[str, Any]) -> Any:
-        """One tool call through the registry's own path; its value for the program, or the
-        exception the program sees (:class:`Held` when a person must approve it first).
-        (The per-call path: records stay tuples until the end.)"""
+    def start(self, fn: ToolFunction, arguments: dict[str, Any]) -> Coroutine[Any, Any, Any]:
+        """A call the program just made, on the sandbox's thread: made now through the
+        registry's own path (``start_call``: prepared here, a sync tool already running on
+        the registry's threads while the event loop is woken), and the coroutine the sandbox
+        awaits for its value (:meth:`call`). One program's calls come one after the other
+        (its session's messages), so the count needs no lock."""
         if self.stopped is not None or self.closed or self.count >= self.settings.max_tool_calls:
-            self._refuse()
+            try:
+                self._refuse()
+            except RuntimeError as exc:
+                return _answer(False, exc)
         self.count = seq = self.count + 1
         call_id = f"{self.id}.{seq}"
-        task = asyncio.current_task()
-        self.running[task] = fn.tool_name
-        started = time.perf_counter()
         # The program's wall time bounds each of its calls: a call whose tool's own timeout
         # would end later runs without a deadline of its own (no timer, no task of its own
         # in the registry), the program's limit stops it. A shorter tool timeout holds, and
@@ -170,12 +181,31 @@ class Run:
         timeout = None
         if not fn.takes_context and (limit is None or time.monotonic() + limit >= self.ends):
             timeout = 0.0
+        started = start_call(self.registry, fn.tool_name, arguments, context=self.context,
+                             timeout=timeout, call_id=call_id)
+        self.starting[seq] = (started, fn, arguments, call_id)
+        if self.closed and self.starting.pop(seq, None) is not None:
+            started.cancel()  # the program ended meanwhile, and cancel_calls missed it
+            self.records[seq] = (fn.tool_name, arguments, "cancelled", 0.0, call_id)
+        return self.call(fn, arguments, seq, call_id)
+
+    async def call(self, fn: ToolFunction, arguments: dict[str, Any], seq: int,
+                   call_id: str) -> Any:
+        """The started call ``seq`` awaited on the loop: its value for the program, or the
+        exception the program sees (:class:`Held` when a person must approve it first).
+        (The per-call path: records stay tuples until the end.)"""
+        entry = self.starting.pop(seq, None)
+        if entry is None:  # ended with the program before its task ran
+            self._refuse()
+        started = entry[0]
+        task = asyncio.current_task()
+        self.running[task] = fn.tool_name
+        begun = time.perf_counter()
         try:
-            result = await self.registry.ainvoke(fn.tool_name, arguments, context=self.context,
-                                                 timeout=timeout, call_id=call_id)
+            result = await started
         except asyncio.CancelledError:
             self.records[seq] = (fn.tool_name, arguments, "cancelled",
-                                 time.perf_counter() - started, call_id)
+                                 time.perf_counter() - begun, call_id)
             raise
         finally:
             del self.running[task]
@@ -220,18 +250,20 @@ class Run:
             self.holding.add(task)
         tries = 0
         while self.pausing is None:
-            if self.running:
+            if self.running or self.starting:
                 self._settled.clear()
                 await self._settled.wait()
                 continue
             made = self.count
             await asyncio.sleep(0.001 * tries)  # the results just delivered reach the program
-            if self.running or self.count != made or self.pausing is not None:
+            if self.running or self.starting or self.count != made or \
+                    self.pausing is not None:
                 continue
             # Served when the sandbox waits on the host: if it made another call meanwhile,
             # that call is in the state and the program went on -- wait again.
             state = await self.session.dump()
-            if self.running or self.count != made or self.pausing is not None:
+            if self.running or self.starting or self.count != made or \
+                    self.pausing is not None:
                 continue
             # A result delivered just before may not have reached the sandbox when it was
             # dumped: the state must wait on exactly the held calls, else dump it again.
@@ -305,7 +337,7 @@ class Run:
             raise NameError(f"the tool {held.tool!r} is no longer available to programs")
         return self.failed(held.seq, fn, dict(held.arguments), held.call_id, result)
 
-    def _refuse(self) -> None:
+    def _refuse(self) -> NoReturn:
         if self.stopped is not None:
             raise RuntimeError(self.stopped.message)
         if self.closed:  # a call the sandbox started just before the program was stopped
@@ -329,7 +361,7 @@ def external(fn: ToolFunction) -> Callable[..., Any]:
         run = CURRENT.get()
         if run.replay is not None:
             return run.replayed()
-        return run.call(fn, fn.bind(args, kwargs))
+        return run.start(fn, fn.bind(args, kwargs))
 
     call.__name__ = fn.py
     return call
@@ -346,25 +378,23 @@ def call_tool(name: str, arguments: Mapping[str, Any] | None = None
     run = CURRENT.get()
     if run.replay is not None:
         return run.replayed()
-    return _call_tool(run, name, arguments)
-
-
-async def _call_tool(run: Run, name: str, arguments: Mapping[str, Any] | None) -> Any:
     if not isinstance(name, str):
-        raise TypeError(f"call_tool() needs a tool name (str), got {type(name).__name__}")
+        return _answer(False, TypeError(
+            f"call_tool() needs a tool name (str), got {type(name).__name__}"))
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
-        raise TypeError(f"call_tool({name!r}, ...) needs the arguments as a dict, got "
-                        f"{type(arguments).__name__}")
+        return _answer(False, TypeError(f"call_tool({name!r}, ...) needs the arguments as a "
+                                        f"dict, got {type(arguments).__name__}"))
     fn = run.view.by_name.get(name)
     if fn is None:
         fn = next((f for f in run.view.by_name.values() if f.py == name), None)
     if fn is None:
         close = [n for n in run.registry.suggest_names(name, 3) if n in run.view.by_name]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise NameError(f"there is no tool {name!r} available to programs{hint}")
-    return await run.call(fn, dict(arguments))
+        return _answer(False, NameError(f"there is no tool {name!r} available to programs"
+                                        f"{hint}"))
+    return run.start(fn, dict(arguments))
 
 
 def no_os(*, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], is_async: bool,
