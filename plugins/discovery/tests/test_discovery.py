@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from typing import Any
@@ -9,8 +10,12 @@ from typing import Any
 import pytest
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry, ToolTag
-from toolregistry_discovery import DEFAULT_FIELD_WEIGHTS, ToolDiscoveryTool
+from toolregistry.tool import Provenance
+from toolregistry_discovery import DEFAULT_FIELD_WEIGHTS, ToolDiscoveryTool, _gc
+from toolregistry_discovery._fields import tool_texts
 from toolregistry_discovery._plugin import DISCOVER_TOOLS_DESCRIPTION, get_discoverer
+
+_THRESHOLDS = gc.get_threshold()
 
 
 def _tool(name: str, description: str, *, params: dict[str, Any] | None = None,
@@ -424,3 +429,121 @@ def test_single_word_queries_stay_fast() -> None:
         d.discover("task")
     assert (time.perf_counter() - start) / 50 < 0.02  # no per-query scan of every name
     assert d.discover("TOOL_42")[0]["name"] == "tool_42"
+
+
+# -- bulk builds ---------------------------------------------------------------------------
+
+def _bulk_tools(n: int) -> list[Tool]:
+    words = ["invoice", "weather", "ticket", "report", "route", "metric", "image", "order"]
+    return [Tool(name=f"tool_{i}_{words[i % 8]}",
+                 description=f"{words[i % 8].capitalize()} lookup number {i} for {words[i % 5]}.",
+                 parameters={"type": "object", "properties": {
+                     words[(i + 1) % 8]: {"type": "string", "description": f"The {words[i % 3]}."},
+                     "limit": {"type": "integer"}}},
+                 callable=lambda **kw: None,
+                 provenance=Provenance("manual", None, f"tools.{words[i % 8]}"
+                                       if i % 2 else f"Tool{i}{words[i % 7].capitalize()}"))
+            for i in range(n)]
+
+
+def test_a_bulk_build_runs_without_collections_and_leaves_the_collector_on() -> None:
+    """A rebuild of many tools makes no cyclic collection while it indexes (each would
+    traverse every registered tool: see _gc); the collector is on again afterwards, and one
+    the application turned off stays off."""
+    reg = ToolRegistry()
+    reg.register_tools(_bulk_tools(2 * _gc.PAUSE_MIN))
+    d = ToolDiscoveryTool(reg)
+    seen: list[int] = []
+    indexing = False
+    real_add = d.index.add_texts
+
+    def add_texts(docs: Any) -> None:
+        nonlocal indexing
+        indexing = True
+        try:
+            real_add(docs)
+        finally:
+            indexing = False
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and indexing:
+            seen.append(info["generation"])
+
+    d.index.add_texts = add_texts  # type: ignore[method-assign]
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+        gc.set_threshold(1)  # without the pause, any allocation starts a collection
+        try:
+            d.rebuild_index()
+        finally:
+            gc.set_threshold(*_THRESHOLDS)
+    finally:
+        gc.callbacks.remove(callback)
+    assert seen == []
+    assert gc.isenabled()
+    assert len(d.index) == 2 * _gc.PAUSE_MIN
+    gc.disable()
+    try:
+        d.rebuild_index()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_collector_is_on_after_a_failing_bulk_build() -> None:
+    reg = ToolRegistry()
+    reg.register_tools(_bulk_tools(_gc.PAUSE_MIN))
+    d = ToolDiscoveryTool(reg)
+
+    def broken(docs: Any) -> None:
+        raise RuntimeError("analysis failed")
+
+    d.index.add_texts = broken  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="analysis failed"):
+        d.rebuild_index()
+    assert gc.isenabled()
+
+
+def test_source_names_that_only_respell_the_name_are_not_indexed_twice() -> None:
+    def names_field(name: str, original: str) -> object:
+        tool = Tool(name=name, description="d", parameters={"type": "object"},
+                    callable=lambda: None, provenance=Provenance("manual", None, original))
+        return tool_texts(tool)[0]
+
+    assert names_field("files_read_r1", "files.read") == "files_read_r1"
+    assert names_field("read", "Files-READ") == ("read", "Files-READ")  # new words
+    # camelCase adds the compound term "getweather", which "get_weather" does not have
+    assert names_field("get_weather", "getWeather") == ("get_weather", "getWeather")
+    assert names_field("get_weather", "get_Weather") == "get_weather"  # the same terms
+    assert names_field("天气_r1", "天气") == "天气_r1"  # not ASCII: the terms decide
+    assert names_field("天气", "天气预报") == ("天气", "天气预报")
+
+
+def test_incremental_updates_rank_like_a_fresh_build() -> None:
+    """Registering one by one, unregistering, re-registering changed tools and disabling
+    leave an index whose every ranking and score is a fresh build's."""
+    tools = _bulk_tools(600)
+    live = ToolRegistry(tool_discovery=True)
+    for tool in tools:
+        live.register(tool)
+    for tool in tools[::3]:
+        live.unregister(tool.name)
+    for tool in tools[::9]:  # back, with other words
+        live.register(tool.evolve(description=f"Renamed {tool.description} archive"))
+    live.register(tools[1].evolve(description="Archive every invoice."), replace=True)
+    live.disable(tools[2].name)
+    d = get_discoverer(live)
+    assert d is not None
+    fresh = ToolDiscoveryTool(live)
+    assert sorted(d.index.keys()) == sorted(fresh.index.keys())
+    queries = ["invoice lookup", "weather report", "archive", "route metric 17", "image order",
+               "ticket for the weather", "renamed tool", "limit"]
+    for q in queries:
+        got = {h.key: h.score for h in d.index.search(q, 1000)}
+        want = {h.key: h.score for h in fresh.index.search(q, 1000)}
+        assert got == pytest.approx(want), q
+        assert got, q
+        # The same order but among equal scores, which keep each index's insertion order.
+        assert sorted(got, key=lambda k: (-round(got[k], 9), k)) == sorted(
+            want, key=lambda k: (-round(want[k], 9), k)), q

@@ -11,6 +11,7 @@ import numpy as np
 
 from toolregistry.plugin import log, operation
 
+from . import _gc
 from ._analysis import analyze_query
 from ._fields import FIELDS, fold_name, tool_texts
 from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Texts
@@ -117,9 +118,11 @@ class ToolDiscoveryTool:
         """Re-index every enabled tool of the registry from scratch."""
         self._index.clear()
         terms = self._index.term_ids
-        docs = [(tool.name, tool_texts(tool, terms)) for tool in self._registry.get_tools()
-                if tool.name not in INFRASTRUCTURE_TOOLS]
-        self._index.add_texts(docs)
+        tools = self._registry.get_tools()
+        with _gc.paused(len(tools)):
+            docs = [(tool.name, tool_texts(tool, terms)) for tool in tools
+                    if tool.name not in INFRASTRUCTURE_TOOLS]
+            self._index.add_texts(docs)
         if self._semantic is not None:
             from ._semantic import embedding_text
 
