@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable
 from itertools import chain
 from typing import TypeVar
@@ -211,17 +212,21 @@ class Vocabulary(dict[str, int]):
 
 
 def term_ids(vocab: Vocabulary, analyzer: Callable[[str], list[str]], limit: int
-             ) -> Memo[tuple[int, ...]]:
+             ) -> Memo[array[int]]:
     """Text -> the term ids of its analysis under ``vocab``, each distinct text analysed once
     (at most ``limit`` held). With the default analyser ASCII text goes straight from words to
-    ids through the process-wide word cache."""
+    ids through the process-wide word cache.
+
+    The ids are an ``array('q')``: a document's postings are collected by copying these
+    buffers into one (no Python int per posting), and the garbage collector never traverses
+    them."""
     to_id = vocab.__getitem__
     sep = _ASCII_SEP
 
-    def compute(text: str) -> tuple[int, ...]:
+    def compute(text: str) -> array[int]:
         if analyzer is analyze and text.isascii():
             words = text.encode().translate(sep).decode().split()  # _ascii_words, inlined
-            return tuple(map(to_id, chain.from_iterable(map(_word_terms, words))))
-        return tuple(map(to_id, analyzer(text)))
+            return array("q", map(to_id, chain.from_iterable(map(_word_terms, words))))
+        return array("q", map(to_id, analyzer(text)))
 
     return Memo(compute, limit)

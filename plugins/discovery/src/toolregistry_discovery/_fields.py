@@ -8,7 +8,7 @@ from typing import Any
 
 from toolregistry import Tool
 
-from ._analysis import analyze
+from ._analysis import _ascii_words, analyze
 
 __all__ = ["FIELDS", "tool_fields", "tool_texts"]
 
@@ -58,6 +58,14 @@ def _walk_params(schema: dict[str, Any], names: list[str], texts: list[str],
                     _walk_params(sub, names, texts, depth + 1)
 
 
+def _same_words(original: str, name: str) -> bool:
+    """Whether every word of the ASCII ``original`` is a word of ``name`` (``files.read`` in
+    ``files_read_r1``): then it has no term ``name`` lacks, whatever the analysis makes of a
+    word, and need not be analysed (most source names only respell the tool's name)."""
+    return (original.isascii() and name.isascii()
+            and set(_ascii_words(original)).issubset(_ascii_words(name)))
+
+
 FIELDS = ("name", "description", "search_hint", "tags", "params", "param_descriptions")
 """The index fields, in the order of :data:`~._index.DEFAULT_FIELD_WEIGHTS`."""
 
@@ -69,13 +77,15 @@ def tool_texts(tool: Tool, terms: Callable[[str], Iterable[Hashable]] = analyze
     ``name`` also carries the original name at the tool's source and the metadata title;
     ``tags`` carries both well-known tags and ``custom_tags``. Parameter names and texts stay
     separate strings: the index analyses each distinct one once, however many tools share it.
-    ``terms`` analyses a name (an index passes its cached analysis, to share the work).
+    ``terms`` analyses a name word by word (an index passes its cached analysis, to share the
+    work).
     """
     meta = tool.metadata
     name = tool.name
     names: str | tuple[str, ...] = name
     original = tool.provenance.original_name
-    if original and original != name and not set(terms(original)).issubset(terms(name)):
+    if original and original != name and not _same_words(original, name) and not set(
+            terms(original)).issubset(terms(name)):
         # Only when it adds words: "files.read" says nothing "files_read" does not, and
         # repeating it would double the weight of the name.
         names = (name, original)
