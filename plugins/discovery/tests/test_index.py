@@ -259,3 +259,21 @@ def test_a_document_that_fails_analysis_leaves_the_index_consistent() -> None:
     index.add("c", {"name": "gamma", "description": "third"})
     assert [h.key for h in index.search("gamma", top_k=5)] == ["c"]
     assert set(index.explain("a", "alpha first")["terms"]) == {"alpha", "first"}
+
+
+def test_indexes_share_analysis_but_number_terms_their_own_way() -> None:
+    """The analysis of a text is cached for the whole process, its term ids per index: two
+    indexes that meet the same texts in another order each number them as they come."""
+    docs = {"a": {"name": "read file", "description": "Reads the archive of a city."},
+            "b": {"name": "send email", "description": "Sends an email to a city."}}
+    first, second = BM25FIndex(), BM25FIndex()
+    first.add_many(docs.items())
+    second.add("c", {"description": "City archive emails."})
+    second.add_many(docs.items())
+    assert first.term_ids("Sends an email to a city.") != second.term_ids(
+        "Sends an email to a city.")
+    for q in ("city", "email archive", "read"):
+        got = {h.key: h.score for h in second.search(q, 10) if h.key != "c"}
+        assert set(got) == {h.key for h in first.search(q, 10)}
+    assert [h.key for h in first.search("email", 5)] == ["b"]
+    assert [h.key for h in second.search("email", 5)] == ["b", "c"]

@@ -136,6 +136,17 @@ _word_terms = Memo(_split_word).__getitem__
 _cjk_terms = Memo(_split_cjk).__getitem__
 
 
+def _ascii_terms(text: str) -> tuple[str, ...]:
+    words = text.encode().translate(_ASCII_SEP).decode().split()  # _ascii_words, inlined
+    return tuple(chain.from_iterable(map(_word_terms, words)))
+
+
+# The terms of each ASCII text, shared by every index of the process: an index rebuilt, the
+# private suggestion index of a registry that changed, another registry of the same tools.
+_TEXT_LIMIT = 1 << 16
+_ascii_text_terms = Memo(_ascii_terms, _TEXT_LIMIT).__getitem__
+
+
 def _normalize(text: str) -> str:
     if text.isascii() or unicodedata.is_normalized("NFKC", text):
         return text
@@ -221,12 +232,11 @@ def term_ids(vocab: Vocabulary, analyzer: Callable[[str], list[str]], limit: int
     buffers into one (no Python int per posting), and the garbage collector never traverses
     them."""
     to_id = vocab.__getitem__
-    sep = _ASCII_SEP
+    text_terms = _ascii_text_terms
 
     def compute(text: str) -> array[int]:
         if analyzer is analyze and text.isascii():
-            words = text.encode().translate(sep).decode().split()  # _ascii_words, inlined
-            return array("q", map(to_id, chain.from_iterable(map(_word_terms, words))))
+            return array("q", map(to_id, text_terms(text)))
         return array("q", map(to_id, analyzer(text)))
 
     return Memo(compute, limit)
