@@ -190,11 +190,19 @@ class BM25FIndex:
         count = pending_counts.append
         text_ids = self._text_ids
         weights = self._weights
-        added = 0
-        mark = (len(pending_ids), len(pending_counts))
+        pending_max = self._pending_max
+        if isinstance(docs, list) and len(keys) + len(docs) > self._dl.size:
+            # Room for the whole batch at once, instead of checking per document.
+            grown = np.zeros(max(2 * self._dl.size, len(keys) + len(docs)), dtype=np.float32)
+            grown[: self._dl.size] = self._dl
+            self._dl = grown
+        dl = self._dl
+        first = len(keys)
+        total = self._total_len  # summed in the same order as document by document
+        mark_ids, mark_counts = len(pending_ids), len(pending_counts)
         try:
             for key, texts in docs:
-                mark = (len(pending_ids), len(pending_counts))
+                mark_ids, mark_counts = len(pending_ids), len(pending_counts)
                 length = 0.0
                 for w, value in zip(weights, texts):
                     if not w or not value:
@@ -212,24 +220,26 @@ class BM25FIndex:
                     count(n)
                     length += w * n
                 if key in ids_of:
+                    self._total_len = total
                     self._remove_locked(key)
+                    total = self._total_len
                 slot = len(keys)
                 ids_of[key] = slot
                 keys.append(key)
                 stored.append(texts)
-                if slot == self._dl.size:
-                    self._dl = np.concatenate([self._dl, np.zeros(slot, dtype=np.float32)])
-                self._dl[slot] = length
-                self._total_len += length
-                added += 1
-                if len(pending_ids) >= self._pending_max:
+                if slot == dl.size:
+                    dl = self._dl = np.concatenate([dl, np.zeros(slot, dtype=np.float32)])
+                dl[slot] = length
+                total += length
+                if len(pending_ids) >= pending_max:
                     postings.flush(len(self._vocab), settle=False)
         except BaseException:
-            del pending_ids[mark[0]:], pending_counts[mark[1]:]
+            del pending_ids[mark_ids:], pending_counts[mark_counts:]
             raise
         finally:
+            self._total_len = total
             self._version += 1
-        return added
+        return len(keys) - first
 
     def _flush_locked(self) -> None:
         postings = self._postings
