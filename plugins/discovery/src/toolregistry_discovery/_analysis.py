@@ -136,15 +136,11 @@ _word_terms = Memo(_split_word).__getitem__
 _cjk_terms = Memo(_split_cjk).__getitem__
 
 
-def _ascii_terms(text: str) -> tuple[str, ...]:
-    words = text.encode().translate(_ASCII_SEP).decode().split()  # _ascii_words, inlined
-    return tuple(chain.from_iterable(map(_word_terms, words)))
-
-
 # The terms of each ASCII text, shared by every index of the process: an index rebuilt, the
 # private suggestion index of a registry that changed, another registry of the same tools.
+# Filled by term_ids() (inline: no call per new text), emptied when it reaches the limit.
 _TEXT_LIMIT = 1 << 16
-_ascii_text_terms = Memo(_ascii_terms, _TEXT_LIMIT).__getitem__
+_ascii_text_terms: dict[str, tuple[str, ...]] = {}
 
 
 def _normalize(text: str) -> str:
@@ -232,11 +228,20 @@ def term_ids(vocab: Vocabulary, analyzer: Callable[[str], list[str]], limit: int
     buffers into one (no Python int per posting), and the garbage collector never traverses
     them."""
     to_id = vocab.__getitem__
-    text_terms = _ascii_text_terms
+    known = _ascii_text_terms
+    known_terms = known.get
+    sep = _ASCII_SEP
 
     def compute(text: str) -> array[int]:
         if analyzer is analyze and text.isascii():
-            return array("q", map(to_id, text_terms(text)))
+            terms = known_terms(text)
+            if terms is None:
+                words = text.encode().translate(sep).decode().split()  # _ascii_words, inlined
+                terms = tuple(chain.from_iterable(map(_word_terms, words)))
+                if len(known) >= _TEXT_LIMIT:
+                    known.clear()
+                known[text] = terms
+            return array("q", map(to_id, terms))
         return array("q", map(to_id, analyzer(text)))
 
     return Memo(compute, limit)
