@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from array import array
 from collections.abc import Callable
 from itertools import chain
 from typing import TypeVar
@@ -219,20 +218,16 @@ class Vocabulary(dict[str, int]):
 
 
 def term_ids(vocab: Vocabulary, analyzer: Callable[[str], list[str]], limit: int
-             ) -> Memo[array[int]]:
+             ) -> Memo[tuple[int, ...]]:
     """Text -> the term ids of its analysis under ``vocab``, each distinct text analysed once
     (at most ``limit`` held). With the default analyser ASCII text goes straight from words to
-    ids through the process-wide word cache.
-
-    The ids are an ``array('q')``: a document's postings are collected by copying these
-    buffers into one (no Python int per posting), and the garbage collector never traverses
-    them."""
+    ids through the process-wide word cache."""
     to_id = vocab.__getitem__
     known = _ascii_text_terms
     known_terms = known.get
     sep = _ASCII_SEP
 
-    def compute(text: str) -> array[int]:
+    def compute(text: str) -> tuple[int, ...]:
         if analyzer is analyze and text.isascii():
             terms = known_terms(text)
             if terms is None:
@@ -241,7 +236,7 @@ def term_ids(vocab: Vocabulary, analyzer: Callable[[str], list[str]], limit: int
                 if len(known) >= _TEXT_LIMIT:
                     known.clear()
                 known[text] = terms
-            return array("q", map(to_id, terms))
-        return array("q", map(to_id, analyzer(text)))
+            return tuple(map(to_id, terms))
+        return tuple(map(to_id, analyzer(text)))
 
     return Memo(compute, limit)

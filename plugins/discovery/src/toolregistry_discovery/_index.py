@@ -178,7 +178,7 @@ class BM25FIndex:
     def term_ids(self, text: str) -> tuple[int, ...]:
         """The ids of ``text``'s terms in this index, numbering new ones (cached per text)."""
         with self._lock:
-            return tuple(self._text_ids(text))
+            return self._text_ids(text)
 
     def _add_locked(self, docs: Iterable[tuple[str, Texts]]) -> int:
         """Index ``docs``; returns how many. A document whose analysis fails is left out

@@ -4,9 +4,9 @@ A segment maps each term id to the documents (slots) that contain it and their f
 term frequencies, sorted by term and then by slot: term ``t`` owns ``docs[ptr[t]:ptr[t+1]]``
 and ``wtf[ptr[t]:ptr[t+1]]``. Term ids at or beyond ``len(ptr) - 1`` have no postings there.
 
-Documents arrive as term ids in a flat ``array('q')`` (per document, per field: each text's
-ids are copied in as one buffer); a batch becomes a segment with one integer sort of packed
-``term | slot | field`` keys, so Python never touches a posting and numpy does the grouping. Segments cover increasing, disjoint ranges of slots, so
+Documents arrive as term ids in a flat Python list (per document, per field); a batch becomes
+a segment with one integer sort of packed ``term | slot | field`` keys, so Python touches each
+term once and numpy does the grouping. Segments cover increasing, disjoint ranges of slots, so
 two neighbours merge in linear time (each entry's place is known without sorting); the newest
 merges into its neighbour while that is at most twice as large, like a binary counter: a
 document takes part in O(log n) merges and a query meets O(log n) segments (one after a
@@ -15,7 +15,6 @@ bulk build).
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -69,9 +68,8 @@ def build_segment(ids: Sequence[int], counts: Sequence[int], weights: Sequence[f
     them document ``d`` has in field ``f``. Repeats of a term in a document add up."""
     n_fields = len(weights)
     n_docs = len(counts) // n_fields
-    # Copies (an array's buffer in one memcpy): a view would keep the batch from being emptied.
-    flat = np.array(ids, dtype=_I64)
-    per = np.array(counts, dtype=_I64)
+    flat = np.fromiter(ids, dtype=_I64, count=len(ids))
+    per = np.asarray(counts, dtype=_I64)
     field_bits = max(1, (n_fields - 1).bit_length())
     doc_bits = max(1, n_docs.bit_length())
     shift = field_bits + doc_bits
@@ -117,8 +115,8 @@ class Postings:
     def __init__(self, weights: Sequence[float]) -> None:
         self.weights = tuple(weights)
         self.segments: list[Segment] = []
-        self.ids = array("q")  # term ids of the pending documents
-        self.counts = array("q")  # per pending document and field
+        self.ids: list[int] = []  # term ids of the pending documents
+        self.counts: list[int] = []  # per pending document and field
         self.first_slot = 0  # slot of the first pending document
         self.unsettled = 0  # segments added since the last settle()
 
@@ -134,7 +132,7 @@ class Postings:
         if n_docs:
             seg = build_segment(self.ids, self.counts, self.weights, self.first_slot, n_terms)
             self.first_slot += n_docs
-            # Emptied in place: a batch being added holds bound methods of these arrays.
+            # Emptied in place: a batch being added holds bound methods of these lists.
             del self.ids[:], self.counts[:]
             self.segments.append(seg)
             self.unsettled += 1
@@ -202,6 +200,5 @@ class Postings:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the segments and the pending batch."""
-        return (sum(s.nbytes for s in self.segments)
-                + self.ids.itemsize * len(self.ids) + self.counts.itemsize * len(self.counts))
+        """Bytes held by the segments and the pending batch (list slots only)."""
+        return sum(s.nbytes for s in self.segments) + 8 * (len(self.ids) + len(self.counts))
