@@ -6,7 +6,9 @@ for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``An
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
 ``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), ``start_call`` (a call made on one thread, awaited on a loop), and the context seams
+out), ``start_call`` (a call made on one thread, awaited on a loop), ``gc_paused`` (the
+cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
+tools at least), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
@@ -22,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from ._calling import calling_loop
 from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
 from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
+from ._gc import PAUSE_MIN as GC_PAUSE_MIN
+from ._gc import paused as gc_paused
 from ._log import log
 from ._names import normalize_name
 from .hookspecs import (
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "GC_PAUSE_MIN",
     "UNOBSERVED",
     "Answer",
     "AsyncLoader",
@@ -68,6 +73,7 @@ __all__ = [
     "calling_loop",
     "continuing",
     "field",
+    "gc_paused",
     "has_field",
     "hookimpl",
     "import_target",

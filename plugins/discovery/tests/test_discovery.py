@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry, ToolTag
+from toolregistry.plugin import GC_PAUSE_MIN
 from toolregistry.tool import Provenance
-from toolregistry_discovery import DEFAULT_FIELD_WEIGHTS, ToolDiscoveryTool, _gc
+from toolregistry_discovery import DEFAULT_FIELD_WEIGHTS, ToolDiscoveryTool
 from toolregistry_discovery._fields import tool_texts
 from toolregistry_discovery._plugin import DISCOVER_TOOLS_DESCRIPTION, get_discoverer
 
@@ -448,10 +449,10 @@ def _bulk_tools(n: int) -> list[Tool]:
 
 def test_a_bulk_build_runs_without_collections_and_leaves_the_collector_on() -> None:
     """A rebuild of many tools makes no cyclic collection while it indexes (each would
-    traverse every registered tool: see _gc); the collector is on again afterwards, and one
+    traverse every registered tool: see toolregistry.plugin.gc_paused); the collector is on again afterwards, and one
     the application turned off stays off."""
     reg = ToolRegistry()
-    reg.register_tools(_bulk_tools(2 * _gc.PAUSE_MIN))
+    reg.register_tools(_bulk_tools(2 * GC_PAUSE_MIN))
     d = ToolDiscoveryTool(reg)
     seen: list[int] = []
     indexing = False
@@ -482,7 +483,7 @@ def test_a_bulk_build_runs_without_collections_and_leaves_the_collector_on() -> 
         gc.callbacks.remove(callback)
     assert seen == []
     assert gc.isenabled()
-    assert len(d.index) == 2 * _gc.PAUSE_MIN
+    assert len(d.index) == 2 * GC_PAUSE_MIN
     gc.disable()
     try:
         d.rebuild_index()
@@ -493,7 +494,7 @@ def test_a_bulk_build_runs_without_collections_and_leaves_the_collector_on() -> 
 
 def test_the_collector_is_on_after_a_failing_bulk_build() -> None:
     reg = ToolRegistry()
-    reg.register_tools(_bulk_tools(_gc.PAUSE_MIN))
+    reg.register_tools(_bulk_tools(GC_PAUSE_MIN))
     d = ToolDiscoveryTool(reg)
 
     def broken(docs: Any) -> None:

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolregistry.plugin import log, operation
+from toolregistry.plugin import gc_paused, log, operation
 
-from . import _gc
 from ._analysis import analyze_query
 from ._fields import FIELDS, fold_name, tool_texts
 from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Texts
@@ -119,7 +118,7 @@ class ToolDiscoveryTool:
         self._index.clear()
         terms = self._index.term_ids
         tools = self._registry.get_tools()
-        with _gc.paused(len(tools)):
+        with gc_paused(len(tools)):  # a build allocates a few tuples per tool
             docs = [(tool.name, tool_texts(tool, terms)) for tool in tools
                     if tool.name not in INFRASTRUCTURE_TOOLS]
             self._index.add_texts(docs)
