@@ -41,7 +41,10 @@ Then, side by side in this process (interleaved rounds, medians):
   does (validation, hooks, observers, logging), only the per-call deadline its program's wall
   time makes redundant.
   ``--overhead-only`` runs just this table; ``--default-timeout none`` builds the registry
-  without a default timeout;
+  without a default timeout; ``--breakdown`` runs only a split of one call's wall time into
+  the host function on the sandbox's I/O thread, the hand-over to the event loop, the
+  coroutine on the loop and the way back, for the bare round trip, a round trip spinning as
+  long as a program's call runs Python, and a program's call of each no-op;
 * concurrency: ten 50 ms calls gathered in one program (async tools, and sync tools on the
   registry's threads) against 10 x 50 ms;
 * a session from the warm pool: checkout plus a trivial program, without and with the type
@@ -504,6 +507,114 @@ async def _ready(mode: Any) -> dict[str, float]:
     return {"plain": plain, "checked": checked, "run_code": full}
 
 
+# ----------------------------------------------------------------------------- breakdown
+SEGMENTS = ("host", "wake", "loop", "back")
+"""A call's wall time in four: the host function on the sandbox's I/O thread (``host``: for a
+program's call, codemode's ``Run.start`` with the registry's preparation and a sync tool's run
+on a worker); until the coroutine it returned starts on the event loop (``wake``: pydantic-monty
+hands it over with ``call_soon_threadsafe``); that coroutine (``loop``: ``Run.call``, the
+registry's finish); and from its end to the next call's host function (``back``: the answer
+back to the I/O thread and the worker process, the program's loop, its next call)."""
+
+
+async def _breakdown_round(mode: Any, n: int, spin_us: tuple[float, float]
+                           ) -> dict[str, dict[str, float]]:
+    """Per call, the median of each segment: the bare round trip, a round trip whose host
+    function and coroutine spin for ``spin_us`` (the program call's host and loop segments:
+    Python time that touches nearly no memory), and a program's call of each no-op tool."""
+    from toolregistry_codemode import _bridge
+
+    stamps: list[tuple[int, int]] = []
+    mark = stamps.append
+    ns = time.perf_counter_ns
+
+    def spin(us: float) -> None:
+        end = ns() + int(us * 1000)
+        while ns() < end:
+            pass
+
+    async def body(i: int, us: float) -> int:
+        mark((2, ns()))
+        spin(us)
+        mark((3, ns()))
+        return i
+
+    def host(us: tuple[float, float]) -> Callable[[int], Any]:
+        def f(i: int) -> Any:
+            mark((0, ns()))
+            spin(us[0])
+            coro = body(i, us[1])
+            mark((1, ns()))
+            return coro
+
+        return f
+
+    real_start, real_call = _bridge.Run.start, _bridge.Run.call
+
+    def start(self: Any, fn: Any, arguments: dict[str, Any]) -> Any:
+        mark((0, ns()))
+        coro = real_start(self, fn, arguments)
+        mark((1, ns()))
+        return coro
+
+    async def call(self: Any, *args: Any) -> Any:
+        mark((2, ns()))
+        try:
+            return await real_call(self, *args)
+        finally:
+            mark((3, ns()))
+
+    def segments() -> dict[str, float]:
+        out: dict[str, list[int]] = {k: [] for k in SEGMENTS}
+        for k in range(len(stamps) - 4):
+            if [stamps[k + j][0] for j in range(5)] == [0, 1, 2, 3, 0]:
+                t = [stamps[k + j][1] for j in range(5)]
+                for name, a, b in zip(SEGMENTS, t, t[1:]):
+                    out[name].append(b - a)
+        stamps.clear()
+        return {k: statistics.median(v) / 1e3 for k, v in out.items() if v}
+
+    pool = await mode.sandbox.pool()
+    loop = "for i in range({}):\n    await f(i)\n"
+    result: dict[str, dict[str, float]] = {}
+    for label, us in (("trip", (0.0, 0.0)), ("spin", spin_us)):
+        async with pool.checkout(limits={"max_suspensions": 4 * n + 100}) as session:
+            await session.feed_run(loop.format(n), external_lookup={"f": host(us)})
+        result[label] = segments()
+    _bridge.Run.start, _bridge.Run.call = start, call  # type: ignore[method-assign,assignment]
+    try:
+        for tool in TOOLS:
+            run = await mode.run(f"for i in range({n}):\n    await {tool}(i)\n")
+            assert run.ok, run.error
+            result[tool] = segments()
+    finally:
+        _bridge.Run.start, _bridge.Run.call = real_start, real_call  # type: ignore[method-assign]
+    return result
+
+
+def _breakdown(mode: Any, n: int, rounds: int) -> None:
+    """Print where a call's wall time goes (see :data:`SEGMENTS`), medians of ``rounds``."""
+    samples: list[dict[str, dict[str, float]]] = []
+    spin_us = (0.0, 0.0)
+    for turn in range(rounds):
+        sample = asyncio.run(_breakdown_round(mode, n, spin_us))
+        if turn == 0:  # the control spins as long as the async no-op's program call took
+            spin_us = (sample["noop"]["host"], sample["noop"]["loop"])
+            continue
+        samples.append(sample)
+    labels = {"trip": "(1) bare round trip",
+              "spin": "(1) spinning for (3)'s host and loop time",
+              "noop": "(3) program: await noop(i)", "noop_sync": "(3s) program: await noop_sync(i)"}
+    rows = []
+    for key, label in labels.items():
+        med = {s: statistics.median(x[key][s] for x in samples) for s in SEGMENTS}
+        rows.append([label, *(f"{med[s]:.1f}" for s in SEGMENTS),
+                     f"{sum(med.values()):.1f}"])
+    _table(f"Where a call's wall time goes (µs per call, medians of {len(samples)} rounds of "
+           f"{n} calls; spin {spin_us[0]:.1f} + {spin_us[1]:.1f} µs)",
+           ["what", *SEGMENTS, "sum"], rows)
+
+
 # ----------------------------------------------------------------------------- main
 def _invoke_overhead(registry: Any, n: int) -> dict[str, float]:
     """``registry.invoke`` (the sync API) of each no-op tool minus calling it directly, per
@@ -545,6 +656,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--overhead-only", action="store_true",
                         help="only the per-call overhead table (skips the task set)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="only where a call's wall time goes, segment by segment")
     parser.add_argument("--default-timeout", default=30.0,
                         type=lambda v: v if v == "none" else float(v),
                         help="the registry's default_timeout (30; 'none': calls without a "
@@ -573,7 +686,7 @@ def main() -> int:
     registry, mode = build_registry(url, args.default_timeout)
     samples: dict[str, Any] = {"tasks": {}, "overhead": [], "concurrency": [], "ready": []}
     try:
-        if not args.overhead_only:
+        if not (args.overhead_only or args.breakdown):
             rows = []
             tot_turn_tokens = tot_prog_tokens = 0
             for task in TASKS:
@@ -629,6 +742,9 @@ def main() -> int:
         bench_mode = CodeMode(registry, mode.settings.model_copy(
             update={"exclude": (), "type_check": False}))
         registry.add_closer(bench_mode.sandbox.aclose)
+        if args.breakdown:
+            _breakdown(bench_mode, 2 * n_calls, overhead_rounds + 1)
+            return 0
 
         for turn in range(overhead_rounds):
             sample = asyncio.run(_overhead_round(registry, bench_mode, n_calls, turn))
@@ -703,6 +819,8 @@ def main() -> int:
                       f"minus the bound: {margin * 1e6:+.0f} µs: "
                       f"{'PASS' if margin <= 0 else 'MISS'})")
         if args.overhead_only:
+            if args.json:
+                args.json.write_text(json.dumps(samples, indent=2))
             return 0
         conc = {k: statistics.median(s[k] for s in samples["concurrency"])
                 for k in ("sleepy", "sleepy_sync")}
