@@ -14,12 +14,15 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import toolregistry_codemode
 import toolregistry_policy as tp
 from toolregistry import ToolRegistry, ToolResult
+from toolregistry.plugin import hookimpl
+from toolregistry.types import Decision
 
 SENT: list[str] = []
 
@@ -113,6 +116,67 @@ def test_denied_the_call_raises_with_the_reason(registry: ToolRegistry) -> None:
     assert SENT == []
     assert [c["outcome"] for c in done.metadata["calls"]] == ["ok", "denied", "ok"]
 
+
+
+class Person:
+    """Another authorizing plugin (no queue of its own): holds every ``add`` call until a person
+    decides it, by call id, when the call comes again."""
+
+    def __init__(self) -> None:
+        self.decided: dict[str, Decision] = {}
+
+    @hookimpl
+    def authorize(self, tool: Any, call: Any) -> Decision | None:
+        if tool.name != "add":
+            return None
+        return self.decided.get(call.id) or Decision.pending("sums need a person", rule="ask")
+
+
+def test_calls_held_by_the_policy_and_by_another_plugin_resume_together() -> None:
+    """The policy resumes the call it queued; the call another plugin held (an approval id the
+    policy never issued) is asked again, not refused as an unknown approval."""
+    SENT.clear()
+    person = Person()
+    reg = ToolRegistry(default_timeout=20, plugins=[person])
+    try:
+        @reg.register
+        def send_mail(to: str, body: str) -> str:
+            """Send an email message to someone."""
+            SENT.append(to)
+            return f"sent to {to}"
+
+        @reg.register
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            return a + b
+
+        tp.configure(reg, rules=[tp.Rule("ask", tools=["send_mail"], reason="mail leaves")])
+        mode = toolregistry_codemode.enable_code_mode(reg)
+        code = ("import asyncio\n"
+                "sent, total = await asyncio.gather(send_mail(to='ann@example.com', body='hi'),"
+                " add(a=40, b=2))\n"
+                "print(sent, total)\n")
+        (held,) = reg.execute_tool_calls([{"id": "toolu_9", "name": "run_code",
+                                           "arguments": {"code": code}}])
+        assert held.pending and held.error_kind == "approval_required", held.text
+        paused = held.value.paused
+        by_tool = {h.tool: h for h in paused.held}
+        assert set(by_tool) == {"send_mail", "add"}
+        policy = tp.get_policy(reg)
+        assert by_tool["send_mail"].approval.id in policy
+        assert by_tool["add"].approval.id not in policy and 42 not in policy  # type: ignore[operator]
+
+        assert mode.resume(held).pending  # nobody decided either: still waiting, nothing ran
+        assert SENT == []
+        policy.approve(by_tool["send_mail"].approval.id, approver="ann")
+        person.decided[by_tool["add"].call_id] = Decision.allow(rule="person")
+        done = mode.resume(held)
+        assert done.ok, done.text
+        assert done.text == "sent to ann@example.com 42"
+        assert SENT == ["ann@example.com"]
+        assert policy.get(by_tool["send_mail"].approval.id).status == "done"
+    finally:
+        reg.close()
 
 RESUMER = '''
 import json, sys

@@ -390,14 +390,20 @@ class CodeMode:
     async def _decide(self, paused: PausedRun, context: Mapping[str, Any] | None
                       ) -> dict[str, ToolResult]:
         """Each held call's result now: ran, denied, or still pending."""
-        ids = [held.approval.id for held in paused.held]
-        # The policy plugin publishes its queue for other plugins under its plugin state.
-        policy = self.registry.plugin_state("policy").get("policy")
-        aresume = getattr(policy, "aresume", None)
-        if aresume is not None:
-            results = list(await aresume(ids, context=context))
+        # The policy plugin publishes its queue for other plugins under its plugin state. It
+        # resumes the calls it holds (each runs once, as its person decided); a call another
+        # authorizing plugin held is asked again, as that plugin expects.
+        policy: Any = self.registry.plugin_state("policy").get("policy")
+        aresume: Any = getattr(policy, "aresume", None)
+        queued = [h for h in paused.held if aresume is not None and h.approval.id in policy]
+        again = [h for h in paused.held if h not in queued]
+        asked = asyncio.gather(*(
+            self.registry.ainvoke(h.tool, dict(h.arguments), context=context,
+                                  call_id=h.call_id) for h in again))
+        if queued:
+            from_queue, from_tools = await asyncio.gather(
+                aresume([h.approval.id for h in queued], context=context), asked)
+            results = [*from_queue, *from_tools]
         else:
-            results = list(await asyncio.gather(*(
-                self.registry.ainvoke(held.tool, dict(held.arguments), context=context,
-                                      call_id=held.call_id) for held in paused.held)))
-        return dict(zip(ids, results))
+            results = list(await asked)
+        return dict(zip([h.approval.id for h in (*queued, *again)], results))

@@ -320,6 +320,11 @@ class Policy:
         """Every approval kept (or those in one ``status``), oldest first."""
         return self.store.list(status)  # type: ignore[arg-type]
 
+    def __contains__(self, approval_id: object) -> bool:
+        """Whether this policy keeps an approval with this id (another plugin that holds
+        calls for approval issues ids of its own: those are not this policy's to resume)."""
+        return isinstance(approval_id, str) and self.store.get(approval_id) is not None
+
     def get(self, approval_id: str) -> Approval:
         """The approval with this id; an :class:`ApprovalError` when there is none."""
         approval = self.store.get(approval_id)
