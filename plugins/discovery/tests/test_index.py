@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolregistry_discovery import BM25FIndex
+from toolregistry_discovery import BM25FIndex, _analysis
 from toolregistry_discovery._analysis import _WORD_RE, _ascii_words, analyze, analyze_query
 from toolregistry_discovery._stem import _has_vowel, _is_cons, _measure, stem
 
@@ -134,15 +134,18 @@ op_st = st.one_of(
     ops=st.lists(op_st, max_size=60),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
     small=st.booleans(),
+    bulk=st.booleans(),
 )
 def test_incremental_index_matches_reference(ops: list[tuple[str, int, Any]], query: str,
-                                            small: bool) -> None:
+                                            small: bool, bulk: bool) -> None:
     """Any mix of single adds, batches, removals and queries scores like the formula.
 
     With ``small`` thresholds, batches are cut into several segments mid-way, queries
-    meet several segments, and dead documents are swept out often."""
+    meet several segments, and dead documents are swept out often; with ``bulk`` every
+    batch is analysed all at once (as a large one is), else document by document."""
     weights = {"name": 3.0, "description": 2.0, "params": 1.0}
     index = BM25FIndex(weights)
+    index._bulk_min = 1 if bulk else 1 << 30
     if small:
         index._pending_max = 7
         index._batch_flush = 2
@@ -277,3 +280,49 @@ def test_indexes_share_analysis_but_number_terms_their_own_way() -> None:
         assert set(got) == {h.key for h in first.search(q, 10)}
     assert [h.key for h in first.search("email", 5)] == ["b"]
     assert [h.key for h in second.search("email", 5)] == ["b", "c"]
+
+
+_AWKWARD = ["read_file", "getHTTPResponse", "JavaScript", "the of and", "x\u00b2 + y\u00b2",
+            "压缩文件 and zip", "Caf\u00e9 menus", "a\x01b \x01", "", "2021 5 units",
+            "Reads the FILES, archived", "iPhone iPad", "ÉCOLE", "added adding adds"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.lists(st.sampled_from(_AWKWARD), max_size=3),
+                          st.sampled_from(_AWKWARD)), min_size=1, max_size=40),
+       st.lists(st.sampled_from(_AWKWARD), min_size=1, max_size=3).map(" ".join))
+def test_a_batch_analysed_at_once_is_the_batch_added_one_by_one(
+        docs: list[tuple[int, list[str], str]], query: str) -> None:
+    """The bulk path (all texts of a batch analysed together) builds the same index as
+    document by document: same scores to the last bit, same explanations, whatever the
+    text (camelCase, stop words only, non-ASCII, the bulk path's own separator, empty
+    fields, several texts in a field, a key repeated in the batch or already indexed)."""
+    weights = {"name": 3.0, "description": 2.0, "params": 0.5}
+    texts = [(f"k{i}", (name, desc, tuple(params))) for i, params, desc in docs
+             for name in [f"tool_{i} " + (params[0] if params else "")]]
+    built = []
+    for bulk_min in (1, 1 << 30):
+        _analysis._word_memo.clear()  # each path analyses every word and text itself
+        _analysis._text_terms.clear()
+        index = BM25FIndex(weights)
+        index._bulk_min = bulk_min
+        index.add("k0", {"name": "an older k0", "description": "JavaScript"})
+        index.add_texts(texts)
+        built.append(index)
+    bulk, one_by_one = built
+    keys = bulk.keys()
+    assert keys == one_by_one.keys()
+    for q in (query, "file", "javascript http", "压缩", "x2", "ecole"):
+        assert bulk.search(q, 50) == one_by_one.search(q, 50)
+        for key in keys:
+            assert bulk.explain(key, q) == one_by_one.explain(key, q)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="aeiouybcdgslnxzAEBDGSLXY0129", min_size=1, max_size=9),
+                max_size=30))
+def test_words_learnt_together_are_split_as_one_by_one(words: list[str]) -> None:
+    _analysis._word_memo.clear()
+    _analysis._learn_words(words)
+    assert {w: _analysis._word_memo[w] for w in words} == {
+        w: _analysis._split_word(w) for w in words}

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import TypeVar
 
-from ._stem import stem
+from ._stem import _STEPPED_ENDS, stem
 
 __all__ = ["FILLER_WORDS", "STOP_WORDS", "Memo", "Vocabulary", "analyze", "analyze_query",
-           "term_ids"]
+           "term_ids", "texts_terms"]
 
 T = TypeVar("T")
 
@@ -41,6 +41,9 @@ _WORD_RE = re.compile(r"[^\W_]+")
 # The same words in ASCII text, found faster: every byte but a letter or a digit becomes a
 # space, then ``split()`` (``_ascii_words``; the regex scans character by character).
 _ASCII_SEP = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+# The same for many texts at once, joined by "\x01" (kept, to cut them apart again).
+_TEXT_SEP = "\x01"
+_BULK_SEP = _ASCII_SEP[:1] + b"\x01" + _ASCII_SEP[2:]
 # Split points inside an identifier: lower/digit -> Upper, and ACRONYMWord.
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -131,15 +134,17 @@ def _split_cjk(run: str) -> tuple[str, ...]:
 
 
 # Shared by every index of the process: words recur across registries.
-_word_terms = Memo(_split_word).__getitem__
+_word_memo = Memo(_split_word)
+_word_terms = _word_memo.__getitem__
 _cjk_terms = Memo(_split_cjk).__getitem__
 
 
-# The terms of each ASCII text, shared by every index of the process: an index rebuilt, the
+# The terms of each text, shared by every index of the process: an index rebuilt, the
 # private suggestion index of a registry that changed, another registry of the same tools.
-# Filled by term_ids() (inline: no call per new text), emptied when it reaches the limit.
+# Filled by term_ids() (ASCII texts, inline: no call per new text) and texts_terms(), emptied
+# when it reaches the limit.
 _TEXT_LIMIT = 1 << 16
-_ascii_text_terms: dict[str, tuple[str, ...]] = {}
+_text_terms: dict[str, tuple[str, ...]] = {}
 
 
 def _normalize(text: str) -> str:
@@ -209,6 +214,62 @@ def analyze_query(text: str) -> dict[str, bool]:
     return out
 
 
+def _learn_words(words: Iterable[str]) -> None:
+    """Put the terms of each of ``words`` (ASCII) not yet known into the word cache: what
+    :func:`_split_word` makes of each, with the common case (a word that does not split:
+    lower case, capitalised, all capitals or digits) done inline."""
+    memo = _word_memo
+    new = [w for w in words if w not in memo]
+    if not new:
+        return
+    if len(memo) + len(new) > memo._limit:
+        memo.clear()
+    camel = _CAMEL_RE.search
+    stop = STOP_WORDS
+    out: dict[str, tuple[str, ...]] = {}
+    for raw in new:
+        if camel(raw) is None:  # one part: _split_word's casefold (ASCII: lower) and stem
+            low = raw.lower()
+            if low in stop:
+                out[raw] = ()
+            elif len(low) > 2 and (low[-1] in _STEPPED_ENDS or low[-1] == low[-2]):
+                out[raw] = (stem(low),)
+            else:
+                out[raw] = (low,)  # stem() would leave it as it is
+        else:
+            out[raw] = _split_word(raw)
+    memo.update(out)
+
+
+def texts_terms(texts: list[str]) -> list[tuple[str, ...]]:
+    """:func:`analyze` of each of ``texts``, as tuples, through the process-wide cache of
+    texts; the texts it does not hold yet are analysed together (one split for all of them,
+    each new word once)."""
+    known = _text_terms
+    got: list[tuple[str, ...] | None] = list(map(known.get, texts))
+    if None not in got:
+        return got  # type: ignore[return-value]
+    missing = list(dict.fromkeys([t for t, g in zip(texts, got) if g is None]))
+    fresh: dict[str, tuple[str, ...]] = {}
+    plain = [t for t in missing if t.isascii()]
+    if len(plain) < len(missing):
+        fresh.update((t, tuple(analyze(t))) for t in missing if not t.isascii())
+    if plain:
+        parts = _TEXT_SEP.join(plain).encode().translate(_BULK_SEP).decode().split(_TEXT_SEP)
+        if len(parts) != len(plain):  # a text holds the separator itself
+            fresh.update((t, tuple(analyze(t))) for t in plain)
+        else:
+            words = list(map(str.split, parts))
+            _learn_words(dict.fromkeys(chain.from_iterable(words)))
+            terms = _word_terms
+            fresh.update(zip(plain, [tuple(chain.from_iterable(map(terms, ws)))
+                                     for ws in words]))
+    if len(known) + len(fresh) > _TEXT_LIMIT:
+        known.clear()
+    known.update(fresh)
+    return list(map(fresh.get, texts, got))  # type: ignore[arg-type]
+
+
 class Vocabulary(dict[str, int]):
     """Term -> id; looking up an unknown term numbers it (ids are dense, never reused)."""
 
@@ -223,7 +284,7 @@ def term_ids(vocab: Vocabulary, analyzer: Callable[[str], list[str]], limit: int
     (at most ``limit`` held). With the default analyser ASCII text goes straight from words to
     ids through the process-wide word cache."""
     to_id = vocab.__getitem__
-    known = _ascii_text_terms
+    known = _text_terms
     known_terms = known.get
     sep = _ASCII_SEP
 

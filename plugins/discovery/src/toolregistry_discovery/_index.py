@@ -26,12 +26,13 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain, count
 from typing import Any
 
 import numpy as np
 from attrs import frozen
 
-from ._analysis import Vocabulary, analyze, analyze_query, term_ids
+from ._analysis import Vocabulary, analyze, analyze_query, term_ids, texts_terms
 from ._postings import Postings
 
 __all__ = ["DEFAULT_FIELD_WEIGHTS", "BM25FIndex", "Hit"]
@@ -88,6 +89,7 @@ class BM25FIndex:
     _batch_flush = 1024  # a batch of at least this many documents becomes a segment at once
     _pending_max = 1 << 20  # term ids collected before a segment is built regardless
     _sort_all = 512  # candidates a query sorts whole (more: the top k are partitioned out first)
+    _bulk_min = 64  # documents from which a batch is analysed all at once (default analyser)
 
     def __init__(
         self,
@@ -241,9 +243,81 @@ class BM25FIndex:
             self._version += 1
         return len(keys) - first
 
+    def _add_bulk_locked(self, docs: list[tuple[str, Texts]]) -> int:
+        """:meth:`_add_locked` for the default analyser, a batch at a time: the batch's texts
+        are analysed together (:func:`texts_terms`), their terms numbered in one pass and
+        collected as arrays; the index is the same as document by document."""
+        step = max(1, self._pending_max // 64)  # documents analysed at once
+        for at in range(0, len(docs), step):
+            self._add_part(docs[at : at + step] if step < len(docs) else docs)
+        return len(docs)
+
+    def _add_part(self, docs: list[tuple[str, Texts]]) -> None:
+        weights = self._weights
+        flat: list[str] = []  # every text of the part, document by document, field by field
+        per_field: list[int] = []  # how many of them each field of each document has
+        one, several, n_texts = flat.append, flat.extend, per_field.append
+        for _key, texts in docs:
+            for w, value in zip(weights, texts):
+                if not w or not value:
+                    n_texts(0)
+                elif type(value) is str:
+                    one(value)
+                    n_texts(1)
+                else:
+                    several(value)
+                    n_texts(len(value))
+        terms = texts_terms(flat)
+        vocab = self._vocab
+        seen = dict.fromkeys(chain.from_iterable(terms))
+        new = seen if not vocab else [t for t in seen if t not in vocab]
+        if new:
+            vocab.update(zip(new, count(len(vocab))))
+        sizes = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+        ends = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=ends[1:])
+        ids = np.fromiter(map(vocab.__getitem__, chain.from_iterable(terms)), dtype=np.int64,
+                          count=int(ends[-1]))
+        nt = np.asarray(per_field, dtype=np.int64)
+        last = np.cumsum(nt)
+        counts = ends[last] - ends[last - nt]  # term ids per document and field
+        per_doc = counts.reshape(len(docs), len(weights)).astype(np.float64)
+        lengths = np.zeros(len(docs))
+        for f, w in enumerate(weights):  # field by field, as _add_locked sums them
+            if w:
+                lengths += w * per_doc[:, f]
+        # Documents in: the same steps as _add_locked's, document by document.
+        ids_of, keys, stored = self._ids, self._keys, self._fields
+        first = len(keys)
+        if first + len(docs) > self._dl.size:
+            grown = np.zeros(max(2 * self._dl.size, first + len(docs)), dtype=np.float32)
+            grown[: self._dl.size] = self._dl
+            self._dl = grown
+        self._dl[first : first + len(docs)] = lengths
+        keys.extend([key for key, _ in docs])
+        stored.extend([texts for _, texts in docs])
+        total = self._total_len
+        try:
+            slot = first
+            for (key, _), length in zip(docs, lengths.tolist()):
+                if key in ids_of:
+                    self._total_len = total
+                    self._remove_locked(key)
+                    total = self._total_len
+                ids_of[key] = slot
+                slot += 1
+                total += length
+        finally:
+            self._total_len = total
+            self._version += 1
+        postings = self._postings
+        postings.add_arrays(ids, counts)
+        if postings.pending_ids >= self._pending_max:
+            postings.flush(len(vocab), settle=False)
+
     def _flush_locked(self) -> None:
         postings = self._postings
-        if postings.counts or postings.unsettled:
+        if postings.counts or postings.chunks or postings.unsettled:
             postings.flush(len(self._vocab))
 
     def add(self, key: str, fields: Mapping[str, FieldValue]) -> None:
@@ -259,13 +333,17 @@ class BM25FIndex:
     def add_many(self, docs: Iterable[tuple[str, Mapping[str, FieldValue]]]) -> None:
         """Index several documents (a large batch is indexed in one go)."""
         field_texts = self._field_texts
-        self.add_texts((key, field_texts(fields)) for key, fields in docs)
+        self.add_texts([(key, field_texts(fields)) for key, fields in docs])
 
     def add_texts(self, docs: Iterable[tuple[str, Texts]]) -> None:
         """:meth:`add_many` for documents already given as one value per field, in the order
         of ``field_weights``: a string or a tuple of strings (not checked: the fast path)."""
         with self._lock:
-            if self._add_locked(docs) >= self._batch_flush:
+            if self._analyze is analyze and type(docs) is list and len(docs) >= self._bulk_min:
+                added = self._add_bulk_locked(docs)
+            else:
+                added = self._add_locked(docs)
+            if added >= self._batch_flush:
                 self._flush_locked()
                 # The texts of a bulk build are mostly done with: keep the memory, not them.
                 self._texts.clear()

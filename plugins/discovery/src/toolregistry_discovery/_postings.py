@@ -61,14 +61,16 @@ def _segment(terms: Any, docs: Any, wtf: Any, n_terms: int) -> Segment:
     return Segment(ptr, docs.astype(np.int32, copy=False), wtf.astype(np.float32, copy=False))
 
 
-def build_segment(ids: Sequence[int], counts: Sequence[int], weights: Sequence[float],
-                  first_slot: int, n_terms: int) -> Segment:
+def build_segment(ids: Sequence[int] | Any, counts: Sequence[int] | Any,
+                  weights: Sequence[float], first_slot: int, n_terms: int) -> Segment:
     """Index a batch: ``ids`` are the term ids of consecutive documents from ``first_slot``,
     field by field in ``weights`` order, and ``counts[d * len(weights) + f]`` says how many of
-    them document ``d`` has in field ``f``. Repeats of a term in a document add up."""
+    them document ``d`` has in field ``f`` (lists or int64 arrays). Repeats of a term in a
+    document add up."""
     n_fields = len(weights)
     n_docs = len(counts) // n_fields
-    flat = np.fromiter(ids, dtype=_I64, count=len(ids))
+    flat = (ids if isinstance(ids, np.ndarray) else
+            np.fromiter(ids, dtype=_I64, count=len(ids)))
     per = np.asarray(counts, dtype=_I64)
     field_bits = max(1, (n_fields - 1).bit_length())
     doc_bits = max(1, n_docs.bit_length())
@@ -117,23 +119,50 @@ class Postings:
         self.segments: list[Segment] = []
         self.ids: list[int] = []  # term ids of the pending documents
         self.counts: list[int] = []  # per pending document and field
+        # Pending documents given as arrays (a bulk add), before those of the lists above.
+        self.chunks: list[tuple[Any, Any]] = []
         self.first_slot = 0  # slot of the first pending document
         self.unsettled = 0  # segments added since the last settle()
 
     @property
     def pending(self) -> int:
         """Documents collected but not yet in a segment."""
-        return len(self.counts) // len(self.weights) if self.weights else 0
+        if not self.weights:
+            return 0
+        return (len(self.counts) + sum(int(c.size) for _, c in self.chunks)) // len(self.weights)
+
+    @property
+    def pending_ids(self) -> int:
+        """Term ids collected but not yet in a segment."""
+        return len(self.ids) + sum(int(i.size) for i, _ in self.chunks)
+
+    def add_arrays(self, ids: Any, counts: Any) -> None:
+        """Collect documents given as int64 arrays (as ``ids`` and ``counts`` hold them)."""
+        if self.counts:  # documents collected before these come first
+            self.chunks.append((np.asarray(self.ids, dtype=_I64),
+                                np.asarray(self.counts, dtype=_I64)))
+            del self.ids[:], self.counts[:]
+        self.chunks.append((ids, counts))
 
     def flush(self, n_terms: int, *, settle: bool = True) -> None:
         """Turn the pending documents into a segment, then :meth:`settle` unless told not to
         (a batch too large to collect at once flushes parts and settles at its end)."""
         n_docs = self.pending
         if n_docs:
-            seg = build_segment(self.ids, self.counts, self.weights, self.first_slot, n_terms)
+            ids: Any = self.ids
+            counts: Any = self.counts
+            if self.chunks:
+                chunks = self.chunks
+                if counts:
+                    chunks.append((np.asarray(ids, dtype=_I64), np.asarray(counts, dtype=_I64)))
+                ids = chunks[0][0] if len(chunks) == 1 else np.concatenate([i for i, _ in chunks])
+                counts = (chunks[0][1] if len(chunks) == 1 else
+                          np.concatenate([c for _, c in chunks]))
+            seg = build_segment(ids, counts, self.weights, self.first_slot, n_terms)
             self.first_slot += n_docs
             # Emptied in place: a batch being added holds bound methods of these lists.
             del self.ids[:], self.counts[:]
+            self.chunks = []
             self.segments.append(seg)
             self.unsettled += 1
         if settle:
@@ -201,4 +230,5 @@ class Postings:
     @property
     def nbytes(self) -> int:
         """Bytes held by the segments and the pending batch (list slots only)."""
-        return sum(s.nbytes for s in self.segments) + 8 * (len(self.ids) + len(self.counts))
+        return (sum(s.nbytes for s in self.segments) + 8 * (len(self.ids) + len(self.counts))
+                + sum(int(i.nbytes + c.nbytes) for i, c in self.chunks))
