@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from toolregistry_discovery import BM25FIndex, _analysis
 from toolregistry_discovery._analysis import _WORD_RE, _ascii_words, analyze, analyze_query
-from toolregistry_discovery._stem import _has_vowel, _is_cons, _measure, stem
+from toolregistry_discovery._stem import (
+    _has_vowel,
+    _is_cons,
+    _measure,
+    _stem_letters,
+    _stem_plain,
+    stem,
+)
 
 
 def test_analyze_identifiers() -> None:
@@ -318,11 +325,15 @@ def test_a_batch_analysed_at_once_is_the_batch_added_one_by_one(
             assert bulk.explain(key, q) == one_by_one.explain(key, q)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="aeiouybcdgslnxzAEBDGSLXY0129", min_size=1, max_size=9),
-                max_size=30))
-def test_words_learnt_together_are_split_as_one_by_one(words: list[str]) -> None:
-    _analysis._word_memo.clear()
-    _analysis._learn_words(words)
-    assert {w: _analysis._word_memo[w] for w in words} == {
-        w: _analysis._split_word(w) for w in words}
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aeiouybcdgslnxzAEBDGSLXYZ0129\u00e9\u00c9", min_size=1, max_size=9))
+def test_the_word_cache_splits_words_as_split_word_does(word: str) -> None:
+    # _word is _split_word with the common case inline; each word is computed once
+    assert _analysis._word(word) == _analysis._split_word(word)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxz", min_size=3, max_size=12))
+def test_the_plain_stemmer_is_the_letter_by_letter_one(word: str) -> None:
+    # lower-case words without "y" take a shorter way through the same steps
+    assert _stem_plain(word) == _stem_letters(word)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from itertools import chain
 from typing import TypeVar
 
@@ -46,6 +46,7 @@ _TEXT_SEP = "\x01"
 _BULK_SEP = _ASCII_SEP[:1] + b"\x01" + _ASCII_SEP[2:]
 # Split points inside an identifier: lower/digit -> Upper, and ACRONYMWord.
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CAMEL_SEARCH = _CAMEL_RE.search
 
 
 def _words(*blocks: str) -> frozenset[str]:
@@ -87,6 +88,19 @@ _MAX_CACHE = 200_000
 def _ascii_words(text: str) -> list[str]:
     """``_WORD_RE.findall(text)`` for ASCII ``text``."""
     return text.encode().translate(_ASCII_SEP).decode().split()
+
+
+def _word(raw: str) -> tuple[str, ...]:
+    """:func:`_split_word`, the common case (a word that does not split: lower case,
+    capitalised, all capitals or digits) done inline: what the word cache computes."""
+    if _CAMEL_SEARCH(raw) is not None:
+        return _split_word(raw)
+    low = raw.casefold()
+    if low in STOP_WORDS:
+        return ()
+    if len(low) > 2 and (low[-1] in _STEPPED_ENDS or low[-1] == low[-2]):
+        return (stem(low),)
+    return (low,)  # stem() would leave it as it is
 
 
 def _split_word(raw: str) -> tuple[str, ...]:
@@ -134,7 +148,7 @@ def _split_cjk(run: str) -> tuple[str, ...]:
 
 
 # Shared by every index of the process: words recur across registries.
-_word_memo = Memo(_split_word)
+_word_memo = Memo(_word)
 _word_terms = _word_memo.__getitem__
 _cjk_terms = Memo(_split_cjk).__getitem__
 
@@ -214,37 +228,9 @@ def analyze_query(text: str) -> dict[str, bool]:
     return out
 
 
-def _learn_words(words: Iterable[str]) -> None:
-    """Put the terms of each of ``words`` (ASCII) not yet known into the word cache: what
-    :func:`_split_word` makes of each, with the common case (a word that does not split:
-    lower case, capitalised, all capitals or digits) done inline."""
-    memo = _word_memo
-    new = [w for w in words if w not in memo]
-    if not new:
-        return
-    if len(memo) + len(new) > memo._limit:
-        memo.clear()
-    camel = _CAMEL_RE.search
-    stop = STOP_WORDS
-    out: dict[str, tuple[str, ...]] = {}
-    for raw in new:
-        if camel(raw) is None:  # one part: _split_word's casefold (ASCII: lower) and stem
-            low = raw.lower()
-            if low in stop:
-                out[raw] = ()
-            elif len(low) > 2 and (low[-1] in _STEPPED_ENDS or low[-1] == low[-2]):
-                out[raw] = (stem(low),)
-            else:
-                out[raw] = (low,)  # stem() would leave it as it is
-        else:
-            out[raw] = _split_word(raw)
-    memo.update(out)
-
-
 def texts_terms(texts: list[str]) -> list[tuple[str, ...]]:
     """:func:`analyze` of each of ``texts``, as tuples, through the process-wide cache of
-    texts; the texts it does not hold yet are analysed together (one split for all of them,
-    each new word once)."""
+    texts; the ASCII texts it does not hold yet are cut apart in one pass for all of them."""
     known = _text_terms
     got: list[tuple[str, ...] | None] = list(map(known.get, texts))
     if None not in got:
@@ -259,11 +245,9 @@ def texts_terms(texts: list[str]) -> list[tuple[str, ...]]:
         if len(parts) != len(plain):  # a text holds the separator itself
             fresh.update((t, tuple(analyze(t))) for t in plain)
         else:
-            words = list(map(str.split, parts))
-            _learn_words(dict.fromkeys(chain.from_iterable(words)))
             terms = _word_terms
-            fresh.update(zip(plain, [tuple(chain.from_iterable(map(terms, ws)))
-                                     for ws in words]))
+            fresh.update(zip(plain, [tuple(chain.from_iterable(map(terms, part.split())))
+                                     for part in parts]))
     if len(known) + len(fresh) > _TEXT_LIMIT:
         known.clear()
     known.update(fresh)

@@ -102,14 +102,56 @@ def _step5(w: str) -> str:
     return w
 
 
+def _stem_letters(word: str) -> str:
+    """Steps 1a-1c and 5 letter by letter (any word; :func:`stem` takes a shorter way for
+    lower-case words without a "y", with the same results)."""
+    w = _step5(_step1c(_step1ab(word)))
+    if _double_cons(w) and w[-1] not in "lsz":
+        # Step 1b undoubles "added" -> "ad"; undouble the base form too so "add" meets it.
+        w = w[:-1]
+    return w
+
+
+def _stem_plain(w: str) -> str:
+    """:func:`_stem_letters` for a word of the letters a-z without "y": whether a letter is a
+    consonant does not depend on its neighbours then, so every test reads one pattern of
+    "v" and "c" (``p``, kept as long as ``w``)."""
+    p = w.translate(_CV)
+    if w[-1] == "s":  # 1a
+        if w.endswith(("sses", "ies")):
+            w, p = w[:-2], p[:-2]
+        elif w[-2] not in "sui":  # not -ss, and "-us" / "-is" words are not plurals
+            w, p = w[:-1], p[:-1]
+    if w.endswith("eed"):  # 1b
+        if "vc" in p[:-3]:
+            w, p = w[:-1], p[:-1]
+    else:
+        cut = 2 if w.endswith("ed") else 3 if w.endswith("ing") else 0
+        if cut and "v" in p[:-cut]:
+            w, p = w[:-cut], p[:-cut]
+            if w.endswith(("at", "bl", "iz")):
+                w, p = w + "e", p + "v"
+            elif len(w) >= 2 and w[-1] == w[-2] and p[-1] == "c" and w[-1] not in "lsz":
+                w, p = w[:-1], p[:-1]
+            elif p.count("vc") == 1 and p.endswith("cvc") and w[-1] not in "wx":
+                w, p = w + "e", p + "v"
+    if w[-1] == "e":  # 5 (1c needs a "y")
+        m = p.count("vc", 0, len(p) - 1)
+        if m > 1 or (m == 1 and not (p.endswith("cvcv") and w[-2] not in "wx")):
+            w, p = w[:-1], p[:-1]
+    if w.endswith("ll") and p.count("vc") > 1:
+        w, p = w[:-1], p[:-1]
+    if len(w) >= 2 and w[-1] == w[-2] and p[-1] == "c" and w[-1] not in "lsz":
+        w = w[:-1]  # undouble the base form too, as step 1b does ("add" meets "added")
+    return w
+
+
 def stem(word: str) -> str:
     """Stem one lower-case word; short words and non-ASCII-letter words pass through."""
     if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
     if word[-1] not in _STEPPED_ENDS and word[-1] != word[-2]:
         return word  # no -s, -ed, -ing, -y, -e (nor -ll), no double consonant: no step applies
-    w = _step5(_step1c(_step1ab(word)))
-    if _double_cons(w) and w[-1] not in "lsz":
-        # Step 1b undoubles "added" -> "ad"; undouble the base form too so "add" meets it.
-        w = w[:-1]
-    return w
+    if "y" in word or not word.islower():
+        return _stem_letters(word)
+    return _stem_plain(word)
