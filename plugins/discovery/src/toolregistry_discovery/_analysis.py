@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_
 from typing import TypeVar
 
 from ._stem import _STEPPED_ENDS, stem
@@ -235,7 +236,7 @@ def texts_terms(texts: list[str]) -> list[tuple[str, ...]]:
     got: list[tuple[str, ...] | None] = list(map(known.get, texts))
     if None not in got:
         return got  # type: ignore[return-value]
-    missing = list(dict.fromkeys([t for t, g in zip(texts, got) if g is None]))
+    missing = list(dict.fromkeys(compress(texts, map(is_, got, repeat(None)))))
     fresh: dict[str, tuple[str, ...]] = {}
     plain = [t for t in missing if t.isascii()]
     if len(plain) < len(missing):

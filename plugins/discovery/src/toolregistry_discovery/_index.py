@@ -13,10 +13,13 @@ document is added and stored in the postings; ``idf`` and ``avgdl`` are applied 
 Adding or removing a document therefore costs O(size of the document), and a query walks only
 the postings of its own terms (vectorised with numpy).
 
-Terms are numbered as they are first seen, and each distinct text is analysed once per index
-(parameter names, shared parameter descriptions and tags repeat across tools); a document's
-terms join a pending batch that becomes a compressed-sparse-row segment in one numpy sort
-(:mod:`._postings`), 8 bytes a posting. Removal marks the document dead; its postings are
+Terms are numbered as they are first seen, and each distinct text is analysed once (parameter
+names, shared parameter descriptions and tags repeat across tools); a document's terms join a
+pending batch that becomes a compressed-sparse-row segment in one numpy sort
+(:mod:`._postings`), 8 bytes a posting. A large batch with the default analyser (a build) is
+analysed all at once: its texts through :func:`~._analysis.texts_terms`, its new terms
+numbered in one pass, its term ids collected as arrays; the index is the same as document
+by document. Removal marks the document dead; its postings are
 skipped by queries and swept out once the dead outnumber the live, so the amortised cost
 stays O(document size).
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from itertools import chain, count
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -269,13 +272,10 @@ class BM25FIndex:
                     n_texts(len(value))
         terms = texts_terms(flat)
         vocab = self._vocab
-        seen = dict.fromkeys(chain.from_iterable(terms))
-        new = seen if not vocab else [t for t in seen if t not in vocab]
-        if new:
-            vocab.update(zip(new, count(len(vocab))))
         sizes = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
         ends = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(sizes, out=ends[1:])
+        # New terms are numbered as they come (Vocabulary.__missing__).
         ids = np.fromiter(map(vocab.__getitem__, chain.from_iterable(terms)), dtype=np.int64,
                           count=int(ends[-1]))
         nt = np.asarray(per_field, dtype=np.int64)
