@@ -337,3 +337,14 @@ def test_the_word_cache_splits_words_as_split_word_does(word: str) -> None:
 def test_the_plain_stemmer_is_the_letter_by_letter_one(word: str) -> None:
     # lower-case words without "y" take a shorter way through the same steps
     assert _stem_plain(word) == _stem_letters(word)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab1_.-/ A", max_size=8), st.text(alphabet="ab1_.-/ A", max_size=6))
+def test_a_source_name_is_skipped_only_when_its_words_are_the_names(original: str,
+                                                                  tail: str) -> None:
+    from toolregistry_discovery._fields import _same_words
+
+    for name in (original.replace(".", "_") + tail, tail + original, original + tail):
+        assert _same_words(original, name) == set(_ascii_words(original)).issubset(
+            _ascii_words(name))

@@ -14,6 +14,8 @@ __all__ = ["FIELDS", "tool_fields", "tool_texts"]
 
 _MAX_DEPTH = 4
 _NAME_FOLD = re.compile(r"[\s./\-]+")
+# Every ASCII byte but a letter or a digit -> "_" (the separators of _ascii_words).
+_UNDERSCORED = bytes(c if c < 128 and chr(c).isalnum() else 95 for c in range(256))
 
 
 def fold_name(name: str) -> str:
@@ -62,8 +64,15 @@ def _same_words(original: str, name: str) -> bool:
     """Whether every word of the ASCII ``original`` is a word of ``name`` (``files.read`` in
     ``files_read_r1``): then it has no term ``name`` lacks, whatever the analysis makes of a
     word, and need not be analysed (most source names only respell the tool's name)."""
-    return (original.isascii() and name.isascii()
-            and set(_ascii_words(original)).issubset(_ascii_words(name)))
+    if not (original.isascii() and name.isascii()):
+        return False
+    # The usual respelling first: ``original`` with "_" for every separator starts ``name``
+    # and ends at one of its word ends (no word cut in two): then its words are ``name``'s.
+    folded = original.encode().translate(_UNDERSCORED).decode()
+    if name.startswith(folded) and (len(name) == len(folded)
+                                    or not name[len(folded)].isalnum()):
+        return True
+    return set(_ascii_words(original)).issubset(_ascii_words(name))
 
 
 FIELDS = ("name", "description", "search_hint", "tags", "params", "param_descriptions")
