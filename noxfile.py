@@ -29,7 +29,14 @@ PLUGIN_EXTRAS = {
     "ray": [],
     "policy": [],
 }
-TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "pip", "hatchling"]
+TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "hypothesis>=6.100", "pip",
+             "hatchling"]
+# pytest-xdist workers for the sessions whose tests mostly wait on processes they start (MCP
+# servers, wheels built, subprocess interpreters): more workers than this machine's 2 cores,
+# since a worker waiting on a child leaves its core to another. ``--dist loadfile`` keeps each
+# test module on one worker, so its module-scoped fixtures (shared servers) start once.
+# ``nox -s mcp -- -n 0`` runs a session in one process again.
+WORKERS = {"mcp": 3, "core": 3, "integration": 3}
 # The documentation's code blocks: each session runs the blocks whose plugins it has installed
 # (tests/docs/_blocks.py says how a block is marked); tests/site runs in the docs session.
 DOC_BLOCKS = "tests/docs/test_blocks.py"
@@ -61,7 +68,9 @@ def _editable(name: str) -> list[str]:
 
 
 def _pytest(session: nox.Session, *paths: str) -> None:
-    session.run("python", "-m", "pytest", "-q", *paths, *session.posargs,
+    workers = WORKERS.get(session.name)
+    spread = ["-n", str(workers), "--dist", "loadfile"] if workers else []
+    session.run("python", "-m", "pytest", "-q", *spread, *paths, *session.posargs,
                 env={"PYTHONDONTWRITEBYTECODE": "1"})
 
 

