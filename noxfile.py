@@ -67,7 +67,13 @@ def _editable(name: str) -> list[str]:
     return ["-e", f"plugins/{name}[test]" if "test" in extras else f"plugins/{name}"]
 
 
-def _pytest(session: nox.Session, *paths: str) -> None:
+def _pytest(session: nox.Session, *paths: str, sources: list[str]) -> None:
+    """pytest over ``paths``, after compiling ``sources``, the editable projects the session
+    installed: the install compiles only site-packages, so each test process (every MCP
+    server, served registry, worker, subprocess interpreter) compiled the kernel and the
+    plugin from source again; their __pycache__ (git ignores it) is read, never written, by
+    the tests' processes, and Python checks each file against its source as always."""
+    session.run("python", "-m", "compileall", "-q", "-j", "0", *sources)
     workers = WORKERS.get(session.name)
     spread = ["-n", str(workers), "--dist", "loadfile"] if workers else []
     session.run("python", "-m", "pytest", "-q", *spread, *paths, *session.posargs,
@@ -90,7 +96,8 @@ def core(session: nox.Session) -> None:
         "out=subprocess.run(['toolregistry','plugins'],capture_output=True,text=True,check=True).stdout;"
         "assert json.loads(out)==[], out; print('core-only: no plugin found, toolregistry plugins -> []')"
     ))
-    _pytest(session, "tests", "--ignore=tests/integration", "--ignore=tests/site")
+    _pytest(session, "tests", "--ignore=tests/integration", "--ignore=tests/site",
+            sources=["core/src"])
 
 
 def _plugin_session(name: str) -> None:
@@ -103,7 +110,8 @@ def _plugin_session(name: str) -> None:
             f"bad=[m for m in {[f'toolregistry_{p}' for p in others]!r} if u.find_spec(m)];"
             "assert not bad, bad"
         ))
-        _pytest(session, *_present(f"plugins/{name}/tests"), DOC_BLOCKS)
+        _pytest(session, *_present(f"plugins/{name}/tests"), DOC_BLOCKS,
+                sources=["core/src", f"plugins/{name}/src"])
 
     run.__doc__ = f"The kernel with the {name} plugin only."
 
@@ -118,7 +126,8 @@ def integration(session: nox.Session) -> None:
     extras = sorted({d for deps in PLUGIN_EXTRAS.values() for d in deps})
     _install(session, "-e", "core", *[a for p in PLUGINS for a in _editable(p)],
              *TEST_DEPS, *extras, "openai", "anthropic", "google-genai", compiled=False)
-    _pytest(session, *_present("tests/integration"), DOC_BLOCKS)
+    _pytest(session, *_present("tests/integration"), DOC_BLOCKS,
+            sources=["core/src", *[f"plugins/{p}/src" for p in PLUGINS]])
 
 
 @nox.session
@@ -144,7 +153,7 @@ def docs(session: nox.Session) -> None:
     _install(session, *DOCS_DEPS, "-e", "core", *TEST_DEPS, "uv", compiled=False)
     session.run("mkdocs", "build", "--strict", "--site-dir", os.path.join(session.create_tmp(), "site"),
                 env={"NO_MKDOCS_2_WARNING": "1"})
-    _pytest(session, "tests/site")
+    _pytest(session, "tests/site", sources=["core/src"])
 
 
 @nox.session

@@ -17,9 +17,12 @@ from toolregistry.errors import ConfigError
 TOKENS = {"ADMIN_TOKEN": "admin-secret-0123456789", "READER_TOKEN": "reader-secret-9876543210"}
 
 
-@pytest.fixture
-def bearer(web: Any, procs: Any, tmp_path: Path) -> Iterator[tuple[str, int]]:
-    token_file = tmp_path / "ops.token"
+@pytest.fixture(scope="module")
+def bearer(web: Any, procs: Any, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[str, int]]:
+    """One served registry for the module's tests of its tokens: they only read what it
+    lists and answers (its tools keep no state), so it starts once, not once per test."""
+    token_file = tmp_path_factory.mktemp("bearer") / "ops.token"
     token_file.write_text("ops-secret-abcdef\n", encoding="utf-8")
     options = {"auth": "bearer", "tokens": [
         {"name": "admin", "env": "ADMIN_TOKEN"},
