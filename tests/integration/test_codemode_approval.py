@@ -38,10 +38,10 @@ PROGRAM = textwrap.dedent("""\
 """)
 
 
-@pytest.fixture
-def registry() -> Iterator[ToolRegistry]:
+def _mail_registry(plugins: tuple[Any, ...] = ()) -> ToolRegistry:
+    """``send_mail`` (held by the policy for a person) and ``add``, with code mode on."""
     SENT.clear()
-    reg = ToolRegistry(default_timeout=20)
+    reg = ToolRegistry(default_timeout=20, plugins=plugins)
 
     @reg.register
     def send_mail(to: str, body: str) -> str:
@@ -56,6 +56,12 @@ def registry() -> Iterator[ToolRegistry]:
 
     tp.configure(reg, rules=[tp.Rule("ask", tools=["send_mail"], reason="mail leaves")])
     toolregistry_codemode.enable_code_mode(reg)
+    return reg
+
+
+@pytest.fixture
+def registry() -> Iterator[ToolRegistry]:
+    reg = _mail_registry()
     yield reg
     reg.close()
 
@@ -135,23 +141,11 @@ class Person:
 def test_calls_held_by_the_policy_and_by_another_plugin_resume_together() -> None:
     """The policy resumes the call it queued; the call another plugin held (an approval id the
     policy never issued) is asked again, not refused as an unknown approval."""
-    SENT.clear()
     person = Person()
-    reg = ToolRegistry(default_timeout=20, plugins=[person])
+    reg = _mail_registry(plugins=(person,))
     try:
-        @reg.register
-        def send_mail(to: str, body: str) -> str:
-            """Send an email message to someone."""
-            SENT.append(to)
-            return f"sent to {to}"
-
-        @reg.register
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
-
-        tp.configure(reg, rules=[tp.Rule("ask", tools=["send_mail"], reason="mail leaves")])
-        mode = toolregistry_codemode.enable_code_mode(reg)
+        mode = toolregistry_codemode.get_code_mode(reg)
+        assert mode is not None
         code = ("import asyncio\n"
                 "sent, total = await asyncio.gather(send_mail(to='ann@example.com', body='hi'),"
                 " add(a=40, b=2))\n"

@@ -14,7 +14,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,16 +181,22 @@ def npm_server(package: str, version: str) -> Path:
     cache = npm_cache()
     entry = cache / "node_modules" / package / "dist" / "index.js"
     with npm_lock():
-        if not entry.is_file():
-            cache.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-                 f"{package}@{version}"],
-                capture_output=True, text=True, timeout=300, check=False,
-            )
-            if done.returncode != 0 or not entry.is_file():
-                pytest.fail(f"npm install of {package} failed:\n{done.stderr[-2000:]}")
+        npm_install(npm, cache, f"{package}@{version}", ready=entry.is_file)
     return entry
+
+
+def npm_install(npm: str, cache: Path, spec: str, *, ready: Callable[[], bool]) -> None:
+    """``npm install spec`` into the prefix ``cache`` unless ``ready()`` already (call it under
+    :func:`npm_lock`); the test fails when the install did not make it ready."""
+    if ready():
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), spec],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    if done.returncode != 0 or not ready():
+        pytest.fail(f"npm install of {spec} failed:\n{done.stderr[-2000:]}")
 
 
 @pytest.fixture(scope="session")
@@ -262,17 +268,12 @@ def oidc_provider_js() -> Path:
     cache = npm_cache().parent / "oidc"
     package = cache / "node_modules" / "oidc-provider" / "package.json"
     script = cache / "oauth_server.mjs"  # beside node_modules, so that the import resolves
+    def ready() -> bool:
+        return package.is_file() and \
+            f'"version": "{OIDC_PROVIDER_VERSION}"' in package.read_text(encoding="utf-8")
+
     with npm_lock():
-        if not package.is_file() or f'"version": "{OIDC_PROVIDER_VERSION}"' not in \
-                package.read_text(encoding="utf-8"):
-            cache.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-                 f"oidc-provider@{OIDC_PROVIDER_VERSION}"],
-                capture_output=True, text=True, timeout=300, check=False,
-            )
-            if done.returncode != 0 or not package.is_file():
-                pytest.fail(f"npm install of oidc-provider failed:\n{done.stderr[-2000:]}")
+        npm_install(npm, cache, f"oidc-provider@{OIDC_PROVIDER_VERSION}", ready=ready)
         # Replaced, never rewritten in place: another worker's server may be reading it.
         copy = script.with_name(f".{script.name}.{os.getpid()}")
         shutil.copyfile(HERE / "servers" / "oauth_server.mjs", copy)
