@@ -175,28 +175,31 @@ def npm_lock() -> Iterator[None]:
 
 def npm_server(package: str, version: str) -> Path:
     """The entry script of an npm MCP server package, installed once into a cache."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None or shutil.which("npx") is None:
+    if shutil.which("node") is None or shutil.which("npx") is None:
         pytest.skip("needs node, npm and npx")
-    cache = npm_cache()
-    entry = cache / "node_modules" / package / "dist" / "index.js"
-    with npm_lock():
-        npm_install(npm, cache, f"{package}@{version}", ready=entry.is_file)
+    entry = npm_cache() / "node_modules" / package / "dist" / "index.js"
+    npm_install(npm_cache(), f"{package}@{version}", ready=entry.is_file)
     return entry
 
 
-def npm_install(npm: str, cache: Path, spec: str, *, ready: Callable[[], bool]) -> None:
-    """``npm install spec`` into the prefix ``cache`` unless ``ready()`` already (call it under
-    :func:`npm_lock`); the test fails when the install did not make it ready."""
-    if ready():
-        return
-    cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), spec],
-        capture_output=True, text=True, timeout=300, check=False,
-    )
-    if done.returncode != 0 or not ready():
-        pytest.fail(f"npm install of {spec} failed:\n{done.stderr[-2000:]}")
+def npm_install(cache: Path, *specs: str, ready: Callable[[], bool],
+                timeout: float = 300) -> None:
+    """``npm install specs`` into the prefix ``cache`` unless ``ready()`` already, under
+    :func:`npm_lock`; the test is skipped without npm, and fails when the install did not make
+    it ready."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("needs npm")
+    with npm_lock():
+        if ready():
+            return
+        cache.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), *specs],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+        if done.returncode != 0 or not ready():
+            pytest.fail(f"npm install of {' '.join(specs)} failed:\n{done.stderr[-2000:]}")
 
 
 @pytest.fixture(scope="session")
@@ -240,9 +243,12 @@ def children_gone() -> object:
 
 
 @pytest.fixture(scope="session")
-def npm_locked() -> object:
-    """``npm_locked()``: a context manager held while the tests' npm folders are installed."""
-    return npm_lock
+def npm() -> object:
+    """The tests' npm cache: ``npm.cache()`` its prefix (siblings hold other suites) and
+    ``npm.install(cache, *specs, ready=...)``, under the lock the xdist workers share."""
+    import types
+
+    return types.SimpleNamespace(cache=npm_cache, install=npm_install)
 
 
 @pytest.fixture(scope="session")
@@ -262,18 +268,18 @@ OIDC_PROVIDER_VERSION = "8.8.1"
 def oidc_provider_js() -> Path:
     """panva's ``oidc-provider`` (a real OAuth 2.1 / OpenID authorization server), installed
     from npm once, with our configuration script (``servers/oauth_server.mjs``) beside it."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
+    if shutil.which("node") is None:
         pytest.skip("needs node and npm")
     cache = npm_cache().parent / "oidc"
     package = cache / "node_modules" / "oidc-provider" / "package.json"
     script = cache / "oauth_server.mjs"  # beside node_modules, so that the import resolves
+
     def ready() -> bool:
         return package.is_file() and \
             f'"version": "{OIDC_PROVIDER_VERSION}"' in package.read_text(encoding="utf-8")
 
+    npm_install(cache, f"oidc-provider@{OIDC_PROVIDER_VERSION}", ready=ready)
     with npm_lock():
-        npm_install(npm, cache, f"oidc-provider@{OIDC_PROVIDER_VERSION}", ready=ready)
         # Replaced, never rewritten in place: another worker's server may be reading it.
         copy = script.with_name(f".{script.name}.{os.getpid()}")
         shutil.copyfile(HERE / "servers" / "oauth_server.mjs", copy)

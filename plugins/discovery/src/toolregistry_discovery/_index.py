@@ -196,11 +196,8 @@ class BM25FIndex:
         text_ids = self._text_ids
         weights = self._weights
         pending_max = self._pending_max
-        if isinstance(docs, list) and len(keys) + len(docs) > self._dl.size:
-            # Room for the whole batch at once, instead of checking per document.
-            grown = np.zeros(max(2 * self._dl.size, len(keys) + len(docs)), dtype=np.float32)
-            grown[: self._dl.size] = self._dl
-            self._dl = grown
+        if isinstance(docs, list):
+            self._reserve(len(keys) + len(docs))  # for the whole batch, not per document
         dl = self._dl
         first = len(keys)
         total = self._total_len  # summed in the same order as document by document
@@ -246,6 +243,13 @@ class BM25FIndex:
             self._version += 1
         return len(keys) - first
 
+    def _reserve(self, slots: int) -> None:
+        """Room for ``slots`` document lengths (grown at least twofold)."""
+        if slots > self._dl.size:
+            grown = np.zeros(max(2 * self._dl.size, slots), dtype=np.float32)
+            grown[: self._dl.size] = self._dl
+            self._dl = grown
+
     def _add_bulk_locked(self, docs: list[tuple[str, Texts]]) -> int:
         """:meth:`_add_locked` for the default analyser, a batch at a time: the batch's texts
         are analysed together (:func:`texts_terms`), their terms numbered in one pass and
@@ -289,10 +293,7 @@ class BM25FIndex:
         # Documents in: the same steps as _add_locked's, document by document.
         ids_of, keys, stored = self._ids, self._keys, self._fields
         first = len(keys)
-        if first + len(docs) > self._dl.size:
-            grown = np.zeros(max(2 * self._dl.size, first + len(docs)), dtype=np.float32)
-            grown[: self._dl.size] = self._dl
-            self._dl = grown
+        self._reserve(first + len(docs))
         self._dl[first : first + len(docs)] = lengths
         keys.extend([key for key, _ in docs])
         stored.extend([texts for _, texts in docs])
