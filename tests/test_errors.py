@@ -272,3 +272,14 @@ def test_the_registrys_own_errors_share_a_base() -> None:
         cls = getattr(errors, name)
         assert issubclass(cls, ToolRegistryError) or name == "ToolCancelled", name
     assert not issubclass(errors.ToolCancelled, Exception)  # `except Exception` cannot eat it
+
+
+def test_kernel_errors_outside_errors_module_derive_from_the_base() -> None:
+    from toolregistry._calls import CallParseError
+    from toolregistry.formats._table import FormatConflict
+
+    assert issubclass(CallParseError, ToolRegistryError) and issubclass(CallParseError, ValueError)
+    assert issubclass(FormatConflict, ToolRegistryError) and issubclass(FormatConflict, ValueError)
+    for name in ("CallParseError", "FormatConflict", "ApprovalError", "SpoolError"):
+        assert name in (errors.__doc__ or ""), f"{name} missing from errors.py's tree"
+        assert f"| `{name}` |" in PAGE, f"{name} missing from docs/errors.md"

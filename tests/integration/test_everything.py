@@ -146,3 +146,12 @@ def test_the_sources_example_of_docs_configuration_md(
         assert registry.settings.think_augment is True
         assert registry.invoke("listPets", {"limit": 1}).is_error is False
         assert registry.plugin_settings("spool", SpoolSettings).threshold_tokens == 8000
+
+
+def test_plugin_errors_derive_from_the_kernel_base() -> None:
+    from toolregistry.errors import ToolRegistryError
+    from toolregistry_policy import ApprovalError
+    from toolregistry_spool import SpoolError
+
+    assert issubclass(ApprovalError, ToolRegistryError) and issubclass(ApprovalError, LookupError)
+    assert issubclass(SpoolError, ToolRegistryError)

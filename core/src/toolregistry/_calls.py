@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .errors import ToolRegistryError
 from .formats import BUILTIN
 from .formats._base import field as _get
 from .formats._base import has_field as _has
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["CallParseError", "parse_arguments", "parse_call"]
 
 
-class CallParseError(ValueError):
+class CallParseError(ToolRegistryError, ValueError):
     """A call whose shape or arguments cannot be understood; ``kind`` says which
     (``malformed_call`` or ``malformed_arguments``) and ``call`` is a best-effort record."""
 

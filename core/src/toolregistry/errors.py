@@ -1,6 +1,27 @@
 """Exceptions raised by toolregistry, and the one a tool raises to choose its error result.
 Every message names what was wrong and what to do. Which API raises what, and what is returned
-as an error result instead, is docs/errors.md."""
+as an error result instead, is docs/errors.md.
+
+Every error of the kernel and of the first-party plugins derives from ``ToolRegistryError``
+(each also keeps the standard base it has always had, so ``except ValueError`` still works)::
+
+    ToolRegistryError
+    ├── ToolRegistrationError (ValueError)
+    │   ├── ToolNameCollisionError
+    │   └── ToolRejected
+    ├── ToolNotFoundError (KeyError)
+    ├── ToolCallError
+    │   └── ToolTimeoutError (TimeoutError)
+    ├── ConfigError (ValueError)
+    ├── PluginError
+    ├── MissingPluginError (ImportError)
+    ├── CallParseError (ValueError)           toolregistry._calls, a call that cannot be read
+    ├── FormatConflict (ValueError)           toolregistry.formats, a format name taken twice
+    ├── ApprovalError (LookupError)           toolregistry_policy
+    └── SpoolError                            toolregistry_spool
+
+``ToolCancelled`` is a ``BaseException`` on purpose (raised inside a cancelled tool's thread).
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from toolregistry.errors import ToolRegistryError
+
 from ._base import Feature, ProviderFormat
 
 __all__ = ["FormatConflict", "FormatTable"]
@@ -23,7 +25,7 @@ _WHAT: dict[Feature, str] = {
 }
 
 
-class FormatConflict(ValueError):
+class FormatConflict(ToolRegistryError, ValueError):
     """A format whose name or alias another format already claimed."""
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 import attrs
 from attrs import frozen
 
+from toolregistry.errors import ToolRegistryError
 from toolregistry.types import ApprovalRequest
 
 __all__ = ["Approval", "ApprovalError", "ApprovalStore", "MemoryStore", "SQLiteStore", "Status"]
@@ -22,7 +23,7 @@ Status = Literal["pending", "approved", "denied", "running", "done"]
 STATUSES: tuple[Status, ...] = ("pending", "approved", "denied", "running", "done")
 
 
-class ApprovalError(LookupError):
+class ApprovalError(ToolRegistryError, LookupError):
     """An approval id that is unknown, already decided, or already used."""
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from ._settings import DEFAULT_READER_NAME, SpoolSettings
     from ._spool import Spooler, spool_directory
-    from ._store import HANDLE_PATTERN
+    from ._store import HANDLE_PATTERN, SpoolError
     from ._tokens import estimate_tokens
 
 # Loaded on first use, so that loading the plugin (every registry does) stays cheap.
@@ -26,6 +26,7 @@ _LAZY = {
     "SpoolSettings": "._settings",
     "spool_directory": "._spool",
     "HANDLE_PATTERN": "._store",
+    "SpoolError": "._store",
     "estimate_tokens": "._tokens",
 }
 
@@ -42,6 +43,7 @@ def get_spooler(registry: ToolRegistry) -> Spooler:
 __all__ = [
     "DEFAULT_READER_NAME",
     "HANDLE_PATTERN",
+    "SpoolError",
     "SpoolSettings",
     "configure",
     "estimate_tokens",

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from attrs import frozen
 
+from toolregistry.errors import ToolRegistryError
 from toolregistry.plugin import log
 
 HANDLE_PATTERN = r"^sp_[0-9a-f]{16}$"
@@ -46,7 +47,7 @@ _OPEN_READ = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXE
               | getattr(os, "O_BINARY", 0))
 
 
-class SpoolError(Exception):
+class SpoolError(ToolRegistryError):
     """A handle cannot be read (malformed, unknown, expired, or the store is closed)."""
 
 
