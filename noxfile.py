@@ -15,20 +15,9 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
-PLUGINS = ["think", "discovery", "mcp", "openapi", "langchain", "spool", "codemode", "otel", "inspector", "ray", "policy"]
-PLUGIN_EXTRAS = {
-    "mcp": ["mcp-server-time", "mcp-server-git", "psutil"],
-    "openapi": ["fastapi", "uvicorn", "python-multipart", "jsonschema"],
-    "langchain": ["langchain-community"],
-    "discovery": [],
-    "spool": [],
-    "think": [],
-    "codemode": [],
-    "otel": [],
-    "inspector": [],
-    "ray": [],
-    "policy": [],
-}
+# Every folder of plugins/ with a pyproject.toml is a plugin distribution and a session; what
+# its tests need beyond the kernel is its own ``test`` extra (``_editable`` installs it).
+PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml"))
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "hypothesis>=6.100", "pip",
              "hatchling"]
 # pytest-xdist workers for the sessions whose tests mostly wait on processes they start (MCP
@@ -103,7 +92,7 @@ def core(session: nox.Session) -> None:
 def _plugin_session(name: str) -> None:
     @nox.session(name=name)
     def run(session: nox.Session) -> None:
-        _install(session, "-e", "core", *_editable(name), *TEST_DEPS, *PLUGIN_EXTRAS[name])
+        _install(session, "-e", "core", *_editable(name), *TEST_DEPS)
         others = [p for p in PLUGINS if p != name]
         session.run("python", "-c", (
             "import importlib.util as u;"
@@ -123,9 +112,8 @@ for _name in PLUGINS:
 @nox.session
 def integration(session: nox.Session) -> None:
     """Everything installed together: cross-plugin tests and the examples."""
-    extras = sorted({d for deps in PLUGIN_EXTRAS.values() for d in deps})
     _install(session, "-e", "core", *[a for p in PLUGINS for a in _editable(p)],
-             *TEST_DEPS, *extras, "openai", "anthropic", "google-genai", compiled=False)
+             *TEST_DEPS, "openai", "anthropic", "google-genai", compiled=False)
     _pytest(session, *_present("tests/integration"), DOC_BLOCKS,
             sources=["core/src", *[f"plugins/{p}/src" for p in PLUGINS]])
 
