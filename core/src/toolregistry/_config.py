@@ -235,12 +235,6 @@ def _validate_table(name: str, model: type[T], cfg: RegistryConfig, strict: bool
     try:
         return model.model_validate(table)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']).replace('_', '-') or '(table)'}: {err['msg']}"
-            f" (got {err.get('input')!r})"
-            for err in exc.errors()
-        )
-        raise ConfigError(
-            f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'}): invalid option: "
-            f"{problems}"
-        ) from None
+        raise ConfigError.from_validation(
+            f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'})", exc,
+            spelling=lambda loc: loc.replace("_", "-")) from None

@@ -29,6 +29,10 @@ import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pydantic import ValidationError
+
     from .types import ErrorKind
 
 __all__ = [
@@ -123,6 +127,21 @@ def _error_kinds() -> tuple[str, ...]:
 
 class ConfigError(ToolRegistryError, ValueError):
     """The ``[tool.toolregistry]`` configuration (or an equivalent argument) is invalid."""
+
+    @classmethod
+    def from_validation(cls, where: str, exc: ValidationError, *, values: bool = True,
+                        spelling: Callable[[str], str] | None = None) -> ConfigError:
+        """One ``ConfigError`` for a pydantic ``ValidationError`` of a settings model: every
+        problem as ``option: message (got value)``, prefixed by ``where`` (the table or the
+        call, e.g. ``[tool.toolregistry.plugins.spool] (pyproject.toml)``). ``values=False``
+        leaves the values out (options that may hold secrets); ``spelling`` turns a field
+        name back into the user's spelling (``lambda n: n.replace("_", "-")`` for TOML)."""
+        spell = spelling or (lambda name: name)
+        problems = "; ".join(
+            f"{spell('.'.join(str(p) for p in err['loc'])) or '(table)'}: {err['msg']}"
+            + (f" (got {err.get('input')!r})" if values and "input" in err else "")
+            for err in exc.errors())
+        return cls(f"{where}: invalid option: {problems}")
 
 
 class PluginError(ToolRegistryError):

@@ -120,6 +120,4 @@ class ServeOptions(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"MCP serve option {where!r}: {first['msg']}") from None
+            raise ConfigError.from_validation("MCP serve options", exc, values=False) from None

@@ -125,11 +125,7 @@ class Policy:
         try:
             settings = PolicySettings.model_validate(merged)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}"
-                for err in exc.errors())
-            raise ConfigError(f"toolregistry_policy.configure(): invalid option: {problems}"
-                              ) from None
+            raise ConfigError.from_validation("toolregistry_policy.configure()", exc, values=False) from None
         previous = self._code_rules
         if rules is not None:
             self._code_rules = list(rules)

@@ -101,11 +101,7 @@ class Spooler:
         try:
             new = SpoolSettings.model_validate(merged)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}"
-                for err in exc.errors())
-            raise ConfigError(f"toolregistry_spool.configure(): invalid option: {problems}"
-                              ) from None
+            raise ConfigError.from_validation("toolregistry_spool.configure()", exc, values=False) from None
         with self._lock:
             if new.directory != self.settings.directory and self.store.directory is not None:
                 raise ConfigError(
