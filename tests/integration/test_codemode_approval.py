@@ -251,3 +251,85 @@ def test_the_program_goes_on_in_another_process(tmp_path: Path,
         assert len(sent.read_text().splitlines()) == 1
     finally:
         registry.close()
+
+
+RUNNER = '''
+import json, sys
+from toolregistry import ToolRegistry
+import toolregistry_codemode
+import mailtools
+
+registry = ToolRegistry(config=sys.argv[1])
+registry.register(mailtools.send_mail)
+registry.register(mailtools.add)
+toolregistry_codemode.enable_code_mode(registry)
+with open(sys.argv[2], encoding="utf-8") as fh:
+    code = fh.read()
+(result,) = registry.execute_tool_calls([{"id": "toolu_1", "name": "run_code",
+                                          "arguments": {"code": code}}])
+paused = result.value.paused
+print(json.dumps({"pending": result.pending, "text": result.text,
+                  "approval": result.approval.id if result.approval else None,
+                  "paused": paused.to_dict() if paused else None}))
+registry.close()
+'''
+
+
+def test_programs_in_fresh_processes_get_calls_of_their_own(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Two processes share one SQLite approvals store: a program run in a fresh process waits
+    for an approval of its own, never runs on the one a person gave another program, and that
+    program's resume then runs its call once."""
+    (tmp_path / "mailtools.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "run.py").write_text(RUNNER, encoding="utf-8")
+    (tmp_path / "program.py").write_text(PROGRAM, encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(textwrap.dedent("""
+        [tool.toolregistry.plugins.policy]
+        store = "approvals.db"
+        rules = [{ tools = ["send_*"], decision = "ask" }]
+    """), encoding="utf-8")
+    sent = tmp_path / "sent.txt"
+    sent.touch()
+    monkeypatch.setenv("SENT_FILE", str(sent))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import mailtools
+
+    def run_in_a_fresh_process() -> dict[str, Any]:
+        out = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(config),
+                              str(tmp_path / "program.py")], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120, check=False,
+                             env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        assert out.returncode == 0, out.stdout + out.stderr
+        answer: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+        return answer
+
+    first = run_in_a_fresh_process()
+    assert first["pending"], first["text"]
+    registry = ToolRegistry(config=config)
+    try:
+        registry.register(mailtools.send_mail)
+        registry.register(mailtools.add)
+        mode = toolregistry_codemode.enable_code_mode(registry)
+        policy = tp.get_policy(registry)
+        policy.approve(first["approval"], approver="ann")
+
+        second = run_in_a_fresh_process()
+        assert second["pending"], second["text"]  # not run on the first program's approval
+        assert second["approval"] != first["approval"]
+        assert sent.read_text() == ""
+        call_ids = {h["call_id"] for run in (first, second) for h in run["paused"]["held"]}
+        assert len(call_ids) == 2
+
+        done = mode.resume(first["paused"])
+        assert done.ok, done.text
+        assert done.text == "total 42\nsent to ceo@example.com\nresult: 43"
+        assert len(sent.read_text().splitlines()) == 1
+        assert [a.id for a in policy.pending()] == [second["approval"]]
+
+        third = run_in_a_fresh_process()  # later programs wait as well, they are not refused
+        assert third["pending"], third["text"]
+        assert third["approval"] not in (first["approval"], second["approval"])
+    finally:
+        registry.close()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import itertools
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -30,7 +30,6 @@ __all__ = ["CURRENT", "Held", "Run", "call_tool", "external", "no_os", "to_json"
 CURRENT: contextvars.ContextVar[Run] = contextvars.ContextVar("toolregistry_codemode_run")
 """The run whose program is calling (host callbacks run in a copy of the feeding context)."""
 
-_ids = itertools.count(1)
 _MAX_ERROR_CHARS = 2000
 _PAUSE_TRIES = 8
 _PROBE_TIMEOUT = 3.0
@@ -62,7 +61,9 @@ class Run:
         self.settings = settings
         self.view = view
         self.context = context
-        self.id = f"code{next(_ids)}"
+        # Unique across processes and time: with a shared approvals store a call id names
+        # one call of one program, never another process's call with the same arguments.
+        self.id = f"code_{os.urandom(10).hex()}"
         self.result = CodeRun()
         self.count = 0
         self.running: dict[asyncio.Task[Any] | None, str] = {}
