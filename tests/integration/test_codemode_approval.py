@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -333,3 +334,94 @@ def test_programs_in_fresh_processes_get_calls_of_their_own(tmp_path: Path,
         assert third["approval"] not in (first["approval"], second["approval"])
     finally:
         registry.close()
+
+
+GATHERED = textwrap.dedent("""\
+    import asyncio
+    a, n, b = await asyncio.gather(send_mail(to='a@example.com', body='1'), add(a=40, b=2),
+                                   send_mail(to='b@example.com', body='2'))
+    print(a, n, b)
+""")
+
+
+@pytest.fixture
+def cpu_hogs() -> Iterator[None]:
+    """A few busy processes, so that the sandbox, the tools and the event loop wait for a CPU
+    at any point (stopped at the end)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+        for hog in hogs:
+            hog.wait(timeout=10)
+
+
+def test_a_pause_holds_every_gathered_held_call_under_load(cpu_hogs: None) -> None:
+    """Two held calls gathered with an allowed one, round after round under CPU load: every
+    pause holds both held calls, the allowed call runs once, and the resume delivers every
+    result (nothing runs twice, no approval is used up for nothing)."""
+    added: list[int] = []
+    reg = _mail_registry()
+    reg.unregister("add")
+
+    @reg.register
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        added.append(a + b)
+        return a + b
+
+    try:
+        mode = toolregistry_codemode.get_code_mode(reg)
+        assert mode is not None
+        policy = tp.get_policy(reg)
+        deadline = time.monotonic() + 25.0
+        rounds = 0
+        while rounds < 60 and (rounds < 8 or time.monotonic() < deadline):
+            rounds += 1
+            added.clear()
+            SENT.clear()
+            (held,) = reg.execute_tool_calls([{"id": f"toolu_{rounds}", "name": "run_code",
+                                               "arguments": {"code": GATHERED}}])
+            assert held.pending, (rounds, held.text)
+            paused = held.value.paused
+            assert sorted(h.tool for h in paused.held) == ["send_mail", "send_mail"], rounds
+            assert added == [42] and SENT == [], rounds
+            for h in paused.held:
+                policy.approve(h.approval.id, approver="ann")
+            done = mode.resume(held)
+            assert done.ok, (rounds, done.text)
+            assert done.text == "sent to a@example.com 42 sent to b@example.com", rounds
+            assert added == [42] and sorted(SENT) == ["a@example.com", "b@example.com"], rounds
+            assert [c["outcome"] for c in done.metadata["calls"]] == ["ok"] * 3, rounds
+    finally:
+        reg.close()
+
+
+def test_a_resume_that_cannot_answer_its_held_calls_runs_none_of_them(
+        registry: ToolRegistry) -> None:
+    """A paused run whose state does not wait on exactly its held calls is refused before any
+    of them is decided: the approved calls do not run, their approvals stay usable."""
+    code = ("import asyncio\n"
+            "a, b = await asyncio.gather(send_mail(to='a@example.com', body='1'),"
+            " send_mail(to='b@example.com', body='2'))\n"
+            "print(a, b)\n")
+    (held,) = registry.execute_tool_calls([{"id": "toolu_2", "name": "run_code",
+                                           "arguments": {"code": code}}])
+    assert held.pending, held.text
+    saved = held.value.paused.to_dict()
+    assert len(saved["held"]) == 2
+    policy = tp.get_policy(registry)
+    for h in saved["held"]:
+        policy.approve(h["approval"]["id"], approver="ann")
+    mode = toolregistry_codemode.get_code_mode(registry)
+    assert mode is not None
+    with pytest.raises(RuntimeError, match="waits on 2 calls, but 1 were held"):
+        mode.resume({**saved, "held": saved["held"][:1]})
+    assert SENT == []
+    assert [a.status for a in policy.approvals()] == ["approved", "approved"]
+    done = mode.resume(saved)
+    assert done.ok, done.text
+    assert done.text == "sent to a@example.com sent to b@example.com"
+    assert sorted(SENT) == ["a@example.com", "b@example.com"]
