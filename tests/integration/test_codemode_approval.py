@@ -67,9 +67,10 @@ def registry() -> Iterator[ToolRegistry]:
     reg.close()
 
 
-def _run_code(registry: ToolRegistry) -> ToolResult:
-    (result,) = registry.execute_tool_calls([{"id": "toolu_1", "name": "run_code",
-                                             "arguments": {"code": PROGRAM}}])
+def _run_code(registry: ToolRegistry, code: str = PROGRAM, call_id: str = "toolu_1"
+              ) -> ToolResult:
+    (result,) = registry.execute_tool_calls([{"id": call_id, "name": "run_code",
+                                             "arguments": {"code": code}}])
     return result
 
 
@@ -151,8 +152,7 @@ def test_calls_held_by_the_policy_and_by_another_plugin_resume_together() -> Non
                 "sent, total = await asyncio.gather(send_mail(to='ann@example.com', body='hi'),"
                 " add(a=40, b=2))\n"
                 "print(sent, total)\n")
-        (held,) = reg.execute_tool_calls([{"id": "toolu_9", "name": "run_code",
-                                           "arguments": {"code": code}}])
+        held = _run_code(reg, code, "toolu_9")
         assert held.pending and held.error_kind == "approval_required", held.text
         paused = held.value.paused
         by_tool = {h.tool: h for h in paused.held}
@@ -382,8 +382,7 @@ def test_a_pause_holds_every_gathered_held_call_under_load(cpu_hogs: None) -> No
             rounds += 1
             added.clear()
             SENT.clear()
-            (held,) = reg.execute_tool_calls([{"id": f"toolu_{rounds}", "name": "run_code",
-                                               "arguments": {"code": GATHERED}}])
+            held = _run_code(reg, GATHERED, f"toolu_{rounds}")
             assert held.pending, (rounds, held.text)
             paused = held.value.paused
             assert sorted(h.tool for h in paused.held) == ["send_mail", "send_mail"], rounds
@@ -407,8 +406,7 @@ def test_a_resume_that_cannot_answer_its_held_calls_runs_none_of_them(
             "a, b = await asyncio.gather(send_mail(to='a@example.com', body='1'),"
             " send_mail(to='b@example.com', body='2'))\n"
             "print(a, b)\n")
-    (held,) = registry.execute_tool_calls([{"id": "toolu_2", "name": "run_code",
-                                           "arguments": {"code": code}}])
+    held = _run_code(registry, code, "toolu_2")
     assert held.pending, held.text
     saved = held.value.paused.to_dict()
     assert len(saved["held"]) == 2
