@@ -174,11 +174,11 @@ class Run:
 
     # -- tool calls ---------------------------------------------------------------------------
     def start(self, fn: ToolFunction, arguments: dict[str, Any]) -> Coroutine[Any, Any, Any]:
-        """A call the program just made: made now through the registry's own path
-        (``start_call``: prepared here, a sync tool already running on the registry's
-        threads), and the coroutine that awaits its value for the program (:meth:`call`).
-        One program's calls come one after the other (the driver answers its suspensions in
-        turn), so the count needs no lock."""
+        """A call the program just made (on the sandbox's I/O thread, or the loop's when the
+        host steps the program): made now through the registry's own path (``start_call``:
+        prepared here, a sync tool already running on the registry's threads), and the
+        coroutine that awaits its value for the program (:meth:`call`). One program's calls
+        come one after the other (its session's messages), so the count needs no lock."""
         if self.stopped is not None or self.closed or self.count >= self.settings.max_tool_calls:
             try:
                 self._refuse()

@@ -375,6 +375,8 @@ class CodeMode:
         they changed them), or raises ``PermissionError`` with their reason in the program,
         which goes on from there; the result is ``run_code``'s (for the same call id), or
         pending again when the program stops at another held call or nobody decided yet.
+        The paused state is loaded and checked first: one that does not wait on exactly the
+        held calls is a ``RuntimeError`` before any of them is decided or run.
         With the policy plugin the decision is taken from its queue, so a used approval is
         its ``ApprovalError`` and nothing runs twice; otherwise the held call is made again
         (same call id and arguments) and the authorizing plugin decides."""
