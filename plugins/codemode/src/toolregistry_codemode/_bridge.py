@@ -95,6 +95,7 @@ class Run:
         """The sandbox's call being answered at once (the program awaits it alone), if any:
         held, the run pauses there (see :meth:`hold`)."""
         self.holding: set[asyncio.Task[Any]] = set()
+        """The tasks of held calls awaited alone (cancelled when the run ends)."""
         self.slept = 0.0
         """Seconds the program asked to sleep so far."""
         self.ends = float("inf")
