@@ -428,6 +428,25 @@ async def _overhead_round(registry: Any, mode: Any, n: int, turn: int) -> dict[s
             await session.feed_run(loop.format(n), external_lookup={"f": fn})
             per_call(label, t, t0)
 
+    async def stepped(label: str, fn: Any) -> None:
+        # The same round trip, the host following each suspension (feed_start): how code
+        # mode drives a program when a plugin that authorizes calls is loaded.
+        from pydantic_monty import MontyComplete
+
+        async with pool.checkout(limits={"max_suspensions": 4 * n + 100}) as session:
+
+            async def feed(k: int) -> None:
+                snap = await session.feed_start(loop.format(k), external_lookup={"f": fn})
+                while type(snap) is not MontyComplete:
+                    snap = await snap.resume_auto()
+
+            t = clock()
+            await feed(0)
+            t0 = since(t)
+            t = clock()
+            await feed(n)
+            per_call(label, t, t0)
+
     async def program(label: str, code: str) -> None:
         t = clock()
         r0 = await mode.run(code.format(0))
@@ -458,7 +477,8 @@ async def _overhead_round(registry: Any, mode: Any, n: int, turn: int) -> dict[s
         return model_call
 
     steps: list[Callable[[], Any]] = [
-        lambda: trip("trip", bare), lambda: trip("trip_registry", via_registry),
+        lambda: trip("trip", bare), lambda: stepped("trip_stepped", bare),
+        lambda: trip("trip_registry", via_registry),
         lambda: program("call_tool", by_name)]
     for tool in TOOLS:
         steps.append(lambda tool=tool: program(f"program_{tool}",  # type: ignore[misc]
@@ -765,7 +785,7 @@ def main() -> int:
                 for unit in ("", "_cpu"):
                     sample[f"situ_{tool}{unit}"] = (sample[f"trip_model_{tool}{unit}"]
                                                     - sample[f"trip{unit}"])
-        keys = ("trip", "trip_registry", "call_tool",
+        keys = ("trip", "trip_stepped", "trip_registry", "call_tool",
                 *(f"{what}_{tool}" for tool in TOOLS
                   for what in ("program", "invoke", "ainvoke", "trip_model", "situ")))
         med = {k: statistics.median(s[k] for s in samples["overhead"])
@@ -774,7 +794,9 @@ def main() -> int:
         def both(key: str) -> list[str]:
             return [_fmt_us(med[key]), _fmt_us(med[f"{key}_cpu"])]
 
-        rows = [["(1) bare monty external round trip (async host function)", *both("trip")]]
+        rows = [["(1) bare monty external round trip (async host function)", *both("trip")],
+                ["    the same, the host following each suspension (feed_start)",
+                 *both("trip_stepped")]]
         for tool, kind in TOOLS.items():
             mark = "" if kind == "async" else "s"
             rows += [

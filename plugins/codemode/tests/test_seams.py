@@ -252,3 +252,21 @@ def test_a_program_pauses_with_a_single_worker(make_mode: MakeMode, seen: Seen) 
     done = mode.resume(held)
     assert done.ok, done.text
     assert done.text == "before 14\nafter ['Tokyo', 'Seoul']\nresult: 2"
+
+
+def test_a_program_that_may_be_held_sleeps_as_any_other(make_mode: MakeMode) -> None:
+    """With a plugin that authorizes calls the host steps the program (to pause it exactly at
+    held calls) and answers its sleeps: gathered with calls, and a sleep past the program's
+    budget stops it at once, even if it catches the TimeoutError."""
+    registry, _ = make_mode({"plugins": [Guard()]}, wall_time=2.0)
+    code = ("import asyncio\nimport time\ntime.sleep(0.01)\n"
+            "r = await asyncio.gather(asyncio.sleep(0.2, 'a'), asyncio.sleep(0.2, 'b'),"
+            " get_weather('Paris'))\n"
+            "[r[0], r[1], r[2]['city']]")
+    result = registry.invoke("run_code", {"code": code})
+    assert result.ok, result.text
+    assert result.value.value == ["a", "b", "Paris"]
+    late = registry.invoke("run_code", {"code": "import time\ntry:\n    time.sleep(3600)\n"
+                                                "except TimeoutError:\n    pass\n1"})
+    assert late.is_error and "sleep limit exceeded" in late.text, late.text
+    assert late.value.duration < 1.5

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import itertools
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -30,10 +30,7 @@ __all__ = ["CURRENT", "Held", "Run", "call_tool", "external", "no_os", "to_json"
 CURRENT: contextvars.ContextVar[Run] = contextvars.ContextVar("toolregistry_codemode_run")
 """The run whose program is calling (host callbacks run in a copy of the feeding context)."""
 
-_ids = itertools.count(1)
 _MAX_ERROR_CHARS = 2000
-_PAUSE_TRIES = 8
-_PROBE_TIMEOUT = 3.0
 _TOOL_ERRORS: dict[str | None, type[Exception]] = {
     "invalid_arguments": TypeError, "malformed_arguments": TypeError,
     "unknown_tool": NameError, "timeout": TimeoutError, "denied": PermissionError,
@@ -51,6 +48,8 @@ class Held(Exception):
         self.arguments = arguments
         self.call_id = call_id
         self.result = result
+        self.sandbox_id: int | None = None
+        """The sandbox's id of the call (its future, in the sandbox's state)."""
 
 
 class Run:
@@ -62,7 +61,9 @@ class Run:
         self.settings = settings
         self.view = view
         self.context = context
-        self.id = f"code{next(_ids)}"
+        # Unique across processes and time: with a shared approvals store a call id names
+        # one call of one program, never another process's call with the same arguments.
+        self.id = f"code_{os.urandom(10).hex()}"
         self.result = CodeRun()
         self.count = 0
         self.running: dict[asyncio.Task[Any] | None, str] = {}
@@ -77,22 +78,29 @@ class Run:
         self.closed = False
         self.feed: asyncio.Future[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.session: Any = None
-        """The sandbox session the program runs in (its state is dumped to pause it)."""
-        self.pool: Any = None
+        self.waiting: dict[int, asyncio.Future[Any]] = {}
+        """Calls (and sleeps) the sandbox goes on without, by the sandbox's id: their tasks,
+        whose results it gets when it waits on them."""
         self.held: dict[int, Held] = {}
-        """Calls waiting for a person's approval, by sequence number."""
-        self.holding: set[asyncio.Task[Any]] = set()
+        """Calls waiting for a person's approval, by the sandbox's id."""
         self.pausing: bytes | None = None
-        """The sandbox's dumped state once every call in flight is held (the run pauses)."""
+        """The sandbox's dumped state where it waits only on held calls (the run pauses)."""
+        self.paused_on: tuple[int, ...] = ()
+        """The held calls the paused state waits on, by the sandbox's id."""
         self.pause_at: int | None = None
         """Where the paused program waits: a byte offset into its source."""
-        self.replay: tuple[bool, Any] | None = None
-        """What the next host call answers (a resumed program's held call), instead of a call."""
+        self.session: Any = None
+        """The sandbox session the program runs in."""
+        self.eager: Any = None
+        """The sandbox's call being answered at once (the program awaits it alone), if any:
+        held, the run pauses there (see :meth:`hold`)."""
+        self.holding: set[asyncio.Task[Any]] = set()
+        """The tasks of held calls awaited alone (cancelled when the run ends)."""
+        self.slept = 0.0
+        """Seconds the program asked to sleep so far."""
         self.ends = float("inf")
         """When the program's wall time ends (``time.monotonic()``; set as it starts)."""
         self.default_timeout = registry.default_timeout
-        self._settled = asyncio.Event()
         self._out: list[str] = []
         self._out_len = 0
         self._out_lock = threading.Lock()
@@ -148,24 +156,30 @@ class Run:
                 entry[0].cancel()
                 self.records[seq] = (entry[1].tool_name, entry[2], "cancelled", 0.0, entry[3])
         me = asyncio.current_task()
-        tasks = [t for t in (*self.running, *self.holding)
+        tasks = [t for t in (*self.running, *self.waiting.values(), *self.holding)
                  if t is not None and not t.done() and t is not me]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=5.0)
+        for task in self.waiting.values():  # ended unanswered: their outcome is recorded
+            if task.done() and not task.cancelled():
+                task.exception()
 
     def in_flight(self) -> str:
-        names = sorted(self.running.values())
+        """The tools the program waited on when it was stopped: in flight, or cancelled with
+        it (a call it awaited at once)."""
+        names = sorted([*self.running.values(),
+                        *(r[0] for r in self.records.values() if r[2] == "cancelled")])
         return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
     # -- tool calls ---------------------------------------------------------------------------
     def start(self, fn: ToolFunction, arguments: dict[str, Any]) -> Coroutine[Any, Any, Any]:
-        """A call the program just made, on the sandbox's thread: made now through the
-        registry's own path (``start_call``: prepared here, a sync tool already running on
-        the registry's threads while the event loop is woken), and the coroutine the sandbox
-        awaits for its value (:meth:`call`). One program's calls come one after the other
-        (its session's messages), so the count needs no lock."""
+        """A call the program just made (on the sandbox's I/O thread, or the loop's when the
+        host steps the program): made now through the registry's own path (``start_call``:
+        prepared here, a sync tool already running on the registry's threads), and the
+        coroutine that awaits its value for the program (:meth:`call`). One program's calls
+        come one after the other (its session's messages), so the count needs no lock."""
         if self.stopped is not None or self.closed or self.count >= self.settings.max_tool_calls:
             try:
                 self._refuse()
@@ -187,13 +201,14 @@ class Run:
         if self.closed and self.starting.pop(seq, None) is not None:
             started.cancel()  # the program ended meanwhile, and cancel_calls missed it
             self.records[seq] = (fn.tool_name, arguments, "cancelled", 0.0, call_id)
-        return self.call(fn, arguments, seq, call_id)
+        return self.call(fn, arguments, seq, call_id, self.eager)
 
     async def call(self, fn: ToolFunction, arguments: dict[str, Any], seq: int,
-                   call_id: str) -> Any:
+                   call_id: str, eager: Any = None) -> Any:
         """The started call ``seq`` awaited on the loop: its value for the program, or the
-        exception the program sees (:class:`Held` when a person must approve it first).
-        (The per-call path: records stay tuples until the end.)"""
+        exception the program sees (:class:`Held` when a person must approve it first; the
+        run pauses at once at a held call the program awaits alone, its ``eager``
+        snapshot). (The per-call path: records stay tuples until the end.)"""
         entry = self.starting.pop(seq, None)
         if entry is None:  # ended with the program before its task ran
             self._refuse()
@@ -209,18 +224,18 @@ class Run:
             raise
         finally:
             del self.running[task]
-            if self.held and not self.running:
-                self._settled.set()
         if not result.is_error:
             self.records[seq] = (fn.tool_name, arguments, "ok", result.duration, call_id)
             value = result.value
             if type(value) in _SCALARS and not fn.parse_json:
                 return value
             return _to_sandbox(result, fn)
+        if eager is None:
+            return self.failed(seq, fn, arguments, call_id, result)
         try:
             return self.failed(seq, fn, arguments, call_id, result)
         except Held as held:
-            await self.hold(held)
+            await self.hold(held, eager)
 
     def failed(self, seq: int, fn: ToolFunction, arguments: dict[str, Any], call_id: str,
                result: ToolResult) -> Any:
@@ -240,85 +255,46 @@ class Run:
         raise _TOOL_ERRORS.get(result.error_kind, RuntimeError)(message)
 
     # -- pausing for approval ---------------------------------------------------------------
-    async def hold(self, held: Held) -> NoReturn:
-        """Keep ``held`` (a call waiting for a person) from the program. Once every call in
-        flight is held and the program can go no further, the sandbox's state is dumped and
-        the program stopped: the run is paused (see :meth:`pause`)."""
-        self.held[held.seq] = held
+    async def hold(self, held: Held, snap: Any) -> NoReturn:
+        """Pause at ``snap``, a call the program awaits alone, which ``held`` keeps: the
+        sandbox waits on nothing else, so its state now is that call, unanswered."""
+        held.sandbox_id = snap.call_id
+        self.held[snap.call_id] = held
         task = asyncio.current_task()
         if task is not None:
             self.holding.add(task)
-        tries = 0
-        while self.pausing is None:
-            if self.running or self.starting:
-                self._settled.clear()
-                await self._settled.wait()
-                continue
-            made = self.count
-            await asyncio.sleep(0.001 * tries)  # the results just delivered reach the program
-            if self.running or self.starting or self.count != made or \
-                    self.pausing is not None:
-                continue
-            # Served when the sandbox waits on the host: if it made another call meanwhile,
-            # that call is in the state and the program went on -- wait again.
-            state = await self.session.dump()
-            if self.running or self.starting or self.count != made or \
-                    self.pausing is not None:
-                continue
-            # A result delivered just before may not have reached the sandbox when it was
-            # dumped: the state must wait on exactly the held calls, else dump it again.
-            tries += 1
-            if await self.waits_on_held(state) or tries > _PAUSE_TRIES:
-                self.pausing = state
-                if self.feed is not None:
-                    self.feed.cancel()
+        self.pausing = await self.session.dump()
+        self.paused_on = (snap.call_id,)
+        self.pause_at = snap.position.start
+        if self.feed is not None:
+            self.feed.cancel()
         await asyncio.get_running_loop().create_future()  # cancelled with the program
         raise AssertionError("unreachable")
 
-    async def waits_on_held(self, state: bytes) -> bool:
-        """Whether the dumped ``state`` waits on exactly the held calls (loaded in another
-        worker to see; when no worker is free within a few seconds, it is taken as it is)."""
-        try:
-            async with asyncio.timeout(_PROBE_TIMEOUT), self.pool.checkout() as probe:
-                return await self._probe(probe, state)
-        except TimeoutError:  # no worker free to look: take it as it is
-            return True
-
-    async def _probe(self, probe: Any, state: bytes) -> bool:
-        from pydantic_monty import AsyncFunctionSnapshot, AsyncFutureSnapshot
-
-        snap = await probe.load_snapshot(state)
-        if type(snap) is AsyncFunctionSnapshot:
-            ok = len(self.held) == 1
-        else:
-            ok = type(snap) is AsyncFutureSnapshot and \
-                len(snap.pending_call_ids) == len(self.held)
-        if ok:
-            self.pause_at = snap.position.start
-        return ok
+    def pause_here(self, snap: Any, held: tuple[int, ...]) -> None:
+        """Pause at ``snap``, where the program waits only on the ``held`` calls (sandbox
+        ids): its state is dumped now, so it waits on exactly those when loaded again."""
+        self.pausing = snap.dump()
+        self.paused_on = held
+        self.pause_at = snap.position.start
 
     def pause(self, state: bytes, code: str, call_id: str | None) -> PausedRun:
         """The run as a :class:`PausedRun` at its held calls, from the sandbox's ``state``."""
         from pydantic_monty import __version__
 
+        waits_on = sorted((self.held[i] for i in self.paused_on), key=lambda h: h.seq)
         held = tuple(HeldCall(h.seq, h.fn.tool_name, h.arguments, h.call_id,
                               h.result.approval or ApprovalRequest(
                                   ApprovalRequest.stable_id(h.fn.tool_name, h.call_id,
                                                             h.arguments),
-                                  h.fn.tool_name, h.arguments, h.call_id))
-                     for h in sorted(self.held.values(), key=lambda h: h.seq))
+                                  h.fn.tool_name, h.arguments, h.call_id), h.sandbox_id)
+                     for h in waits_on)
         line = None
         if self.pause_at is not None:
             line = code.encode("utf-8")[:self.pause_at].count(b"\n") + 1
         return PausedRun(state, code, self.id, self.count,
                          tuple((seq, *self.records[seq]) for seq in sorted(self.records)),
                          self.output(), held, __version__, call_id, line)
-
-    def replayed(self) -> Coroutine[Any, Any, Any]:
-        """The answer kept in :attr:`replay`, as the host call's coroutine (once)."""
-        answer, self.replay = self.replay, None
-        assert answer is not None
-        return _answer(*answer)
 
     def restore(self, paused: PausedRun) -> None:
         """Continue ``paused``'s run: its call ids, calls and output so far."""
@@ -358,10 +334,7 @@ def external(fn: ToolFunction) -> Callable[..., Any]:
     coroutine (the sandbox awaits it): one coroutine per call instead of two."""
 
     def call(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
-        run = CURRENT.get()
-        if run.replay is not None:
-            return run.replayed()
-        return run.start(fn, fn.bind(args, kwargs))
+        return CURRENT.get().start(fn, fn.bind(args, kwargs))
 
     call.__name__ = fn.py
     return call
@@ -376,8 +349,6 @@ async def _answer(ok: bool, value: Any) -> Any:
 def call_tool(name: str, arguments: Mapping[str, Any] | None = None
               ) -> Coroutine[Any, Any, Any]:
     run = CURRENT.get()
-    if run.replay is not None:
-        return run.replayed()
     if not isinstance(name, str):
         return _answer(False, TypeError(
             f"call_tool() needs a tool name (str), got {type(name).__name__}"))

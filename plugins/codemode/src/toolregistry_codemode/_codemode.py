@@ -8,7 +8,7 @@ import fnmatch
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
@@ -19,10 +19,10 @@ from toolregistry.tool import Provenance
 from toolregistry.types import ApprovalRequest, ToolContext, ToolResult
 
 from ._bridge import CURRENT, Run, call_tool, external, no_os
-from ._driver import PausedAgain, continue_paused
+from ._driver import PausedAgain, continue_paused, drive
 from ._errors import blocking, classify
 from ._paused import PausedRun
-from ._result import CallRecord, CodeError, CodeRun
+from ._result import CodeError, CodeRun
 from ._sandbox import MODULES, Sandbox
 from ._settings import PLUGIN_NAME, CodeModeSettings
 from ._stubs import ToolFunction, function_for, identifier, stub_module
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from toolregistry import ToolRegistry
 
 __all__ = ["MODULES", "CodeMode", "View"]
+
+_Decide = Callable[[], Awaitable[Mapping[str, ToolResult]]]
+"""Decides a paused run's held calls (their results, by approval id)."""
 
 _SCRIPT = "program.py"
 _HOST_GRACE = 0.5
@@ -212,20 +215,20 @@ class CodeMode:
             return CodeRun(error=CodeError("syntax", "the program is empty",
                                            hint="pass the Python source as `code`"))
         run = Run(self.registry, self.settings, self.view(), context)
-        return await self._execute(run, code, call_id, None, {})
+        return await self._execute(run, code, call_id, None, None)
 
     def run_sync(self, code: str, *, context: Mapping[str, Any] | None = None) -> CodeRun:
         """:meth:`run` from synchronous code (not from inside a running event loop)."""
         return asyncio.run(self.run(code, context=context))
 
     async def _execute(self, run: Run, code: str, call_id: str | None,
-                       paused: PausedRun | None, decided: Mapping[str, ToolResult]) -> CodeRun:
+                       paused: PausedRun | None, decide: _Decide | None) -> CodeRun:
         from pydantic_monty import MontyError
 
         token = CURRENT.set(run)
         started = time.perf_counter()
         try:
-            await self._session(run, code, paused, decided)
+            await self._session(run, code, paused, decide)
         except MontyError as exc:
             run.result.error = classify(exc, code, run, self.settings)
         except TimeoutError:
@@ -253,7 +256,7 @@ class CodeMode:
         return result
 
     async def _session(self, run: Run, code: str, paused: PausedRun | None,
-                       decided: Mapping[str, ToolResult]) -> None:
+                       decide: _Decide | None) -> None:
         from pydantic_monty import MontyTypingError
 
         s = self.settings
@@ -271,17 +274,24 @@ class CodeMode:
             os_policy={"sleep_system_max": float("inf")},
         ) as session:
             run.loop = asyncio.get_running_loop()
-            run.session, run.pool = session, pool
+            run.session = session
             externals = dict(run.view.externals)
+            stepped = self._may_hold()
 
             async def program(skip_check: bool) -> Any:
-                if paused is None:
-                    return await session.feed_run(
+                if paused is not None and decide is not None:
+                    snap = await session.load_snapshot(
+                        paused.state, print_callback=run.printed, external_lookup=externals,
+                        os=no_os)
+                    return await continue_paused(run, snap, paused, decide)
+                if stepped:  # a call may be held: the host follows every suspension
+                    return await drive(run, await session.feed_start(
                         code, external_lookup=externals, print_callback=run.printed,
-                        os=no_os, skip_type_check=skip_check)
-                snap = await session.load_snapshot(paused.state, print_callback=run.printed,
-                                                   external_lookup=externals, os=no_os)
-                return await continue_paused(run, snap, paused, decided)
+                        os=no_os, skip_type_check=skip_check))
+                # No call can be held: the sandbox drives itself (a cheaper round trip).
+                return await session.feed_run(
+                    code, external_lookup=externals, print_callback=run.printed, os=no_os,
+                    skip_type_check=skip_check)
 
             def feed(skip_check: bool) -> asyncio.Future[Any]:
                 run.feed = asyncio.ensure_future(program(skip_check))
@@ -302,7 +312,7 @@ class CodeMode:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
                     raise
-                if run.pausing is not None:  # every call in flight is held: paused
+                if run.pausing is not None:  # paused at a held call awaited alone
                     return
                 if run.stopped is None:
                     raise
@@ -312,6 +322,11 @@ class CodeMode:
             run.result.error = run.stopped
             return
         run.finish(value)
+
+    def _may_hold(self) -> bool:
+        """Whether a loaded plugin authorizes calls, and so may hold one for a person."""
+        return any(p["status"] == "loaded" and "authorize" in p["hooks"]
+                   for p in self.registry.plugins.report())
 
     # -- resuming after approval ----------------------------------------------------------------
     def _keep(self, paused: PausedRun) -> None:
@@ -360,21 +375,24 @@ class CodeMode:
         they changed them), or raises ``PermissionError`` with their reason in the program,
         which goes on from there; the result is ``run_code``'s (for the same call id), or
         pending again when the program stops at another held call or nobody decided yet.
+        The paused state is loaded and checked first: one that does not wait on exactly the
+        held calls is a ``RuntimeError`` before any of them is decided or run.
         With the policy plugin the decision is taken from its queue, so a used approval is
         its ``ApprovalError`` and nothing runs twice; otherwise the held call is made again
         (same call id and arguments) and the authorizing plugin decides."""
         paused = self.paused(item)
-        decided = await self._decide(paused, context)
-        if all(result.pending for result in decided.values()):
-            still = CodeRun(output=paused.output, paused=paused,
-                            calls=[CallRecord(*c[1:]) for c in paused.calls])
-            return self._answer(still, paused.call_id)
         with self._lock:
             for held in paused.held:
-                self._paused.pop(held.approval.id, None)
+                if self._paused.get(held.approval.id) is paused:
+                    del self._paused[held.approval.id]
         run = Run(self.registry, self.settings, self.view(), context)
         run.restore(paused)
-        done = await self._execute(run, paused.code, paused.call_id, paused, decided)
+        try:
+            done = await self._execute(run, paused.code, paused.call_id, paused,
+                                       lambda: self._decide(paused, context))
+        except BaseException:
+            self._keep(paused)
+            raise
         return self._answer(done, paused.call_id)
 
     def resume(self, item: Any, *, context: Mapping[str, Any] | None = None) -> ToolResult:

@@ -20,26 +20,30 @@ FORMAT = "toolregistry-codemode/paused-1"
 @frozen
 class HeldCall:
     """One call the program waits on: its place among the program's calls (``seq``), the
-    tool, arguments and call id it was made with, and what was asked."""
+    tool, arguments and call id it was made with, what was asked, and the sandbox's id of
+    the call (``None`` in a run paused before these were kept)."""
 
     seq: int
     tool: str
     arguments: Mapping[str, Any]
     call_id: str
     approval: ApprovalRequest
+    sandbox_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``from_dict`` reads it back)."""
         return {"seq": self.seq, "tool": self.tool,
                 "arguments": dict(self.arguments), "call_id": self.call_id,
-                "approval": self.approval.to_dict()}
+                "approval": self.approval.to_dict(), "sandbox_id": self.sandbox_id}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HeldCall:
         """The inverse of :meth:`to_dict`."""
+        sandbox_id = data.get("sandbox_id")
         return cls(int(data["seq"]), str(data["tool"]),
                    dict(data["arguments"]), str(data["call_id"]),
-                   ApprovalRequest.from_dict(data["approval"]))
+                   ApprovalRequest.from_dict(data["approval"]),
+                   None if sandbox_id is None else int(sandbox_id))
 
 
 @frozen
