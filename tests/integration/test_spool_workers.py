@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 from typing import Any
+
+from .conftest import free_port, listening
 
 TOOLS = '''
 import os
@@ -33,23 +33,6 @@ def big(tag: int) -> str:
 HANDLE = re.compile(r'handle "(sp_[0-9a-f]{16})"')
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"serve exited with {proc.returncode} before listening"
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
-
-
 async def one_call(url: str, name: str, arguments: dict[str, Any]) -> str:
     """One call on a client of its own (its own connections, so any worker may take it)."""
     from mcp import Client
@@ -63,8 +46,6 @@ async def one_call(url: str, name: str, arguments: dict[str, Any]) -> str:
 
 
 def test_every_worker_reads_every_workers_handles(tmp_path: Path) -> None:
-    import anyio
-
     port = free_port()
     (tmp_path / "long_tools.py").write_text(textwrap.dedent(TOOLS), encoding="utf-8")
     config = tmp_path / "pyproject.toml"
@@ -87,45 +68,41 @@ def test_every_worker_reads_every_workers_handles(tmp_path: Path) -> None:
     '''), encoding="utf-8")
     url = f"http://127.0.0.1:{port}/mcp"
     log = tmp_path / "serve.log"
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve"],
-            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err,
-            env={**os.environ, "PYTHONPATH": str(tmp_path)})
     try:
-        wait_for_port(port, proc)
-        # Spool until both workers have written some outputs (each call on a new client; the
-        # second worker may still be starting).
-        written: dict[str, str] = {}
-        writers: set[str] = set()
-        deadline = time.monotonic() + 90
-        for tag in range(1000):
-            if time.monotonic() > deadline:
-                break
-            text = anyio.run(one_call, url, "big", {"tag": tag})
-            found = HANDLE.search(text)
-            assert found, text[-400:]
-            writer = text.split()[1]
-            written[found.group(1)] = writer
-            writers.add(writer)
-            if len(writers) == 2 and tag >= 7:
-                break
-        assert len(writers) == 2, f"one worker served every call: {writers}"
-        # Every handle reads back, three times each on new clients, wherever the call lands.
-        for handle, writer in written.items():
-            for _ in range(3):
-                page = anyio.run(one_call, url, "read_tool_output",
-                                 {"handle": handle, "tail": 1})
-                assert f"pid {writer} " in page and "line 01999" in page, page
+        with log.open("wb") as err, listening(
+                [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve"],
+                port, timeout=90, cwd=tmp_path, stderr=err,
+                env={**os.environ, "PYTHONPATH": str(tmp_path)}) as proc:
+            spool_and_read_everywhere(url)
     except BaseException:
         print(log.read_text(encoding="utf-8", errors="replace")[-4000:])
         raise
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
     assert proc.returncode == 0
+
+
+def spool_and_read_everywhere(url: str) -> None:
+    """Spool outputs until both workers wrote some (each call on a new client; the second
+    worker may still be starting), then read every handle three times on new clients."""
+    import anyio
+
+    written: dict[str, str] = {}
+    writers: set[str] = set()
+    deadline = time.monotonic() + 90
+    for tag in range(1000):
+        if time.monotonic() > deadline:
+            break
+        text = anyio.run(one_call, url, "big", {"tag": tag})
+        found = HANDLE.search(text)
+        assert found, text[-400:]
+        writer = text.split()[1]
+        written[found.group(1)] = writer
+        writers.add(writer)
+        if len(writers) == 2 and tag >= 7:
+            break
+    assert len(writers) == 2, f"one worker served every call: {writers}"
+    # Every handle reads back, three times each on new clients, wherever the call lands.
+    for handle, writer in written.items():
+        for _ in range(3):
+            page = anyio.run(one_call, url, "read_tool_output",
+                             {"handle": handle, "tail": 1})
+            assert f"pid {writer} " in page and "line 01999" in page, page
