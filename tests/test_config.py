@@ -152,6 +152,48 @@ def test_python_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     reg.close()
 
 
+def test_python_module_source_keeps_tool_decorated_functions(tmp_path: Path) -> None:
+    (tmp_path / "decorated_tools_mod.py").write_text(textwrap.dedent('''
+        from toolregistry.decorators import tool
+        from toolregistry.tool import Tool
+
+        from textwrap import dedent  # imported: not this module's tool
+
+
+        @tool(description="Numbered lines, described by the decorator.")
+        def fetch_log(n: int) -> str:
+            """Numbered lines."""
+            return "x" * n
+
+
+        @tool(name="renamed_tool")
+        def original(n: int) -> int:
+            """A tool named by the decorator."""
+            return n
+
+
+        def plain(a: int) -> int:
+            """A plain function."""
+            return a
+
+
+        def _private() -> None:
+            """Not a tool."""
+
+
+        borrowed = Tool.from_function(dedent)  # a Tool of another module's function
+    '''), encoding="utf-8")
+    cfg = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "decorated_tools_mod"
+    """)
+    with ToolRegistry.from_config(cfg) as reg:
+        assert sorted(reg.list_tools()) == ["fetch_log", "plain", "renamed_tool"]
+        fetch = reg.get_tool("fetch_log")
+        assert fetch is not None and fetch.description.startswith("Numbered lines, described")
+
+
 @pytest.mark.parametrize(("body", "message"), [
     ('[[tool.toolregistry.sources]]\ntarget = "x"\n', "needs a 'kind'"),
     ('[[tool.toolregistry.sources]]\nkind = "python"\n', "needs target"),

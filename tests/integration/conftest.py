@@ -1,11 +1,17 @@
-"""Shared fixtures of the integration tests: the demo HTTP service of examples/, Debian's chromium."""
+"""Shared fixtures of the integration tests: the demo HTTP service of examples/, Debian's chromium,
+server processes on a free loopback port."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,3 +38,40 @@ def chromium() -> str:
         if found:
             return found
     raise RuntimeError("this test needs Debian's chromium: apt-get install -y chromium")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def listening(args: list[str], port: int, timeout: float = 30, **popen: Any
+              ) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``args``, a server that listens on 127.0.0.1:``port``; yield the process once it
+    accepts connections; stop it (SIGTERM, then SIGKILL) whatever happens."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    proc = subprocess.Popen(args, **popen)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{args[:4]} exited with {proc.returncode} before listening")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
+            time.sleep(0.05)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)

@@ -6,11 +6,8 @@ behind an OpenAPI source (which records the headers it received)."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +18,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from toolregistry import ToolRegistry
+
+from .conftest import free_port, listening
 
 EXPORTER = InMemorySpanExporter()
 if not isinstance(trace.get_tracer_provider(), TracerProvider):
@@ -61,12 +60,6 @@ SERVED = textwrap.dedent('''
 ''')
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("otel") / "served_otel.py"
@@ -76,26 +69,9 @@ def served_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def http_server(served_script: Path) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(served_script), "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"served registry exited with {proc.returncode}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+    port = free_port()
+    with listening([sys.executable, str(served_script), "--http", str(port)], port):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def _check_continuity(registry: ToolRegistry, tool: str) -> None:

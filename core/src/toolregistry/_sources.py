@@ -146,7 +146,7 @@ def load_python(registry: ToolRegistry, target: Any, **options: Any) -> list[Too
     if inspect.ismodule(obj):
         names = getattr(obj, "__all__", None) or [
             n for n, v in vars(obj).items()
-            if inspect.isfunction(v) and v.__module__ == obj.__name__ and not n.startswith("_")
+            if not n.startswith("_") and _defined_in(v, obj.__name__)
         ]
         members = [getattr(obj, n) for n in names]
         tools = [m if isinstance(m, Tool) else Tool.from_function(m)
@@ -158,3 +158,11 @@ def load_python(registry: ToolRegistry, target: Any, **options: Any) -> list[Too
         return registry.register_tools([Tool.from_function(obj)], namespace=namespace,
                                         replace=replace)
     raise ConfigError(f"{where}: {target!r} is not a callable, class, module or Tool")
+
+
+def _defined_in(value: Any, module: str) -> bool:
+    """A public function of ``module``, or a :class:`Tool` (``@tool``) made from one: what a
+    module source registers when the module has no ``__all__``."""
+    if isinstance(value, Tool):
+        value = value.callable
+    return inspect.isfunction(value) and value.__module__ == module

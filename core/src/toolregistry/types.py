@@ -35,6 +35,7 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolResult",
+    "answering_in",
     "reporting_progress",
 ]
 
@@ -59,6 +60,28 @@ def reporting_progress(reporter: ProgressReporter | None) -> Iterator[None]:
     finally:
         _progress.reset(token)
 
+_caller_format: ContextVar[str] = ContextVar("toolregistry_caller_format", default="registry")
+
+
+@contextlib.contextmanager
+def answering_in(api_format: str) -> Iterator[None]:
+    """Calls made by name inside the block (``invoke`` / ``ainvoke``) are answered for a
+    caller that reads ``api_format`` (``"mcp"``, ``"anthropic"``, ...): their
+    :attr:`ToolCall.format` is that format instead of ``"registry"``, so a tool that returns
+    tool definitions (``discover_tools``) returns them in the caller's dialect. Calls parsed
+    from a provider's own shape keep the format that read them. (A served registry declares
+    its protocol's format around each call it runs.)
+    """
+    if not isinstance(api_format, str) or not api_format:
+        raise ValueError(f"answering_in() needs an API format name such as 'mcp' or "
+                         f"'openai-chat', got {api_format!r}")
+    token = _caller_format.set(api_format)
+    try:
+        yield
+    finally:
+        _caller_format.reset(token)
+
+
 ErrorKind = Literal[
     "unknown_tool",
     "malformed_call",
@@ -82,7 +105,8 @@ class ToolCall:
     ``arguments`` is the parsed object (``None`` until parsed); ``raw_arguments`` keeps what
     the model sent (a JSON string or a mapping). ``format`` names the provider format that read
     the call (``openai-chat``, ``anthropic``, ``bedrock-converse``, ... or a plugin's), or
-    ``registry`` for the registry's own shape.
+    ``registry`` for the registry's own shape (a call by name; inside :func:`answering_in`,
+    the format the caller declared).
     Plugins attach data in ``pre_invoke``: ``reason`` (the think plugin's rationale) and
     ``extra``.
     """
@@ -91,7 +115,7 @@ class ToolCall:
     arguments: dict[str, Any] | None = None
     id: str | None = None
     raw_arguments: Any = None
-    format: str = "registry"
+    format: str = field(factory=_caller_format.get)
     reason: str | None = None
     extra: dict[str, Any] = field(factory=dict)
     raw: Any = field(default=None, repr=False)

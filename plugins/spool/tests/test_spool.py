@@ -457,13 +457,17 @@ def test_hostile_handles_through_the_model_api(make_registry: MakeRegistry, hand
         ts.read_output(registry, handle)
 
 
-def test_other_registrys_handle_is_refused(make_registry: MakeRegistry) -> None:
+def test_handle_of_a_registry_with_another_directory_is_refused(
+        make_registry: MakeRegistry, tmp_path: Path) -> None:
     one, two = make_registry(), make_registry()
-    register_big(one, lines(2000))
-    register_big(two, lines(2000))
+    elsewhere = make_registry(directory=str(tmp_path / "elsewhere"))
+    for registry in (one, two, elsewhere):
+        register_big(registry, lines(2000))
     handle = one.invoke("big", {}).metadata["spool"]["handle"]
     two.invoke("big", {})
-    result = read(two, handle=handle)
+    elsewhere.invoke("big", {})
+    assert read(two, handle=handle, limit=1).ok  # same spool directory: readable
+    result = read(elsewhere, handle=handle)
     assert result.is_error and "no spooled output" in result.text
 
 

@@ -175,6 +175,34 @@ def test_omitted_reason_and_reason_sent_to_a_tool_without_it() -> None:
     assert result.error_kind == "invalid_arguments"
 
 
+def test_a_reason_the_registry_asked_for_is_accepted_after_think_is_off() -> None:
+    """Schemas handed out while think was on (an exported LangChain tool, an earlier turn's
+    tool list) keep asking for the reason: the model's reason is stripped, not refused."""
+    reg = ToolRegistry(think_augment=True)
+    reg.register(my_simple_function)
+    reg.register(my_complex_function, metadata=ToolMetadata(think_augment=True))
+    reg.register(get_weather_never_shown)
+    reg.get_schemas(names=["my_simple_function", "my_complex_function"])  # asked for it
+    reg.disable_think_augment()
+    reg.update_tool_metadata("my_complex_function", think_augment=False)
+    assert all("toolcall_reason" not in s["function"]["parameters"]["properties"]
+               for s in reg.get_schemas())
+    args = {"x": 5, "toolcall_reason": REASON}
+    result = reg.execute_tool_calls(_calls("my_simple_function", args))[0]
+    assert result.ok and result.text == "5" and result.reason == REASON
+    result = reg.invoke("my_complex_function", {"query": "q", "toolcall_reason": "r"})
+    assert result.ok and result.reason == "r"
+    # a tool whose schema never asked for a reason still refuses one
+    result = reg.invoke("get_weather_never_shown", {"city": "x", "toolcall_reason": "r"})
+    assert result.error_kind == "invalid_arguments"
+    assert "toolcall_reason: unexpected argument" in result.text
+
+
+def get_weather_never_shown(city: str) -> str:
+    """Weather."""
+    return city
+
+
 def test_stripping_costs_nothing_for_tools_it_is_off_for() -> None:
     from toolregistry._hooks import Hooks
 

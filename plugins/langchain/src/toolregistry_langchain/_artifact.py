@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
 
-from toolregistry.types import ToolResult
+from toolregistry.types import ApprovalRequest, ToolResult
 
 from ._content import from_langchain_content
 
@@ -47,6 +47,8 @@ def result_artifact(result: ToolResult) -> dict[str, Any]:
         "duration": result.duration,
         "artifact": _jsonable(result.artifact),
         "metadata": _jsonable(result.metadata),
+        "approval": (_jsonable(result.approval.to_dict()) if result.approval is not None
+                     else None),
     }
 
 
@@ -55,7 +57,7 @@ def from_tool_message(message: ToolMessage) -> ToolResult:
 
     For a message made by an exported registry tool or :func:`to_tool_messages` (also after a
     checkpointer or a JSON round trip) every field comes back, ``value`` and ``artifact`` in
-    their JSON form. Any other ``ToolMessage`` gives a result built from the message itself:
+    their JSON form, and a pending call's ``approval``. Any other ``ToolMessage`` gives a result built from the message itself:
     its content, status, id and name, with ``value`` = the content and ``artifact`` = the
     message's artifact.
     """
@@ -79,4 +81,16 @@ def from_tool_message(message: ToolMessage) -> ToolResult:
         duration=float(data.get("duration") or 0.0),
         artifact=data.get("artifact"),
         metadata=dict(data.get("metadata") or {}),
+        approval=_approval(data.get("approval")),
     )
+
+
+def _approval(data: Any) -> ApprovalRequest | None:
+    # A message stored before the approval was kept (or edited by hand) has none: no approval
+    # rather than an error, as for any other field the artifact lacks.
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return ApprovalRequest.from_dict(data)
+    except ValueError:
+        return None

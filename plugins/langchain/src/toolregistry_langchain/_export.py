@@ -27,6 +27,7 @@ from pydantic import Field
 from toolregistry.errors import ToolRegistrationError
 from toolregistry.types import ToolResult
 
+from ._approval import Decide, await_approved, wait_approved
 from ._artifact import result_artifact
 from ._content import to_langchain_content
 
@@ -55,6 +56,13 @@ class RegistryTool(BaseTool):
     timeout: float | None = None
     """Per-call timeout passed to the registry (``None``: the tool's or the registry's)."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    approvals: Literal["message", "interrupt"] = "message"
+    """What a call held for approval gives: an error ``ToolMessage`` saying it waits
+    (``"message"``), or a LangGraph ``interrupt()`` that pauses the graph until it is resumed
+    (``"interrupt"``; see ``_approval``)."""
+    decide: Any = Field(default=None, exclude=True, repr=False)
+    """With ``approvals="interrupt"``: ``decide(approval, answer)`` applies the graph's resume
+    value to the held call and returns its final result (``None``: send the call again)."""
     handle_tool_error: Any = True
 
     def _to_args_and_kwargs(
@@ -113,10 +121,16 @@ class RegistryTool(BaseTool):
         config: RunnableConfig,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> Any:
-        result = self.registry.invoke(
-            self.registry_name, arguments, context=self._context(config),
-            timeout=self.timeout, call_id=call_id,
-        )
+        def call() -> ToolResult:
+            result: ToolResult = self.registry.invoke(
+                self.registry_name, arguments, context=self._context(config),
+                timeout=self.timeout, call_id=call_id,
+            )
+            return result
+
+        result = call()
+        if self.approvals == "interrupt" and result.pending:
+            result = wait_approved(result, call, self.decide)
         return self._output(result, call_id)
 
     async def _arun(
@@ -126,10 +140,16 @@ class RegistryTool(BaseTool):
         config: RunnableConfig,
         run_manager: AsyncCallbackManagerForToolRun | None = None,
     ) -> Any:
-        result = await self.registry.ainvoke(
-            self.registry_name, arguments, context=self._context(config),
-            timeout=self.timeout, call_id=call_id,
-        )
+        async def call() -> ToolResult:
+            result: ToolResult = await self.registry.ainvoke(
+                self.registry_name, arguments, context=self._context(config),
+                timeout=self.timeout, call_id=call_id,
+            )
+            return result
+
+        result = await call()
+        if self.approvals == "interrupt" and result.pending:
+            result = await await_approved(result, call, self.decide)
         return self._output(result, call_id)
 
 
@@ -143,6 +163,8 @@ def to_langchain(
     context: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact",
+    approvals: Literal["message", "interrupt"] = "message",
+    decide: Decide | None = None,
 ) -> list[BaseTool]:
     """Registry tools as LangChain tools, usable with ``model.bind_tools(...)`` and agents.
 
@@ -150,8 +172,17 @@ def to_langchain(
     ``tags`` and ``exclude_tags`` like ``registry.get_schemas``). The schemas are the
     registry's ``openai-chat`` emission at export time: export again after changing the
     registry (e.g. toggling ``think_augment``). ``context`` supplies injected parameters;
-    a run's ``config["configurable"]`` adds to it.
+    a run's ``config["configurable"]`` adds to it. ``approvals="interrupt"``: a call held for
+    approval pauses a LangGraph graph (``interrupt()``) until it is resumed, instead of
+    answering with a "waits for approval" error message; ``decide(approval, answer)`` applies
+    the resume value (see :func:`~toolregistry_langchain.interrupt_for_approval`).
     """
+    if approvals not in ("message", "interrupt"):
+        raise ValueError(f"to_langchain(approvals=...) takes 'message' or 'interrupt', got "
+                         f"{approvals!r}")
+    if decide is not None and (approvals != "interrupt" or not callable(decide)):
+        raise ValueError("to_langchain(decide=...) takes a callable decide(approval, answer), "
+                         "with approvals='interrupt'")
     selected = list(names) if names is not None else None
     if selected is not None:
         missing = [n for n in selected if n not in registry]
@@ -186,6 +217,8 @@ def to_langchain(
             context=context,
             timeout=timeout,
             response_format=response_format,
+            approvals=approvals,
+            decide=decide,
             tags=lc_tags,
             return_direct=bool(kept.get("return_direct", False)),
             metadata={**lc_metadata, "toolregistry_source": tool.provenance.kind},

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from toolregistry.errors import ConfigError
 from toolregistry.plugin import continuing, log
-from toolregistry.types import reporting_progress
+from toolregistry.types import answering_in, reporting_progress
 
 from ._access import EVERYTHING, NOTHING, Access
 from ._convert import to_call_result
@@ -145,8 +145,10 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         # the caller's trace context (W3C traceparent in _meta) continues around the call
         carrier = {k: v for k, v in dict(meta).items() if isinstance(v, str)}
         try:
+            # answering_in: tools that return tool definitions answer in MCP's dialect
             with channel.active(), reporting_progress(channel.progress if wants_progress
-                                                      else None), continuing(registry, carrier):
+                                                      else None), continuing(registry, carrier), \
+                    answering_in("mcp"):
                 result = await registry.ainvoke(params.name, dict(params.arguments or {}),
                                                 context={REQUEST_KEY: ctx})
         finally:

@@ -16,7 +16,7 @@ class SpoolSettings(BaseModel):
     ``threshold_tokens``: outputs over this many tokens are spooled; the model receives at most
     this many. ``token_counter``: ``"pkg.mod:fn"``, an exact ``fn(text) -> int`` used instead of
     the fast estimate. ``directory``: where per-registry spool folders are made (default: the
-    user's cache folder). ``max_age_seconds`` / ``max_total_bytes``: retention, oldest evicted
+    user's cache folder); every registry with the same directory reads the handles of all. ``max_age_seconds`` / ``max_total_bytes``: retention, oldest evicted
     first. ``keep``: leave the files on ``close()``. ``tail_fraction``: share of the preview
     given to the end of the output. ``reader``: register the reader tool (``False``: the notice
     names the file path instead, for agents with their own file tools). ``reader_name``: its

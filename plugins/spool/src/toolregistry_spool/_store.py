@@ -8,9 +8,13 @@ Safety rules, and why:
   so tool names with ``/``, ``..`` or any Unicode cannot steer where a file goes.
 * Files are created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600: an existing file or
   a planted symlink makes the open fail instead of being followed or overwritten.
-* Only handles this store wrote can be read back, the handle must match a strict pattern, the
-  resolved path must be inside the directory, and the file opened must be the very file that
-  was written (same device and inode): no traversal, no other file.
+* A handle must match a strict pattern and is looked up only as ``<folder>/<handle>.txt`` in
+  this store's folder or in a sibling spool folder of the same base directory (another
+  process or worker configured with the same ``directory``, or an earlier run with ``keep``):
+  the folder must be one of the plugin's own by name, a real directory owned by this user,
+  the resolved path must stay inside it, and the file opened must be the very file that was
+  written (same device and inode for this store's own outputs; for a sibling's, a regular
+  file of this user with one link, not older than ``max_age``): no traversal, no other file.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from attrs import frozen
@@ -140,6 +144,18 @@ class SpoolStore:
         """Remove spool folders left by processes that died without closing their registry:
         ours by name and owner, older than ``max_age``, not kept on purpose."""
         cutoff = time.time() - self.max_age
+        for path, st in self._folders():
+            try:
+                if st.st_mtime >= cutoff or (path / _KEEP_MARKER).exists():
+                    continue
+                shutil.rmtree(path)
+                log.info("spool.swept", directory=str(path))
+            except OSError:
+                continue  # another process may be sweeping it right now
+
+    def _folders(self) -> Iterator[tuple[Path, os.stat_result]]:
+        """The spool folders in the base directory: the plugin's own name pattern, real
+        directories (not symlinks), owned by this user."""
         uid = os.getuid() if hasattr(os, "getuid") else None
         try:
             names = os.listdir(self._base)
@@ -151,14 +167,10 @@ class SpoolStore:
             path = self._base / name
             try:
                 st = os.lstat(path)
-                if not stat.S_ISDIR(st.st_mode) or (uid is not None and st.st_uid != uid):
-                    continue
-                if st.st_mtime >= cutoff or (path / _KEEP_MARKER).exists():
-                    continue
-                shutil.rmtree(path)
-                log.info("spool.swept", directory=str(path))
             except OSError:
-                continue  # another process may be sweeping it right now
+                continue
+            if stat.S_ISDIR(st.st_mode) and (uid is None or st.st_uid == uid):
+                yield path, st
 
     def set_keep(self, keep: bool) -> None:
         """Change ``keep`` (also for a folder made already: its marker protects it from
@@ -266,20 +278,39 @@ class SpoolStore:
         for old in evicted:
             _unlink(old.path)
         if entry is None:
+            entry = self._sibling(handle)
+        if entry is None:
             raise SpoolError(
-                f"no spooled output {handle!r} (unknown, or removed by retention: older than "
-                f"{self.max_age:g} s or over {self.max_total} bytes in total); run the tool "
-                "again to get a new handle"
+                f"no spooled output {handle!r} in {self._base} (unknown, or removed by "
+                f"retention: older than {self.max_age:g} s or over {self.max_total} bytes in "
+                "total); run the tool again to get a new handle"
             )
         return entry
+
+    def _sibling(self, handle: str) -> Entry | None:
+        """The output ``handle`` in another spool folder of the same base directory (written
+        by another process or worker, or by an earlier run with ``keep``), or ``None``. Only
+        ``<base>/spool-*/<handle>.txt`` is looked at; ``open`` checks the file itself."""
+        for folder, st_dir in self._folders():
+            path = folder / f"{handle}{_SUFFIX}"
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1
+                    or st.st_uid != st_dir.st_uid):
+                continue
+            if st.st_mtime < time.time() - self.max_age:
+                return None  # retention: too old to be served
+            return Entry(handle, path, st.st_size, st.st_mtime, st.st_dev, st.st_ino)
+        return None
 
     def open(self, handle: object) -> tuple[Entry, mmap.mmap | bytes]:
         """The entry and its bytes (memory-mapped when not empty)."""
         entry = self.entry(handle)
-        directory = self._dir
-        if directory is None or Path(os.path.realpath(entry.path)).parent != Path(
-            os.path.realpath(directory)
-        ):
+        folder = Path(os.path.realpath(entry.path)).parent
+        if folder.parent != Path(os.path.realpath(self._base)) or _DIR_RE.fullmatch(
+                folder.name) is None:
             raise SpoolError(f"spooled output {entry.handle!r} is not inside the spool folder")
         try:
             fd = os.open(entry.path, _OPEN_READ)
@@ -289,7 +320,7 @@ class SpoolStore:
         try:
             st = os.fstat(fd)
             if (not stat.S_ISREG(st.st_mode) or st.st_ino != entry.inode
-                    or st.st_dev != entry.device):
+                    or st.st_dev != entry.device or st.st_nlink != 1):
                 raise SpoolError(f"spooled output {entry.handle!r} was replaced on disk; "
                                  "it will not be read")
             if st.st_size == 0:

@@ -65,11 +65,22 @@ def _on_for(registry: ToolRegistry, tool: Tool) -> bool:
     return own is True or (own is None and registry.think_augment)
 
 
+def _asked(registry: ToolRegistry) -> set[str]:
+    """Names of the tools whose schema went out with ``toolcall_reason``: a schema handed out
+    stays in use after think is turned off (an exported LangChain tool, a model's earlier
+    turn), so their reason is still accepted and stripped."""
+    asked: set[str] = registry.plugin_state("think").setdefault("asked", set())
+    return asked
+
+
 @hookimpl
 def call_hooks(registry: ToolRegistry, tool: Tool) -> Collection[str]:
-    """Stripping concerns a tool only while think is on for it (and the tool does not declare
-    its own ``toolcall_reason``): other tools' calls never reach this plugin."""
-    return ("pre_invoke",) if _on_for(registry, tool) and not _declares_own(tool) else ()
+    """Stripping concerns a tool only while think is on for it, or once its schema asked for a
+    reason (and the tool does not declare its own ``toolcall_reason``): other tools' calls
+    never reach this plugin."""
+    if _declares_own(tool):
+        return ()
+    return ("pre_invoke",) if _on_for(registry, tool) or tool.name in _asked(registry) else ()
 
 
 @hookimpl
@@ -91,6 +102,7 @@ def schema_transform(registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
         props = schema["properties"] = {}
     if isinstance(props, dict) and REASON_FIELD not in props:  # a native one stays untouched
         props[REASON_FIELD] = _property(registry)
+        _asked(registry).add(tool.name)
 
 
 def _property(registry: ToolRegistry) -> dict[str, Any]:

@@ -1,0 +1,108 @@
+"""A spooled output of ``toolregistry serve --workers 2`` is readable whichever worker the
+reader's call lands on: every worker spools into its own folder of the one configured spool
+directory, and a handle is looked up in all of them (a real supervisor, two worker processes,
+the ``mcp`` SDK's client over streamable HTTP)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from .conftest import free_port, listening
+
+TOOLS = '''
+import os
+
+from toolregistry.decorators import tool
+
+__all__ = ["big"]
+
+
+@tool(too_long_to_file=True)
+def big(tag: int) -> str:
+    """A long text naming the worker that made it."""
+    return "".join(f"pid {os.getpid()} tag {tag} line {i:05d} {'x' * 40}\\n"
+                   for i in range(2000))
+'''
+
+HANDLE = re.compile(r'handle "(sp_[0-9a-f]{16})"')
+
+
+async def one_call(url: str, name: str, arguments: dict[str, Any]) -> str:
+    """One call on a client of its own (its own connections, so any worker may take it)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with Client(streamable_http_client(url), mode="legacy") as client:
+        result = await client.call_tool(name, arguments)
+    text = "".join(getattr(part, "text", "") for part in result.content)
+    assert not result.is_error, text
+    return text
+
+
+def test_every_worker_reads_every_workers_handles(tmp_path: Path) -> None:
+    port = free_port()
+    (tmp_path / "long_tools.py").write_text(textwrap.dedent(TOOLS), encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(textwrap.dedent(f'''
+        [tool.toolregistry]
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "long_tools"
+
+        [tool.toolregistry.plugins.spool]
+        threshold-tokens = 1000
+        directory = "{tmp_path / 'spool'}"
+
+        [tool.toolregistry.plugins.mcp.serve]
+        transport = "streamable-http"
+        stateless = true
+        workers = 2
+        host = "127.0.0.1"
+        port = {port}
+    '''), encoding="utf-8")
+    url = f"http://127.0.0.1:{port}/mcp"
+    log = tmp_path / "serve.log"
+    try:
+        with log.open("wb") as err, listening(
+                [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve"],
+                port, timeout=90, cwd=tmp_path, stderr=err,
+                env={**os.environ, "PYTHONPATH": str(tmp_path)}) as proc:
+            spool_and_read_everywhere(url)
+    except BaseException:
+        print(log.read_text(encoding="utf-8", errors="replace")[-4000:])
+        raise
+    assert proc.returncode == 0
+
+
+def spool_and_read_everywhere(url: str) -> None:
+    """Spool outputs until both workers wrote some (each call on a new client; the second
+    worker may still be starting), then read every handle three times on new clients."""
+    import anyio
+
+    written: dict[str, str] = {}
+    writers: set[str] = set()
+    deadline = time.monotonic() + 90
+    for tag in range(1000):
+        if time.monotonic() > deadline:
+            break
+        text = anyio.run(one_call, url, "big", {"tag": tag})
+        found = HANDLE.search(text)
+        assert found, text[-400:]
+        writer = text.split()[1]
+        written[found.group(1)] = writer
+        writers.add(writer)
+        if len(writers) == 2 and tag >= 7:
+            break
+    assert len(writers) == 2, f"one worker served every call: {writers}"
+    # Every handle reads back, three times each on new clients, wherever the call lands.
+    for handle, writer in written.items():
+        for _ in range(3):
+            page = anyio.run(one_call, url, "read_tool_output",
+                             {"handle": handle, "tail": 1})
+            assert f"pid {writer} " in page and "line 01999" in page, page
