@@ -261,3 +261,16 @@ def test_relative_paths_resolve_against_the_working_directory(registry: ToolRegi
         {"decision": "allow", "arguments": {"path": {"inside": [str(tmp_path / "work")]}}}])
     assert _outcome(registry, "fs-write", path="work/x") == "ok"
     assert _outcome(registry, "fs-write", path="../x") == "denied"
+
+
+@pytest.mark.parametrize("key", ["tools", "namespaces", "tags", "sources", "methods",
+                                 "annotations"])
+def test_an_empty_condition_is_refused_not_a_match_all(registry: ToolRegistry, key: str
+                                                       ) -> None:
+    empty: object = {} if key == "annotations" else []
+    with pytest.raises(ConfigError, match=rf"policy rule 'r' \(rules\[0\]\): {key} must be a "
+                                          r"non-empty .*leave " + key + " out"):
+        tp.configure(registry, rules=[{"name": "r", "decision": "deny", key: empty}])
+    with pytest.raises(ConfigError, match=f"{key} must be a non-empty"):
+        tp.configure(registry, rules=[tp.Rule("deny", name="r", **{key: empty})])
+    assert _outcome(registry, "fetch", url="https://a.io") == "ok"  # the old rules stand

@@ -74,8 +74,10 @@ def _strs(value: Any, where: str, key: str) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, (list, tuple, set, frozenset)) or not value or not all(
             isinstance(v, str) and v for v in value):
+        empty = isinstance(value, (list, tuple, set, frozenset)) and not value
         raise ConfigError(f"{where}: {key} must be a non-empty string or list of strings, "
-                          f"got {value!r}")
+                          f"got {value!r}" + (f" (an empty list is refused; leave {key} out "
+                                              "for a rule about every tool)" if empty else ""))
     return tuple(value)
 
 
@@ -226,20 +228,22 @@ class Rule:
     (``python``, ``mcp``, ``openapi``, ``langchain``, ``manual``, ``plugin``),
     ``annotations`` MCP hints (``{"destructiveHint": True}``), ``methods`` HTTP methods of
     OpenAPI tools, ``arguments`` per-argument checks (``{"path": {"inside": ["/tmp"]}}``), and
-    ``when`` (code only) a predicate of the arguments. Build from code with keyword
-    arguments, or from a TOML table with :meth:`from_dict`.
+    ``when`` (code only) a predicate of the arguments. A condition left out holds for every
+    tool; a list or ``annotations`` given empty (``tools=[]``) is a ``ConfigError``, never
+    a match-all. Build from code with keyword arguments, or from a TOML table with
+    :meth:`from_dict`.
     """
 
     decision: Kind = field(validator=_check_decision)
     name: str | None = None
     reason: str | None = None
-    tools: tuple[str, ...] = ()
-    namespaces: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ()
-    annotations: Mapping[str, bool] = field(factory=dict)
-    methods: tuple[str, ...] = ()
-    arguments: Mapping[str, Any] = field(factory=dict)
+    tools: Sequence[str] | None = None
+    namespaces: Sequence[str] | None = None
+    tags: Sequence[str] | None = None
+    sources: Sequence[str] | None = None
+    annotations: Mapping[str, bool] | None = None
+    methods: Sequence[str] | None = None
+    arguments: Mapping[str, Any] | None = None
     when: Callable[[Mapping[str, Any]], bool] | None = field(default=None, eq=False)
 
     @classmethod
@@ -258,23 +262,11 @@ class Rule:
             raise ConfigError(f"{where}: needs decision = \"allow\", \"deny\" or \"ask\"")
         try:
             return cls(data["decision"], data.get("name"), data.get("reason"),
-                       tuple(_as_list(data.get("tools"))),
-                       tuple(_as_list(data.get("namespaces"))),
-                       tuple(_as_list(data.get("tags"))), tuple(_as_list(data.get("sources"))),
-                       dict(data.get("annotations") or {}), tuple(_as_list(data.get("methods"))),
-                       dict(data.get("arguments") or {}), data.get("when"))
+                       data.get("tools"), data.get("namespaces"), data.get("tags"),
+                       data.get("sources"), data.get("annotations"), data.get("methods"),
+                       data.get("arguments"), data.get("when"))
         except (TypeError, ValueError, ConfigError) as exc:
             raise ConfigError(f"{where}: {exc}") from None
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Iterable):
-        return list(value)
-    return [value]
 
 
 def _where(name: Any, index: int) -> str:
@@ -321,21 +313,31 @@ class Compiled:
         return not self.methods or facts.method in self.methods
 
 
+def _table(value: Any, where: str, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not value:
+        raise ConfigError(f"{where}: {key} must be a non-empty table, got {value!r} (an "
+                          f"empty table is refused; leave {key} out for a rule about every "
+                          "tool)")
+    return value
+
+
 def compile_rule(rule: Rule, index: int, base: Path | None) -> Compiled:
-    """Check a rule and compile its matchers; a ``ConfigError`` names the rule."""
+    """Check a rule and compile its matchers; a ``ConfigError`` names the rule. A condition
+    left out (``None``) holds for every tool; one given empty is an error, not a match-all."""
     where = _where(rule.name, index)
-    tools = tuple(_glob(g, where, "tools") for g in _strs(rule.tools, where, "tools")) \
-        if rule.tools else ()
-    spaces = tuple(_glob(g, where, "namespaces")
-                   for g in _strs(rule.namespaces, where, "namespaces")) if rule.namespaces else ()
-    tags = frozenset(_strs(rule.tags, where, "tags")) if rule.tags else frozenset()
+    tools = () if rule.tools is None else tuple(
+        _glob(g, where, "tools") for g in _strs(rule.tools, where, "tools"))
+    spaces = () if rule.namespaces is None else tuple(
+        _glob(g, where, "namespaces") for g in _strs(rule.namespaces, where, "namespaces"))
+    tags = frozenset() if rule.tags is None else frozenset(_strs(rule.tags, where, "tags"))
     sources: set[str] = set()
-    for s in _strs(rule.sources, where, "sources") if rule.sources else ():
+    for s in () if rule.sources is None else _strs(rule.sources, where, "sources"):
         if s not in SOURCES:
             raise ConfigError(f"{where}: unknown source {s!r}; known: {', '.join(SOURCES)}")
         sources.update(SOURCES[s])
     annotations = []
-    for key, value in rule.annotations.items():
+    for key, value in ({} if rule.annotations is None else
+                       _table(rule.annotations, where, "annotations")).items():
         if key not in ANNOTATIONS:
             raise ConfigError(f"{where}: unknown annotation {key!r}; known: "
                               f"{', '.join(ANNOTATIONS)}")
@@ -343,12 +345,15 @@ def compile_rule(rule: Rule, index: int, base: Path | None) -> Compiled:
             raise ConfigError(f"{where}: annotation {key} must be true or false, got {value!r}")
         annotations.append((key, value))
     methods = set()
-    for m in _strs(rule.methods, where, "methods") if rule.methods else ():
+    for m in () if rule.methods is None else _strs(rule.methods, where, "methods"):
         if m.upper() not in METHODS:
             raise ConfigError(f"{where}: unknown HTTP method {m!r}; known: {', '.join(METHODS)}")
         methods.add(m.upper())
+    arguments = rule.arguments or {}  # no argument checks: nothing more to hold
+    if not isinstance(arguments, Mapping):
+        raise ConfigError(f"{where}: arguments must be a table, got {arguments!r}")
     checks: list[Callable[[Mapping[str, Any]], bool]] = [
-        ArgumentCheck.parse(str(arg), spec, where, base) for arg, spec in rule.arguments.items()]
+        ArgumentCheck.parse(str(arg), spec, where, base) for arg, spec in arguments.items()]
     if rule.when is not None:
         if not callable(rule.when):
             raise ConfigError(f"{where}: when must be a function of the arguments")
