@@ -3,8 +3,13 @@ and tools allowed statically paying nothing."""
 
 from __future__ import annotations
 
+import http.server
 import os
+import socket
 import textwrap
+import threading
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -274,3 +279,72 @@ def test_an_empty_condition_is_refused_not_a_match_all(registry: ToolRegistry, k
     with pytest.raises(ConfigError, match=f"{key} must be a non-empty"):
         tp.configure(registry, rules=[tp.Rule("deny", name="r", **{key: empty})])
     assert _outcome(registry, "fetch", url="https://a.io") == "ok"  # the old rules stand
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[tuple[int, list[str]]]:
+    """A real HTTP server on 127.0.0.1 that records the paths it was asked for."""
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"secret")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], hits
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+SPELLINGS = ["2130706433", "0x7f000001", "127.1", "0177.0.0.1", "127.0.0.1.", "[::ffff:127.0.0.1]",
+             "[::ffff:7f00:1]"]
+
+
+def test_hosts_compare_canonical_addresses(loopback_server: tuple[int, list[str]]) -> None:
+    port, hits = loopback_server
+    reg = ToolRegistry()
+
+    @reg.register
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return str(response.read().decode())
+
+    tp.configure(reg, rules=[
+        {"name": "no-loopback", "tools": ["fetch"], "decision": "deny", "reason": "internal",
+         "arguments": {"url": {"hosts": ["127.0.0.1", "169.254.169.254"]}}}])
+    try:
+        # every legacy spelling is what the resolver connects to: 127.0.0.1
+        for host in SPELLINGS[:4]:
+            assert {a[4][0] for a in socket.getaddrinfo(host, port, socket.AF_INET)} == \
+                {"127.0.0.1"}, host
+        for host in SPELLINGS:
+            result = reg.invoke("fetch", {"url": f"http://{host}:{port}/{host}"})
+            assert result.outcome == "denied", (host, result.text)
+        for host in ("2852039166", "0xa9fea9fe", "169.254.43518", "[::ffff:169.254.169.254]"):
+            assert reg.invoke("fetch", {"url": f"http://{host}/latest/meta-data"}
+                              ).outcome == "denied", host
+        assert hits == []  # nothing reached the server
+        assert reg.invoke("fetch", {"url": f"http://localhost:{port}/ok"}).ok  # a name
+        assert hits == ["/ok"]
+    finally:
+        reg.close()
+    tp_reg = ToolRegistry()
+    tp_reg.register(lambda url: "ran", name="get")
+    tp.configure(tp_reg, default="deny", rules=[
+        {"tools": ["get"], "decision": "allow", "arguments": {"url": {"hosts": ["127.1"]}}}])
+    try:
+        assert tp_reg.invoke("get", {"url": "http://2130706433/"}).ok  # both sides canonical
+        assert tp_reg.invoke("get", {"url": "http://127.0.0.2/"}).outcome == "denied"
+        assert tp_reg.invoke("get", {"url": "http://256.1/"}).outcome == "denied"  # a name
+    finally:
+        tp_reg.close()

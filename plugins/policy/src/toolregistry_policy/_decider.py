@@ -161,11 +161,10 @@ def _inside_check(name: str, directories: Sequence[str]
 
 
 def _host_check(name: str, hosts: Sequence[str]) -> Callable[[Mapping[str, Any]], bool]:
-    """``hosts`` of argument ``name`` as :func:`~._rules.host_allowed` checks it, with the
-    names in a set and the IP addresses parsed once."""
+    """``hosts`` of argument ``name`` (canonical already) as :func:`~._rules.host_allowed`
+    checks it, with the names and addresses in a set."""
     exact = frozenset(h for h in hosts if not h.startswith("*."))
     suffixes = tuple(h[1:] for h in hosts if h.startswith("*."))
-    addresses = tuple(ip for ip in map(ip_address, exact) if ip is not None)
 
     def check(arguments: Mapping[str, Any]) -> bool:
         value = arguments[name]
@@ -174,9 +173,8 @@ def _host_check(name: str, hosts: Sequence[str]) -> Callable[[Mapping[str, Any]]
         host = hostname(value)
         if not host:
             return False
-        if host in exact or (suffixes and host.endswith(suffixes)):
-            return True
-        return bool(addresses) and ip_address(host) in addresses
+        return host in exact or (bool(suffixes) and host.endswith(suffixes)
+                                 and ip_address(host) is None)
 
     return check
 

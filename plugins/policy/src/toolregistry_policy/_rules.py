@@ -11,6 +11,7 @@ import ipaddress
 import math
 import os
 import re
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -20,8 +21,9 @@ from attrs import field, frozen
 
 from toolregistry.errors import ConfigError
 
-__all__ = ["RULE_KEYS", "ArgumentCheck", "Compiled", "Rule", "ToolFacts", "compile_rules",
-           "host_allowed", "hostname", "ip_address", "path_inside", "tool_facts"]
+__all__ = ["RULE_KEYS", "ArgumentCheck", "Compiled", "Rule", "ToolFacts", "canonical_host",
+           "compile_rules", "host_allowed", "hostname", "ip_address", "path_inside",
+           "tool_facts"]
 
 Kind = Literal["allow", "deny", "ask"]
 KINDS = ("allow", "deny", "ask")
@@ -138,7 +140,7 @@ class ArgumentCheck:
                               f"{', '.join(CHECK_KEYS)}")
         inside = tuple(_directory(d, base) for d in _strs(spec["inside"], here, "inside")) \
             if "inside" in spec else ()
-        hosts = tuple(h.lower() for h in _strs(spec["hosts"], here, "hosts")) \
+        hosts = tuple(_host_pattern(h) for h in _strs(spec["hosts"], here, "hosts")) \
             if "hosts" in spec else ()
         bounds: dict[str, float | None] = {}
         for key in ("min", "max"):
@@ -153,6 +155,13 @@ class ArgumentCheck:
             raise ConfigError(f"{here}: one-of must be a list, got {one_of!r}")
         return cls(argument, inside, hosts, bounds["min"], bounds["max"],
                    tuple(one_of) if one_of is not None else None)
+
+
+def _host_pattern(host: str) -> str:
+    """A ``hosts`` entry in canonical form (``*.`` kept in front of a domain)."""
+    if host.startswith("*."):  # a domain: no address has subdomains
+        return "*." + host[2:].strip().lower().rstrip(".")
+    return canonical_host(host)
 
 
 def _directory(path: str, base: Path | None) -> str:
@@ -171,14 +180,42 @@ def path_inside(value: Any, directories: Sequence[str]) -> bool:
     return any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in directories)
 
 
+# What the C resolver (inet_aton) reads as an IPv4 address: one to four parts, each decimal,
+# octal (leading 0) or hex (0x): 2130706433, 0x7f000001, 127.1, 0177.0.0.1.
+_LEGACY_IPV4 = re.compile(r"^(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}$")
+
+
+@functools.lru_cache(maxsize=1024)
+def canonical_host(host: str) -> str:
+    """``host`` as the address or name a connection goes to: an IP address in its one
+    canonical form (legacy IPv4 spellings as the C resolver reads them, an IPv4-mapped IPv6
+    address as the IPv4 one, IPv6 compressed, brackets dropped), a name in lower case without
+    a trailing dot."""
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    host = host.rstrip(".")
+    address = ip_address(host)
+    if address is None and _LEGACY_IPV4.match(host):
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:  # a part out of range: the resolver reads it as a name
+            address = None
+    if address is None:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return str(address)
+
+
 @functools.lru_cache(maxsize=1024)
 def hostname(value: str) -> str | None:
-    """The host of a URL, lower case, without a trailing dot (``None``: none)."""
+    """The host of a URL in canonical form (:func:`canonical_host`; ``None``: none)."""
     try:
         host = urlsplit(value.strip()).hostname
     except ValueError:
         return None
-    return host.rstrip(".").lower() if host else None
+    return canonical_host(host) if host else None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -191,8 +228,9 @@ def ip_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | Non
 
 
 def host_allowed(value: Any, hosts: Sequence[str]) -> bool:
-    """Whether ``value`` is a URL whose host is one of ``hosts`` (``*.domain``: a subdomain;
-    IP addresses compared as addresses)."""
+    """Whether ``value`` is a URL whose host is one of ``hosts`` (``*.domain``: a subdomain),
+    both compared in canonical form (:func:`canonical_host`): an address matches whatever
+    spelling of it either side uses."""
     if not isinstance(value, str):
         return False
     host = hostname(value)
@@ -200,14 +238,10 @@ def host_allowed(value: Any, hosts: Sequence[str]) -> bool:
         return False
     for allowed in hosts:
         if allowed.startswith("*."):
-            if host.endswith(allowed[1:]):
+            if host.endswith(allowed[1:].lower()) and ip_address(host) is None:
                 return True
-        elif host == allowed:
+        elif host == canonical_host(allowed):
             return True
-        else:  # 127.0.0.1 vs 127.000.000.001 and the like
-            address = ip_address(host)
-            if address is not None and address == ip_address(allowed):
-                return True
     return False
 
 
