@@ -9,6 +9,7 @@ import socket
 import textwrap
 import threading
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,6 +175,22 @@ def test_bad_rule_in_pyproject_is_a_config_error(tmp_path: Path) -> None:
             reg.register_tools(_tools())
     finally:
         reg.close()
+
+
+@pytest.mark.parametrize("typo", ["defualt = \"deny\"", "hide-denid = false",
+                                  "audit_sise = 5"])
+def test_an_unknown_key_in_the_policy_table_is_an_error(tmp_path: Path, typo: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.toolregistry.plugins.policy]\n{typo}\n", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as in an application: a warning is not seen
+        with pytest.raises(ConfigError, match=r"\[tool\.toolregistry\.plugins\.policy\] "
+                                              r".*unknown option '" + typo.split(maxsplit=1)[0]):
+            ToolRegistry(config=tmp_path / "pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.toolregistry.plugins.policy]\ndefualt = \"deny\"\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"did you mean 'default'\?"):
+        ToolRegistry(config=tmp_path / "pyproject.toml")
 
 
 class Spans:
