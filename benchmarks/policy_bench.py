@@ -80,13 +80,14 @@ def _decide(reg: ToolRegistry, calls: int, into: Measure) -> None:
     tool = reg.get_tool("fetch")
     assert tool is not None
     call = ToolCall("fetch", {"url": "https://example.com/x", "n": 3}, "c1")
+    values = tool.validator.validate(call.arguments)  # what the kernel hands authorize
     decide = policy.authorize
     times = into.times
     gc.collect()
     cpu = time.thread_time()
     for _ in range(calls):
         t = time.perf_counter()
-        decide(tool, call)
+        decide(tool, call, values)
         times.append(time.perf_counter() - t)
     into.cpu += time.thread_time() - cpu
 

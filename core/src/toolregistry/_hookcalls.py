@@ -27,13 +27,15 @@ HookCall = Callable[..., Any]
 Asker = tuple["HookImpl", Callable[..., Any], Callable[[Mapping[str, Any]], tuple[Any, ...]]]
 """A declaration hook's implementation, its function and the picker of its arguments."""
 
-# The argument names of hooks whose single implementation is called as it is, with no
-# re-mapping (an implementation may take fewer arguments than the spec: pluggy's opt-in).
-_FULL_ARGNAMES = frozenset({
-    ("registry", "tool", "call"),
-    ("registry", "tool", "call", "result"),
-    ("registry", "tool", "schema", "api_format"),
-})
+# The argument names of hooks whose single implementation, when it takes them all, is called
+# as it is, with no re-mapping (an implementation may take fewer arguments than the spec:
+# pluggy's opt-in).
+_FULL_ARGNAMES = {
+    "pre_invoke": ("registry", "tool", "call"),
+    "authorize": ("registry", "tool", "call", "arguments"),
+    "post_invoke": ("registry", "tool", "call", "result"),
+    "schema_transform": ("registry", "tool", "schema", "api_format"),
+}
 
 
 def _picker(argnames: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
@@ -179,7 +181,7 @@ class HookCompiler:
             if not (impl.hookwrapper or impl.wrapper):
                 fn = impl.function
                 argnames = tuple(impl.argnames)
-                if argnames in _FULL_ARGNAMES:
+                if argnames == _FULL_ARGNAMES.get(name):
                     return fn
 
                 def direct(**kwargs: Any) -> Any:

@@ -349,10 +349,10 @@ class Hooks:
                                 reason=call.reason, duration=result.duration)
         return result if replacement is None else replacement
 
-    def authorize(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall
-                  ) -> ToolResult | Deciding | None:
-        """Ask the compiled ``authorize`` implementations of ``tool`` about ``call`` and
-        combine their decisions, deny-overrides (:meth:`Decision.combine`): ``None`` lets the
+    def authorize(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall,
+                  arguments: Mapping[str, Any]) -> ToolResult | Deciding | None:
+        """Ask the compiled ``authorize`` implementations of ``tool`` about ``call``, whose
+        tool will receive ``arguments`` (the validated values), and combine their decisions, deny-overrides (:meth:`Decision.combine`): ``None`` lets the
         call run; a ``denied`` result, or a pending one (``approval_required``) carrying its
         :class:`ApprovalRequest`, answers it without running it. When an implementation
         answered with an awaitable (a decision still to come, e.g. a person's), and no other
@@ -363,7 +363,7 @@ class Hooks:
         (``hook.failed``) and denies the call, naming the error; nothing runs.
         """
         try:
-            out = caller(registry=registry, tool=tool, call=call)
+            out = caller(registry=registry, tool=tool, call=call, arguments=arguments)
         except Exception as exc:
             return self._refusal(tool, call, failed_authorize(tool, exc))
         if isinstance(out, Decision):  # one implementation: the usual case

@@ -301,12 +301,16 @@ def provider_formats() -> Iterable[ProviderFormat]:  # type: ignore[empty-body]
 
 
 @hookspec
-def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall
+def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall, arguments: Mapping[str, Any]
               ) -> Decision | Awaitable[Decision | None] | None:
     """May ``call`` run? Fires after ``pre_invoke`` and validation, before anything runs.
 
-    ``call.arguments`` passed validation (they are the model's, after ``pre_invoke`` and,
-    where they needed it, safe coercion), ``call.reason`` the model's rationale when the think plugin is on. Return a
+    ``arguments`` are exactly the values the tool will receive, by parameter name: validated
+    and converted (``"5000"`` for a ``float`` parameter is ``5000.0`` here; safe coercion
+    applied; injected context parameters left out). Decide on them, not on
+    ``call.arguments``, which stay as the model sent them (after ``pre_invoke`` and safe
+    coercion) for approval requests and logs. ``call.reason`` is the model's rationale when
+    the think plugin is on. Return a
     :class:`~toolregistry.types.Decision` (allow, deny with a reason the model sees, pending
     approval) or ``None`` for no opinion. Every concerned implementation is called (pluggy's
     order) and the decisions combine **deny-overrides**: any deny wins, else any pending,

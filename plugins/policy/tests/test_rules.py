@@ -3,6 +3,7 @@ and tools allowed statically paying nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import os
 import socket
@@ -11,9 +12,11 @@ import threading
 import urllib.request
 import warnings
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from pydantic import AnyUrl
 
 import toolregistry_policy as tp
 from toolregistry import Tool, ToolCall, ToolMetadata, ToolRegistry, ToolResult
@@ -365,3 +368,80 @@ def test_hosts_compare_canonical_addresses(loopback_server: tuple[int, list[str]
         assert tp_reg.invoke("get", {"url": "http://256.1/"}).outcome == "denied"  # a name
     finally:
         tp_reg.close()
+
+
+def test_rules_decide_on_the_values_the_tool_receives() -> None:
+    received: list[object] = []
+    reg = ToolRegistry()
+
+    @reg.register
+    def transfer(amount: float, to: str) -> str:
+        """Transfer money."""
+        received.append(amount)
+        return f"sent {amount}"
+
+    @reg.register
+    def pick(n: int) -> int:
+        """Pick a number."""
+        received.append(n)
+        return n
+
+    tp.configure(reg, rules=[
+        {"name": "big", "tools": ["transfer"], "decision": "deny", "reason": "too much",
+         "arguments": {"amount": {"min": 1000}}},
+        {"name": "ask-mid", "tools": ["transfer"], "decision": "ask",
+         "arguments": {"amount": {"min": 100}}},
+        {"name": "no-3", "tools": ["pick"], "decision": "deny", "arguments": {"n": {"one-of": [3]}}},
+    ])
+
+    async def both_async() -> list[ToolResult]:
+        return [await reg.ainvoke("transfer", {"amount": "5000", "to": "x"}),
+                *await reg.aexecute_tool_calls([
+                    {"id": "a", "name": "pick", "arguments": {"n": "3"}},
+                    {"id": "b", "name": "transfer", "arguments": '{"amount": "500", "to": "x"}'}])]
+
+    try:
+        results = [reg.invoke("transfer", {"amount": "5000", "to": "x"}),
+                   reg.invoke("pick", {"n": "3"}),
+                   *reg.execute_tool_calls([
+                       {"id": "1", "name": "transfer", "arguments": {"amount": "1e4", "to": "x"}},
+                       {"id": "2", "name": "transfer", "arguments": {"amount": "250", "to": "x"}}]),
+                   *asyncio.run(both_async())]
+        assert [r.outcome for r in results] == [
+            "denied", "denied", "denied", "approval_required", "denied", "denied",
+            "approval_required"], [r.text for r in results]
+        assert "too much" in results[0].text
+        assert received == []  # nothing ran
+        assert reg.invoke("transfer", {"amount": "20", "to": "x"}).ok
+        assert reg.invoke("pick", {"n": "4"}).ok
+        assert received == [20.0, 4]
+        policy = tp.get_policy(reg)
+        assert policy.check("transfer", {"amount": "5000", "to": "x"})[:2] == ("deny", "big")
+        assert policy.check("pick", {"n": "3"})[:2] == ("deny", "no-3")
+    finally:
+        reg.close()
+
+
+def test_number_rules_read_decimals_and_url_rules_read_url_objects() -> None:
+    reg = ToolRegistry()
+
+    @reg.register
+    def pay(amount: Decimal) -> str:
+        """Pay."""
+        return "paid"
+
+    @reg.register
+    def get(url: AnyUrl) -> str:
+        """Get a URL."""
+        return "got"
+
+    tp.configure(reg, rules=[
+        {"tools": ["pay"], "decision": "deny", "arguments": {"amount": {"max": 0}}},
+        {"tools": ["get"], "decision": "deny", "arguments": {"url": {"hosts": ["127.0.0.1"]}}}])
+    try:
+        assert reg.invoke("pay", {"amount": "-5"}).outcome == "denied"
+        assert reg.invoke("pay", {"amount": "5"}).ok
+        assert reg.invoke("get", {"url": "http://2130706433/x"}).outcome == "denied"
+        assert reg.invoke("get", {"url": "http://example.com/"}).ok
+    finally:
+        reg.close()

@@ -270,7 +270,8 @@ class CallPipeline:
             call.arguments = arguments = coerced  # what runs is what is authorized
         deciding = None
         if hooks.authorize is not None:
-            refused = self._hooks.authorize(hooks.authorize, registry, tool, call)
+            # decided on the values the tool receives (pydantic's conversions included)
+            refused = self._hooks.authorize(hooks.authorize, registry, tool, call, values)
             if refused is not None:
                 if not isinstance(refused, Deciding):
                     return refused

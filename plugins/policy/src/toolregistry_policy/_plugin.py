@@ -16,7 +16,7 @@ The policy of a registry is made on first use (``get_policy``) and lives in
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Collection
+from collections.abc import Awaitable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import hookimpl
@@ -59,10 +59,11 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
 
 
 @hookimpl
-def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall
+def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall, arguments: Mapping[str, Any]
               ) -> Decision | Awaitable[Decision]:
-    """The policy's decision for one call (awaitable when a blocking handler asks)."""
-    return _policy(registry).authorize(tool, call)  # type: ignore[no-any-return]
+    """The policy's decision for one call, on the values its tool will receive (awaitable
+    when a blocking handler asks)."""
+    return _policy(registry).authorize(tool, call, arguments)  # type: ignore[no-any-return]
 
 
 class _Observer:

@@ -5,6 +5,7 @@ resuming decided calls (``_resume``)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -166,7 +167,12 @@ class Policy:
         tool = self._registry.get_tool(name)
         if tool is None:
             raise KeyError(f"no tool named {name!r} in registry {self._registry.name!r}")
-        rule, kind = self.plan(tool).decide(arguments or {})
+        values: Mapping[str, Any] = arguments or {}
+        # decided, as a call is, on the values the tool would receive (invalid ones as given:
+        # such a call would not run, but the rules still say what they decide)
+        with contextlib.suppress(Exception):
+            values = tool.validator.validate(values)
+        rule, kind = self.plan(tool).decide(values)
         return kind, rule.label if rule is not None else "default", self._reason(rule, kind)
 
     def denied_outright(self, tool: Tool) -> bool:
@@ -216,13 +222,15 @@ class Policy:
         return None
 
     # -- authorize ------------------------------------------------------------------------
-    def authorize(self, tool: Tool, call: ToolCall) -> Decision | Awaitable[Decision]:
-        """The decision for one call (the ``authorize`` hook); a person's decision through a
-        blocking handler comes as an awaitable (the kernel awaits it)."""
+    def authorize(self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any] | None = None
+                  ) -> Decision | Awaitable[Decision]:
+        """The decision for one call (the ``authorize`` hook) on ``arguments``, the values
+        its tool will receive (``call.arguments`` when not given); a person's decision
+        through a blocking handler comes as an awaitable (the kernel awaits it)."""
         plan = self._plans.get(tool.name)
         if plan is None or plan.tool is not tool:
             plan = self.plan(tool)
-        index = plan.decide_index(call.arguments or {})
+        index = plan.decide_index(call.arguments or {} if arguments is None else arguments)
         if index < 0:
             rule, kind, label = None, plan.default, "default"
         else:

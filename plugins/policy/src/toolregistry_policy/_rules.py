@@ -5,10 +5,12 @@ the rule), what a rule matches of a tool (:class:`ToolFacts`) and of a call's ar
 
 from __future__ import annotations
 
+import decimal
 import fnmatch
 import functools
 import ipaddress
 import math
+import numbers
 import os
 import re
 import socket
@@ -22,8 +24,8 @@ from attrs import field, frozen
 from toolregistry.errors import ConfigError
 
 __all__ = ["RULE_KEYS", "ArgumentCheck", "Compiled", "Rule", "ToolFacts", "canonical_host",
-           "compile_rules", "host_allowed", "hostname", "ip_address", "path_inside",
-           "tool_facts"]
+           "compile_rules", "host_allowed", "hostname", "ip_address", "is_number",
+           "path_inside", "tool_facts", "url_host"]
 
 Kind = Literal["allow", "deny", "ask"]
 KINDS = ("allow", "deny", "ask")
@@ -116,8 +118,7 @@ class ArgumentCheck:
         if self.hosts and not host_allowed(value, self.hosts):
             return False
         if self.min is not None or self.max is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                    isinstance(value, float) and math.isnan(value)):
+            if not is_number(value):
                 return False
             if self.min is not None and value < self.min:
                 return False
@@ -162,6 +163,17 @@ def _host_pattern(host: str) -> str:
     if host.startswith("*."):  # a domain: no address has subdomains
         return "*." + host[2:].strip().lower().rstrip(".")
     return canonical_host(host)
+
+
+def is_number(value: Any) -> bool:
+    """What ``min`` / ``max`` compare: a real number a tool may receive (``int``, ``float``,
+    ``Decimal``, ``Fraction``), not a ``bool``, not NaN."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        return False
+    try:
+        return bool(value == value)  # noqa: PLR0124 (NaN is not equal to itself)
+    except decimal.InvalidOperation:  # a signalling NaN
+        return False
 
 
 def _directory(path: str, base: Path | None) -> str:
@@ -218,6 +230,16 @@ def hostname(value: str) -> str | None:
     return canonical_host(host) if host else None
 
 
+def url_host(value: Any) -> str | None:
+    """The canonical host of ``value``: a URL as text, or a URL object a tool may receive
+    (pydantic's ``AnyUrl``, ``httpx.URL``: anything with a ``host`` that reads as a URL)."""
+    if not isinstance(value, str):
+        if getattr(value, "host", None) is None:
+            return None
+        value = str(value)
+    return hostname(value)
+
+
 @functools.lru_cache(maxsize=1024)
 def ip_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """``text`` as an IP address (``None``: it is not one)."""
@@ -231,9 +253,7 @@ def host_allowed(value: Any, hosts: Sequence[str]) -> bool:
     """Whether ``value`` is a URL whose host is one of ``hosts`` (``*.domain``: a subdomain),
     both compared in canonical form (:func:`canonical_host`): an address matches whatever
     spelling of it either side uses."""
-    if not isinstance(value, str):
-        return False
-    host = hostname(value)
+    host = url_host(value)
     if not host:
         return False
     for allowed in hosts:
