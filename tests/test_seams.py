@@ -459,8 +459,17 @@ def test_cancelling_a_batch_closes_the_decisions_not_yet_asked() -> None:
             made.append(decide())
             return made[-1]
 
+    class Told:
+        def __init__(self) -> None:
+            self.told: list[tuple[str | None, str, str | None]] = []
+
+        @hookimpl
+        def authorized(self, call: ToolCall, decision: Decision) -> None:
+            self.told.append((call.id, decision.kind, decision.rule))
+
     ran: list[str] = []
-    reg = ToolRegistry(plugins=[Forever()])
+    told = Told()
+    reg = ToolRegistry(plugins=[Forever(), told])
     reg.register(lambda: ran.append("x"), name="send")
 
     async def main() -> None:
@@ -476,6 +485,8 @@ def test_cancelling_a_batch_closes_the_decisions_not_yet_asked() -> None:
         assert len(made) == 3 and ran == []
         # The first was cancelled while asked, the two others closed unawaited.
         assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * 3
+        # ... and each call's books were told, once, that it will not run.
+        assert sorted(told.told) == [(f"c{i}", "deny", "cancelled") for i in range(3)]
     finally:
         reg.close()
 

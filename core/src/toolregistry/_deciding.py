@@ -36,8 +36,7 @@ class Deciding:
     __slots__ = ("authorized", "call", "decisions", "hooks", "registry", "tool")
 
     def __init__(self, hooks: Hooks, tool: Tool, call: ToolCall, decisions: list[Any],
-                 registry: ToolRegistry | None = None, authorized: HookCall | None = None
-                 ) -> None:
+                 registry: ToolRegistry, authorized: HookCall | None) -> None:
         self.hooks = hooks
         self.tool = tool
         self.call = call
@@ -47,8 +46,7 @@ class Deciding:
 
     def _settle(self, decision: Decision | None) -> ToolResult | None:
         authorized, self.authorized = self.authorized, None  # told once
-        return self.hooks.settle(authorized, self.registry, self.tool,  # type: ignore[arg-type]
-                                 self.call, decision)
+        return self.hooks.settle(authorized, self.registry, self.tool, self.call, decision)
 
     async def result(self) -> ToolResult | None:
         """The call's refusal (a denied or pending result), or ``None``: it runs."""
