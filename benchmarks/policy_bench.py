@@ -5,7 +5,8 @@
 Targets (issue 20): with 100 rules the decision costs at most 3 µs per call; tools whose
 decision is a static allow pay nothing. Measured in one process, interleaved, medians:
 
-* the decision alone (the plugin's ``authorize`` for one call) with 100 rules, of which
+* the decision alone (the plugin's ``authorize`` for one call, and its ``authorized``, which
+  audits the decision that stands) with 100 rules, of which
   (a) the matching one is all that concerns the tool (rules are compiled per tool), and
   (b) all 100 concern the tool and check its arguments, the last one matching (the worst
   case: every argument check runs);
@@ -20,11 +21,12 @@ import gc
 import os
 import statistics
 import time
+from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, cast
 
 from toolregistry import ToolRegistry
-from toolregistry.types import ToolCall
+from toolregistry.types import Decision, ToolCall
 
 # The other plugins installed beside the policy (all of them in `nox -s bench`) are disabled in
 # every registry here: their observers (otel's spans, the inspector's log) would otherwise be
@@ -80,13 +82,15 @@ def _decide(reg: ToolRegistry, calls: int, into: Measure) -> None:
     tool = reg.get_tool("fetch")
     assert tool is not None
     call = ToolCall("fetch", {"url": "https://example.com/x", "n": 3}, "c1")
-    decide = policy.authorize
+    values = tool.validator.validate(call.arguments or {})  # what the kernel hands authorize
+    decide = cast("Callable[..., Decision]", policy.authorize)  # no handler: no awaitable
+    stands = policy.authorized  # the audit record and budget, once the decision stands
     times = into.times
     gc.collect()
     cpu = time.thread_time()
     for _ in range(calls):
         t = time.perf_counter()
-        decide(tool, call)
+        stands(tool, call, decide(tool, call, values))
         times.append(time.perf_counter() - t)
     into.cpu += time.thread_time() - cpu
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict
@@ -109,6 +109,22 @@ def test_plugin_tables_are_validated_by_the_plugin_model(tmp_path: Path) -> None
         assert plugin_settings("spool", SpoolLike, unknown).keep is False
     with pytest.raises(ConfigError, match="unknown option 'keeep'"):
         plugin_settings("spool", SpoolLike, unknown, strict=True)
+
+
+class GuardLike(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    unknown_options: ClassVar[str] = "error"  # a misspelt key would fail open
+    default: str = "allow"
+
+
+def test_a_model_may_make_unknown_options_errors(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, """
+        [tool.toolregistry.plugins.guard]
+        defualt = "deny"
+    """))
+    with pytest.raises(ConfigError, match=r"plugins.guard\] \(.*\): unknown option 'defualt' "
+                                          r"\(did you mean 'default'\?\)"):
+        plugin_settings("guard", GuardLike, cfg)
 
 
 def test_python_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

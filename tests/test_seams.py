@@ -459,8 +459,17 @@ def test_cancelling_a_batch_closes_the_decisions_not_yet_asked() -> None:
             made.append(decide())
             return made[-1]
 
+    class Told:
+        def __init__(self) -> None:
+            self.told: list[tuple[str | None, str, str | None]] = []
+
+        @hookimpl
+        def authorized(self, call: ToolCall, decision: Decision) -> None:
+            self.told.append((call.id, decision.kind, decision.rule))
+
     ran: list[str] = []
-    reg = ToolRegistry(plugins=[Forever()])
+    told = Told()
+    reg = ToolRegistry(plugins=[Forever(), told])
     reg.register(lambda: ran.append("x"), name="send")
 
     async def main() -> None:
@@ -476,6 +485,8 @@ def test_cancelling_a_batch_closes_the_decisions_not_yet_asked() -> None:
         assert len(made) == 3 and ran == []
         # The first was cancelled while asked, the two others closed unawaited.
         assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * 3
+        # ... and each call's books were told, once, that it will not run.
+        assert sorted(told.told) == [(f"c{i}", "deny", "cancelled") for i in range(3)]
     finally:
         reg.close()
 
@@ -518,6 +529,60 @@ def test_authorize_concerns_only_the_tools_a_plugin_declares() -> None:
         assert reg.invoke("one", {}).ok
         assert reg.invoke("rm", {"path": "/"}).error_kind == "denied"
         assert [name for name, _ in gate.asked] == ["rm"]
+    finally:
+        reg.close()
+
+
+class Books:
+    """A plugin that keeps books on the decision that stands for each call."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str | None, str, str | None]] = []
+        self.values: list[dict[str, Any]] = []
+
+    @hookimpl
+    def authorize(self, call: ToolCall, arguments: dict[str, Any]) -> Decision:
+        self.values.append(dict(arguments))
+        return Decision.allow(rule="books")
+
+    @hookimpl
+    def authorized(self, tool: Tool, call: ToolCall, decision: Decision) -> None:
+        self.told.append((tool.name, call.id, decision.kind, decision.rule))
+
+
+def test_authorized_is_told_the_decision_that_stands_once_per_call() -> None:
+    books = Books()
+    reg = ToolRegistry(plugins=[Gate(), books])
+    def count(n: int = 1) -> int:
+        return n
+
+    for name in ("rm", "send", "ls", "boom", "off"):
+        reg.register(count, name=name)
+    reg.disable("off", reason="maintenance")
+
+    async def later() -> Decision:
+        await asyncio.sleep(0)
+        return Decision.deny("later: no", rule="later")
+
+    class Later:
+        @hookimpl
+        def authorize(self, tool: Tool) -> Any:
+            return later() if tool.name == "ls" else None
+
+    try:
+        calls = [chat(name, {"n": "2"}, name) for name in ("rm", "send", "ls", "boom", "off")]
+        assert [r.outcome for r in reg.execute_tool_calls(calls)] == [
+            "denied", "approval_required", "ok", "denied", "disabled"]
+        assert books.told == [("rm", "rm", "deny", "no-rm"), ("send", "send", "pending",
+                                                              "ask-mail"),
+                              ("ls", "ls", "allow", "books"), ("boom", "boom", "deny", None),
+                              ("off", "off", "deny", "disabled")]
+        assert books.values[0] == {"n": 2}  # the values the tool receives
+        books.told.clear()
+        reg.plugins.add(Later(), name="later")
+        for results in both_apis(reg, [chat("ls", {}, "ls")]):
+            assert [r.outcome for r in results] == ["denied"]
+        assert books.told == [("ls", "ls", "deny", "later")] * 2
     finally:
         reg.close()
 

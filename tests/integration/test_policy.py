@@ -156,6 +156,34 @@ def test_calls_from_code_mode(registry: ToolRegistry) -> None:
     assert SENT == []
 
 
+def test_code_mode_calls_are_decided_on_the_values_the_tool_receives(
+        registry: ToolRegistry) -> None:
+    paid: list[float] = []
+
+    @registry.register
+    def transfer(amount: float, to: str) -> str:
+        """Transfer money to someone."""
+        paid.append(amount)
+        return f"sent {amount}"
+
+    tp.configure(registry, rules=[
+        tp.Rule("deny", tools=["transfer"], arguments={"amount": {"min": 1000}},
+                reason="too much"),
+        tp.Rule("deny", tools=["add"], arguments={"a": {"one-of": [3]}}, reason="no threes")])
+    toolregistry_codemode.enable_code_mode(registry)
+    # A number the program read as text (the type checker lets a parsed value through).
+    result = registry.invoke("run_code", {"code": "import json\nawait transfer("
+                                                  "amount=json.loads('\"5000\"'), to='bob')"})
+    assert "too much" in result.text, result.text
+    result = registry.invoke("run_code", {"code": "import json\n"
+                                                  "await add(a=json.loads('\"3\"'), b=1)"})
+    assert "no threes" in result.text, result.text
+    assert paid == []
+    result = registry.invoke("run_code", {"code": "import json\nawait transfer("
+                                                  "amount=json.loads('\"5\"'), to='bob')"})
+    assert paid == [5.0], result.text
+
+
 def test_discover_tools_does_not_reveal_denied_tools(registry: ToolRegistry) -> None:
     found = registry.invoke("discover_tools", {"query": "erase disk device files"})
     assert found.ok, found.text

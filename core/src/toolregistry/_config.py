@@ -204,7 +204,9 @@ def plugin_settings(
     """Validate ``[tool.toolregistry.plugins.<name>]`` with the plugin's pydantic ``model``.
 
     Errors name the plugin, the option and the file; unknown options warn (raise when
-    ``strict``). Each table is validated once per file and model.
+    ``strict``, or when the model says ``unknown_options = "error"``: a table where a
+    misspelt key would leave a permissive default in place). Each table is validated once per
+    file and model.
     """
     cfg = config if config is not None else load_config()
     key = (name, model, strict)
@@ -230,7 +232,8 @@ def _validate_table(name: str, model: type[T], cfg: RegistryConfig, strict: bool
     unknown = sorted(set(table) - known)
     if unknown:
         report_unknown(f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'})",
-                       [written[k] for k in unknown], sorted(known), strict=strict)
+                       [written[k] for k in unknown], sorted(known),
+                       strict=strict or getattr(model, "unknown_options", "warn") == "error")
         table = {k: v for k, v in table.items() if k in known}
     try:
         return model.model_validate(table)

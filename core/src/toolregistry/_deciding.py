@@ -11,7 +11,9 @@ from ._log import log
 from .types import Decision
 
 if TYPE_CHECKING:
+    from ._hookcalls import HookCall
     from ._hooks import Hooks
+    from ._registry import ToolRegistry
     from .tool import Tool
     from .types import ToolCall, ToolResult
 
@@ -26,16 +28,25 @@ class Deciding:
     it to completion in the calling thread (a helper thread when a loop runs there).
 
     Error policy: an awaitable that raises denies the call, naming the error (logged as
-    ``hook.failed``); once a decision denies, the awaitables left are closed unawaited.
+    ``hook.failed``); once a decision denies, the awaitables left are closed unawaited. The
+    ``authorized`` implementations (``authorized``) are told the decision that stands, once:
+    when it came, or as a ``cancelled`` deny when the call was dropped before.
     """
 
-    __slots__ = ("call", "decisions", "hooks", "tool")
+    __slots__ = ("authorized", "call", "decisions", "hooks", "registry", "tool")
 
-    def __init__(self, hooks: Hooks, tool: Tool, call: ToolCall, decisions: list[Any]) -> None:
+    def __init__(self, hooks: Hooks, tool: Tool, call: ToolCall, decisions: list[Any],
+                 registry: ToolRegistry, authorized: HookCall | None) -> None:
         self.hooks = hooks
         self.tool = tool
         self.call = call
         self.decisions = decisions
+        self.registry = registry
+        self.authorized = authorized
+
+    def _settle(self, decision: Decision | None) -> ToolResult | None:
+        authorized, self.authorized = self.authorized, None  # told once
+        return self.hooks.settle(authorized, self.registry, self.tool, self.call, decision)
 
     async def result(self) -> ToolResult | None:
         """The call's refusal (a denied or pending result), or ``None``: it runs."""
@@ -49,8 +60,7 @@ class Deciding:
                         decision = await decision
                     except Exception as exc:
                         close_pending(left)
-                        return self.hooks._refusal(self.tool, self.call,
-                                                  failed_authorize(self.tool, exc))
+                        return self._settle(failed_authorize(self.tool, exc))
                     if decision is None:
                         continue
                 got.append(decision)
@@ -59,12 +69,15 @@ class Deciding:
                     break
         finally:
             close_pending(left)  # cancelled meanwhile: what was not awaited is closed
-        return self.hooks._refusal(self.tool, self.call, self.hooks._combined(self.tool, got))
+        return self._settle(self.hooks._combined(self.tool, got))
 
     def close(self) -> None:
         """Close the coroutines among the decisions that were never awaited (the call will
         not run: its batch was cancelled, say)."""
         close_pending(self.decisions)
+        if self.authorized is not None:
+            self._settle(Decision.deny("the call was cancelled before it was decided",
+                                       rule="cancelled"))
 
 
 def failed_authorize(tool: Tool, exc: Exception) -> Decision:

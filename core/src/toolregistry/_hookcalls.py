@@ -27,13 +27,16 @@ HookCall = Callable[..., Any]
 Asker = tuple["HookImpl", Callable[..., Any], Callable[[Mapping[str, Any]], tuple[Any, ...]]]
 """A declaration hook's implementation, its function and the picker of its arguments."""
 
-# The argument names of hooks whose single implementation is called as it is, with no
-# re-mapping (an implementation may take fewer arguments than the spec: pluggy's opt-in).
-_FULL_ARGNAMES = frozenset({
-    ("registry", "tool", "call"),
-    ("registry", "tool", "call", "result"),
-    ("registry", "tool", "schema", "api_format"),
-})
+# The argument names of hooks whose single implementation, when it takes them all, is called
+# as it is, with no re-mapping (an implementation may take fewer arguments than the spec:
+# pluggy's opt-in).
+_FULL_ARGNAMES = {
+    "pre_invoke": ("registry", "tool", "call"),
+    "authorize": ("registry", "tool", "call", "arguments"),
+    "authorized": ("registry", "tool", "call", "decision"),
+    "post_invoke": ("registry", "tool", "call", "result"),
+    "schema_transform": ("registry", "tool", "schema", "api_format"),
+}
 
 
 def _picker(argnames: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
@@ -58,28 +61,29 @@ def _reordered(fn: Callable[..., Any], where: tuple[int, ...]) -> Callable[[Any,
 class ToolHooks:
     """The per-call hook implementations that concern one tool, compiled once per tool.
 
-    ``pre_invoke``, ``authorize`` and ``post_invoke`` are ``None`` when no implementation
-    concerns the tool (such a hook costs one attribute test per call); ``observers`` are the
-    tool's call observers (empty: none); ``runner`` is where its calls run (``None``: the
-    registry's own threads and loop).
+    ``pre_invoke``, ``authorize``, ``authorized`` and ``post_invoke`` are ``None`` when no
+    implementation concerns the tool (such a hook costs one attribute test per call);
+    ``observers`` are the tool's call observers (empty: none); ``runner`` is where its calls
+    run (``None``: the registry's own threads and loop).
     """
 
-    __slots__ = ("authorize", "observers", "post_invoke", "pre_invoke", "runner")
+    __slots__ = ("authorize", "authorized", "observers", "post_invoke", "pre_invoke", "runner")
 
     def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None,
                  authorize: HookCall | None = None,
-                 observers: tuple[CallObserver, ...] = (), runner: Runner | None = None
-                 ) -> None:
+                 observers: tuple[CallObserver, ...] = (), runner: Runner | None = None,
+                 authorized: HookCall | None = None) -> None:
         self.pre_invoke = pre_invoke
         self.post_invoke = post_invoke
         self.authorize = authorize
         self.observers = observers
         self.runner = runner
+        self.authorized = authorized
 
     def with_runner(self, runner: Runner) -> ToolHooks:
         """The same hooks, with the tool's calls run by ``runner``."""
         return ToolHooks(self.pre_invoke, self.post_invoke, self.authorize, self.observers,
-                         runner)
+                         runner, self.authorized)
 
 
 def declaration_askers(impls: Sequence[HookImpl]) -> tuple[Asker, ...]:
@@ -179,7 +183,7 @@ class HookCompiler:
             if not (impl.hookwrapper or impl.wrapper):
                 fn = impl.function
                 argnames = tuple(impl.argnames)
-                if argnames in _FULL_ARGNAMES:
+                if argnames == _FULL_ARGNAMES.get(name):
                     return fn
 
                 def direct(**kwargs: Any) -> Any:

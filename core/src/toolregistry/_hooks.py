@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Deciding", "Hooks"]
 
+_ALLOWED = Decision.allow()  # what stands when no implementation had an opinion
+
 
 class Hooks:
     """The one place the kernel calls hooks: typed methods, error policy, fast paths.
@@ -127,7 +129,8 @@ class Hooks:
                          caller("post_invoke", concerned("post_invoke")),
                          caller("authorize", concerned("authorize")),
                          self.call_observer(registry, tool, concerned("call_observer")),
-                         self.dispatch(registry, tool, concerned("dispatch")))
+                         self.dispatch(registry, tool, concerned("dispatch")),
+                         caller("authorized", concerned("authorized")))
 
     def call_observer(self, registry: ToolRegistry, tool: Tool, impls: Sequence[HookImpl]
                       ) -> tuple[CallObserver, ...]:
@@ -349,32 +352,62 @@ class Hooks:
                                 reason=call.reason, duration=result.duration)
         return result if replacement is None else replacement
 
-    def authorize(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall
+    def authorize(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall,
+                  arguments: Mapping[str, Any], authorized: HookCall | None = None
                   ) -> ToolResult | Deciding | None:
-        """Ask the compiled ``authorize`` implementations of ``tool`` about ``call`` and
-        combine their decisions, deny-overrides (:meth:`Decision.combine`): ``None`` lets the
-        call run; a ``denied`` result, or a pending one (``approval_required``) carrying its
+        """Ask the compiled ``authorize`` implementations of ``tool`` about ``call``, whose
+        tool will receive ``arguments`` (the validated values), and combine their decisions,
+        deny-overrides (:meth:`Decision.combine`): ``None`` lets the call run; a ``denied``
+        result, or a pending one (``approval_required``) carrying its
         :class:`ApprovalRequest`, answers it without running it. When an implementation
         answered with an awaitable (a decision still to come, e.g. a person's), and no other
         denied the call already, a :class:`Deciding` holds them all: the async API awaits it
-        on the caller's loop, the sync API runs it to completion.
+        on the caller's loop, the sync API runs it to completion. The compiled ``authorized``
+        implementations, if any, are told the decision that stands (:meth:`authorized`).
 
         Error policy: an exception, or an answer that is not a ``Decision``, is logged
         (``hook.failed``) and denies the call, naming the error; nothing runs.
         """
         try:
-            out = caller(registry=registry, tool=tool, call=call)
+            out = caller(registry=registry, tool=tool, call=call, arguments=arguments)
         except Exception as exc:
-            return self._refusal(tool, call, failed_authorize(tool, exc))
+            return self.settle(authorized, registry, tool, call, failed_authorize(tool, exc))
         if isinstance(out, Decision):  # one implementation: the usual case
-            return None if out.kind == "allow" else self._refusal(tool, call, out)
+            return self.settle(authorized, registry, tool, call, out)
         decisions = out if isinstance(out, list) else ([] if out is None else [out])
         if any(not isinstance(d, Decision) and inspect.isawaitable(d) for d in decisions):
             if not any(isinstance(d, Decision) and d.kind == "deny" for d in decisions):
-                return Deciding(self, tool, call, decisions)
+                return Deciding(self, tool, call, decisions, registry, authorized)
             close_pending(decisions)  # denied anyway: nobody is asked
             decisions = [d for d in decisions if isinstance(d, Decision)]
-        return self._refusal(tool, call, self._combined(tool, decisions))
+        return self.settle(authorized, registry, tool, call, self._combined(tool, decisions))
+
+    def settle(self, authorized: HookCall | None, registry: ToolRegistry, tool: Tool,
+               call: ToolCall, decision: Decision | None) -> ToolResult | None:
+        """The result of a call that ``decision`` does not let run (``None``: it runs),
+        after telling the ``authorized`` implementations (if any) that it stands.
+
+        Error policy: that of :meth:`authorized` (the decision stands whatever they do).
+        """
+        if authorized is not None:
+            self.authorized(authorized, registry, tool, call,
+                            _ALLOWED if decision is None else decision)
+        if decision is None or decision.kind == "allow":
+            return None
+        return self._refusal(tool, call, decision)
+
+    def authorized(self, caller: HookCall, registry: ToolRegistry, tool: Tool, call: ToolCall,
+                   decision: Decision) -> None:
+        """Tell the compiled ``authorized`` implementations of ``tool`` the decision that
+        stands for ``call``.
+
+        Error policy: an exception is logged (``hook.failed``) and ignored: the decision
+        stands (the call runs or not as decided).
+        """
+        try:
+            caller(registry=registry, tool=tool, call=call, decision=decision)
+        except Exception as exc:
+            self._failed("authorized", exc, tool=tool.name)
 
     @staticmethod
     def _combined(tool: Tool, decisions: Sequence[Any]) -> Decision | None:

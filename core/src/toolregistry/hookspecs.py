@@ -34,7 +34,8 @@ PROJECT_NAME = "toolregistry"
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
-PER_TOOL_HOOKS = ("pre_invoke", "authorize", "post_invoke", "call_observer", "dispatch")
+PER_TOOL_HOOKS = ("pre_invoke", "authorize", "authorized", "post_invoke", "call_observer",
+                  "dispatch")
 """The hooks worked out per tool into its call plan; :func:`call_hooks` narrows them."""
 
 SCHEMA_HOOKS = ("schema_transform",)
@@ -301,12 +302,16 @@ def provider_formats() -> Iterable[ProviderFormat]:  # type: ignore[empty-body]
 
 
 @hookspec
-def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall
+def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall, arguments: Mapping[str, Any]
               ) -> Decision | Awaitable[Decision | None] | None:
     """May ``call`` run? Fires after ``pre_invoke`` and validation, before anything runs.
 
-    ``call.arguments`` passed validation (they are the model's, after ``pre_invoke`` and,
-    where they needed it, safe coercion), ``call.reason`` the model's rationale when the think plugin is on. Return a
+    ``arguments`` are exactly the values the tool will receive, by parameter name: validated
+    and converted (``"5000"`` for a ``float`` parameter is ``5000.0`` here; safe coercion
+    applied; injected context parameters left out). Decide on them, not on
+    ``call.arguments``, which stay as the model sent them (after ``pre_invoke`` and safe
+    coercion) for approval requests and logs. ``call.reason`` is the model's rationale when
+    the think plugin is on. Return a
     :class:`~toolregistry.types.Decision` (allow, deny with a reason the model sees, pending
     approval) or ``None`` for no opinion. Every concerned implementation is called (pluggy's
     order) and the decisions combine **deny-overrides**: any deny wins, else any pending,
@@ -322,6 +327,23 @@ def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall
     caller's event loop before the call runs, without holding the loop; the sync API runs it
     to completion. Unless another implementation denied the call already (then it is closed
     unawaited).
+    """
+
+
+@hookspec
+def authorized(registry: ToolRegistry, tool: Tool, call: ToolCall, decision: Decision) -> None:
+    """The decision that stands for ``call``, once every concerned ``authorize``
+    implementation answered (awaitables included) and their decisions were combined:
+    ``allow`` (it runs now), ``deny`` or ``pending`` (it does not run). Fires once per call
+    that was authorized; also for a call of a disabled tool, which ends before authorization,
+    with a deny whose ``rule`` is ``"disabled"``, and for a call cancelled before its
+    decision came, with a deny whose ``rule`` is ``"cancelled"``.
+
+    The place where a plugin that decides about calls keeps its books on what was actually
+    decided: count a budget only for calls that run, audit each decision once with the
+    outcome that stands, also when another plugin's decision won. Return value ignored.
+    Per-tool: compiled into the call plan (``call_hooks``). An exception is logged
+    (``hook.failed``) and ignored: the decision stands.
     """
 
 

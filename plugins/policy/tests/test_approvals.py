@@ -329,7 +329,7 @@ def test_blocking_sync_handler(registry: ToolRegistry) -> None:
     assert SENT == [("ceo@example.com", "hi")]
     assert policy.pending() == []
     assert [r.decision for r in policy.audit.query(tool="send_mail")] == [
-        "approve", "allow", "reject"]
+        "approve", "allow", "reject", "deny"]  # the person's answer, then the call's
 
 
 def test_blocking_async_handler_on_both_apis(registry: ToolRegistry) -> None:

@@ -140,7 +140,7 @@ def test_an_async_batch_asks_in_order_before_anything_runs(registry: ToolRegistr
     assert SENT == ["ceo@example.com"]
     policy = tp.get_policy(registry)
     assert [(r.decision, r.approver) for r in policy.audit.query(tool="send_mail")] == [
-        ("approve", "ann"), ("allow", "ann"), ("reject", "ann")]
+        ("approve", "ann"), ("allow", "ann"), ("reject", "ann"), ("deny", "ann")]
 
 
 def test_a_silent_async_handler_times_out_and_is_cancelled(registry: ToolRegistry) -> None:

@@ -3,11 +3,20 @@ and tools allowed statically paying nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import http.server
 import os
+import socket
 import textwrap
+import threading
+import urllib.request
+import warnings
+from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from pydantic import AnyUrl
 
 import toolregistry_policy as tp
 from toolregistry import Tool, ToolCall, ToolMetadata, ToolRegistry, ToolResult
@@ -171,6 +180,22 @@ def test_bad_rule_in_pyproject_is_a_config_error(tmp_path: Path) -> None:
         reg.close()
 
 
+@pytest.mark.parametrize("typo", ["defualt = \"deny\"", "hide-denid = false",
+                                  "audit_sise = 5"])
+def test_an_unknown_key_in_the_policy_table_is_an_error(tmp_path: Path, typo: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.toolregistry.plugins.policy]\n{typo}\n", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as in an application: a warning is not seen
+        with pytest.raises(ConfigError, match=r"\[tool\.toolregistry\.plugins\.policy\] "
+                                              r".*unknown option '" + typo.split(maxsplit=1)[0]):
+            ToolRegistry(config=tmp_path / "pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.toolregistry.plugins.policy]\ndefualt = \"deny\"\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"did you mean 'default'\?"):
+        ToolRegistry(config=tmp_path / "pyproject.toml")
+
+
 class Spans:
     """Another plugin that observes every call of every tool (as otel and the inspector do
     when every plugin is installed, e.g. in `nox -s bench`)."""
@@ -261,3 +286,162 @@ def test_relative_paths_resolve_against_the_working_directory(registry: ToolRegi
         {"decision": "allow", "arguments": {"path": {"inside": [str(tmp_path / "work")]}}}])
     assert _outcome(registry, "fs-write", path="work/x") == "ok"
     assert _outcome(registry, "fs-write", path="../x") == "denied"
+
+
+@pytest.mark.parametrize("key", ["tools", "namespaces", "tags", "sources", "methods",
+                                 "annotations"])
+def test_an_empty_condition_is_refused_not_a_match_all(registry: ToolRegistry, key: str
+                                                       ) -> None:
+    empty: object = {} if key == "annotations" else []
+    with pytest.raises(ConfigError, match=rf"policy rule 'r' \(rules\[0\]\): {key} must be a "
+                                          r"non-empty .*leave " + key + " out"):
+        tp.configure(registry, rules=[{"name": "r", "decision": "deny", key: empty}])
+    with pytest.raises(ConfigError, match=f"{key} must be a non-empty"):
+        tp.configure(registry, rules=[tp.Rule("deny", name="r", **{key: empty})])
+    assert _outcome(registry, "fetch", url="https://a.io") == "ok"  # the old rules stand
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[tuple[int, list[str]]]:
+    """A real HTTP server on 127.0.0.1 that records the paths it was asked for."""
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"secret")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], hits
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+SPELLINGS = ["2130706433", "0x7f000001", "127.1", "0177.0.0.1", "127.0.0.1.", "[::ffff:127.0.0.1]",
+             "[::ffff:7f00:1]"]
+
+
+def test_hosts_compare_canonical_addresses(loopback_server: tuple[int, list[str]]) -> None:
+    port, hits = loopback_server
+    reg = ToolRegistry()
+
+    @reg.register
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return str(response.read().decode())
+
+    tp.configure(reg, rules=[
+        {"name": "no-loopback", "tools": ["fetch"], "decision": "deny", "reason": "internal",
+         "arguments": {"url": {"hosts": ["127.0.0.1", "169.254.169.254"]}}}])
+    try:
+        # every legacy spelling is what the resolver connects to: 127.0.0.1
+        for host in SPELLINGS[:4]:
+            assert {a[4][0] for a in socket.getaddrinfo(host, port, socket.AF_INET)} == \
+                {"127.0.0.1"}, host
+        for host in SPELLINGS:
+            result = reg.invoke("fetch", {"url": f"http://{host}:{port}/{host}"})
+            assert result.outcome == "denied", (host, result.text)
+        for host in ("2852039166", "0xa9fea9fe", "169.254.43518", "[::ffff:169.254.169.254]"):
+            assert reg.invoke("fetch", {"url": f"http://{host}/latest/meta-data"}
+                              ).outcome == "denied", host
+        assert hits == []  # nothing reached the server
+        assert reg.invoke("fetch", {"url": f"http://localhost:{port}/ok"}).ok  # a name
+        assert hits == ["/ok"]
+    finally:
+        reg.close()
+    tp_reg = ToolRegistry()
+    tp_reg.register(lambda url: "ran", name="get")
+    tp.configure(tp_reg, default="deny", rules=[
+        {"tools": ["get"], "decision": "allow", "arguments": {"url": {"hosts": ["127.1"]}}}])
+    try:
+        assert tp_reg.invoke("get", {"url": "http://2130706433/"}).ok  # both sides canonical
+        assert tp_reg.invoke("get", {"url": "http://127.0.0.2/"}).outcome == "denied"
+        assert tp_reg.invoke("get", {"url": "http://256.1/"}).outcome == "denied"  # a name
+    finally:
+        tp_reg.close()
+
+
+def test_rules_decide_on_the_values_the_tool_receives() -> None:
+    received: list[object] = []
+    reg = ToolRegistry()
+
+    @reg.register
+    def transfer(amount: float, to: str) -> str:
+        """Transfer money."""
+        received.append(amount)
+        return f"sent {amount}"
+
+    @reg.register
+    def pick(n: int) -> int:
+        """Pick a number."""
+        received.append(n)
+        return n
+
+    tp.configure(reg, rules=[
+        {"name": "big", "tools": ["transfer"], "decision": "deny", "reason": "too much",
+         "arguments": {"amount": {"min": 1000}}},
+        {"name": "ask-mid", "tools": ["transfer"], "decision": "ask",
+         "arguments": {"amount": {"min": 100}}},
+        {"name": "no-3", "tools": ["pick"], "decision": "deny", "arguments": {"n": {"one-of": [3]}}},
+    ])
+
+    async def both_async() -> list[ToolResult]:
+        return [await reg.ainvoke("transfer", {"amount": "5000", "to": "x"}),
+                *await reg.aexecute_tool_calls([
+                    {"id": "a", "name": "pick", "arguments": {"n": "3"}},
+                    {"id": "b", "name": "transfer", "arguments": '{"amount": "500", "to": "x"}'}])]
+
+    try:
+        results = [reg.invoke("transfer", {"amount": "5000", "to": "x"}),
+                   reg.invoke("pick", {"n": "3"}),
+                   *reg.execute_tool_calls([
+                       {"id": "1", "name": "transfer", "arguments": {"amount": "1e4", "to": "x"}},
+                       {"id": "2", "name": "transfer", "arguments": {"amount": "250", "to": "x"}}]),
+                   *asyncio.run(both_async())]
+        assert [r.outcome for r in results] == [
+            "denied", "denied", "denied", "approval_required", "denied", "denied",
+            "approval_required"], [r.text for r in results]
+        assert "too much" in results[0].text
+        assert received == []  # nothing ran
+        assert reg.invoke("transfer", {"amount": "20", "to": "x"}).ok
+        assert reg.invoke("pick", {"n": "4"}).ok
+        assert received == [20.0, 4]
+        policy = tp.get_policy(reg)
+        assert policy.check("transfer", {"amount": "5000", "to": "x"})[:2] == ("deny", "big")
+        assert policy.check("pick", {"n": "3"})[:2] == ("deny", "no-3")
+    finally:
+        reg.close()
+
+
+def test_number_rules_read_decimals_and_url_rules_read_url_objects() -> None:
+    reg = ToolRegistry()
+
+    @reg.register
+    def pay(amount: Decimal) -> str:
+        """Pay."""
+        return "paid"
+
+    @reg.register
+    def get(url: AnyUrl) -> str:
+        """Get a URL."""
+        return "got"
+
+    tp.configure(reg, rules=[
+        {"tools": ["pay"], "decision": "deny", "arguments": {"amount": {"max": 0}}},
+        {"tools": ["get"], "decision": "deny", "arguments": {"url": {"hosts": ["127.0.0.1"]}}}])
+    try:
+        assert reg.invoke("pay", {"amount": "-5"}).outcome == "denied"
+        assert reg.invoke("pay", {"amount": "5"}).ok
+        assert reg.invoke("get", {"url": "http://2130706433/x"}).outcome == "denied"
+        assert reg.invoke("get", {"url": "http://example.com/"}).ok
+    finally:
+        reg.close()

@@ -31,7 +31,7 @@ from toolregistry._names import normalize_name
 from toolregistry._results import error_result, make_result
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 from toolregistry.hookspecs import UNOBSERVED
-from toolregistry.types import ToolCall, ToolContext, ToolResult
+from toolregistry.types import Decision, ToolCall, ToolContext, ToolResult
 
 from ._plan import CallPlan
 from ._threads import ClosedBeforeStart
@@ -184,10 +184,12 @@ class CallPipeline:
                 plan = self._plan(name, tool)
         if plan.disabled is not None:
             why = plan.disabled
-            return error_result(
-                call.id, name, "disabled",
-                f"tool {name!r} is disabled" + (f" ({why})" if why else "") +
-                "; do not call it again in this conversation, use another tool")
+            text = (f"tool {name!r} is disabled" + (f" ({why})" if why else "") +
+                    "; do not call it again in this conversation, use another tool")
+            if plan.hooks.authorized is not None:  # refused before authorization: told so
+                self._hooks.authorized(plan.hooks.authorized, self._registry, plan.tool, call,
+                                       Decision.deny(text, rule="disabled"))
+            return error_result(call.id, name, "disabled", text)
         return plan
 
     def _unknown(self, call: ToolCall) -> ToolResult:
@@ -270,7 +272,9 @@ class CallPipeline:
             call.arguments = arguments = coerced  # what runs is what is authorized
         deciding = None
         if hooks.authorize is not None:
-            refused = self._hooks.authorize(hooks.authorize, registry, tool, call)
+            # decided on the values the tool receives (pydantic's conversions included)
+            refused = self._hooks.authorize(hooks.authorize, registry, tool, call, values,
+                                            hooks.authorized)
             if refused is not None:
                 if not isinstance(refused, Deciding):
                     return refused

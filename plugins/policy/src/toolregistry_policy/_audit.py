@@ -63,6 +63,12 @@ class AuditLog:
                 except Exception as exc:
                     log.warning("policy.listener_failed", error=f"{type(exc).__name__}: {exc}")
 
+    def resize(self, size: int) -> None:
+        """Keep the most recent ``size`` records from now on (the newest kept now)."""
+        if size != self._records.maxlen:
+            with self._lock:
+                self._records = deque(self._records, maxlen=size)
+
     def query(self, *, tool: str | None = None, decision: str | None = None,
               call_id: str | None = None, approval_id: str | None = None,
               since: float | None = None, limit: int | None = None) -> list[AuditRecord]:

@@ -91,25 +91,25 @@ async def ask_handler(policy: Policy, plan: ToolPolicy, call: ToolCall,
                       request: ApprovalRequest) -> Decision:
     """Ask the policy's handler about a held call, on the running loop (the kernel awaits
     this on the caller's loop on the async API, and runs it to completion on the sync API):
-    its decision, audited."""
+    its decision (audited with the outcome that stands, by ``Policy.authorized``; the
+    person's answer is audited here)."""
     name = plan.tool.name
     timeout = policy.settings.handler_timeout
     try:
         verdict = as_verdict(await call_handler(policy.handler, request, timeout))
     except TimeoutError:
         why = f"nobody answered the approval request within {timeout:g} s"
-        policy.audit.record(name, call.id, "deny", request.rule, why, None, request.id)
-        return Decision.deny(why, rule=request.rule)
+        return policy.decided(call, Decision.deny(why, rule=request.rule), None, request.id)
     except Exception as exc:
         why = f"the approval handler failed ({type(exc).__name__}: {exc})"
         log.warning("policy.handler_failed", tool=name, call_id=call.id, error=why)
-        policy.audit.record(name, call.id, "deny", request.rule, why, None, request.id)
-        return Decision.deny(why, rule=request.rule)
+        return policy.decided(call, Decision.deny(why, rule=request.rule), None, request.id)
     if not verdict.approved:
         why = verdict.reason or "a person declined it"
         policy.audit.record(name, call.id, "reject", request.rule, why, verdict.approver,
                             request.id)
-        return Decision.deny(why, rule="approval")
+        return policy.decided(call, Decision.deny(why, rule="approval"), verdict.approver,
+                              request.id)
     policy.audit.record(name, call.id, "approve", request.rule, None, verdict.approver,
                         request.id)
     if verdict.arguments is not None and dict(verdict.arguments) != dict(request.arguments):
@@ -118,7 +118,8 @@ async def ask_handler(policy: Policy, plan: ToolPolicy, call: ToolCall,
         edited = policy.edit_grants.add(name, verdict.arguments)
         why = (f"a person approved it with changed arguments: call {name!r} again with "
                f"exactly these arguments, which are approved once: {edited}")
-        return Decision.deny(why, rule="approval")
+        return policy.decided(call, Decision.deny(why, rule="approval"), verdict.approver,
+                              request.id)
     return policy._allow(plan, call, "approval", verdict.approver, request.id)
 
 

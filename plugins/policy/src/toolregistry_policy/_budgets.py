@@ -171,10 +171,12 @@ class ToolBudget:
     cost: float
     tool: str
 
-    def charge(self) -> str | None:
-        """Count one call, or say why it may not run (nothing is counted then)."""
+    def charge(self, now: float | None = None) -> str | None:
+        """Count one call at ``now`` (``time.monotonic()``), or say why it may not run
+        (nothing is counted then)."""
         budgets = self.budgets
-        now = time.monotonic()
+        if now is None:
+            now = time.monotonic()
         with budgets._lock:
             for counter in self.counters:
                 why = counter.refusal(now)
@@ -189,3 +191,13 @@ class ToolBudget:
                 counter.take(now)
             budgets.spent += self.cost
         return None
+
+    def refund(self, now: float) -> None:
+        """Give back the call counted at ``now`` (it did not run after all)."""
+        budgets = self.budgets
+        with budgets._lock:
+            for counter in self.counters:
+                counter.calls = max(0, counter.calls - 1)
+                if counter.recent is not None and now in counter.recent:
+                    counter.recent.remove(now)
+            budgets.spent = max(0.0, budgets.spent - self.cost)

@@ -23,12 +23,11 @@ comparisons and mask operations.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._rules import ArgumentCheck, Compiled, hostname, ip_address, path_inside
+from ._rules import ArgumentCheck, Compiled, ip_address, is_number, path_inside, url_host
 
 if TYPE_CHECKING:
     from toolregistry import Tool
@@ -75,12 +74,6 @@ class ToolPolicy:
 
 
 _MISSING = object()
-
-
-def _numeric(value: Any) -> bool:
-    """What a bound check accepts (as :class:`ArgumentCheck` does): a real int or float."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and not (
-        isinstance(value, float) and math.isnan(value))
 
 
 def _listed(value: Any, lists: Sequence[tuple[int, tuple[Any, ...]]]) -> int:
@@ -161,22 +154,17 @@ def _inside_check(name: str, directories: Sequence[str]
 
 
 def _host_check(name: str, hosts: Sequence[str]) -> Callable[[Mapping[str, Any]], bool]:
-    """``hosts`` of argument ``name`` as :func:`~._rules.host_allowed` checks it, with the
-    names in a set and the IP addresses parsed once."""
+    """``hosts`` of argument ``name`` (canonical already) as :func:`~._rules.host_allowed`
+    checks it, with the names and addresses in a set."""
     exact = frozenset(h for h in hosts if not h.startswith("*."))
     suffixes = tuple(h[1:] for h in hosts if h.startswith("*."))
-    addresses = tuple(ip for ip in map(ip_address, exact) if ip is not None)
 
     def check(arguments: Mapping[str, Any]) -> bool:
-        value = arguments[name]
-        if not isinstance(value, str):
-            return False
-        host = hostname(value)
+        host = url_host(arguments[name])
         if not host:
             return False
-        if host in exact or (suffixes and host.endswith(suffixes)):
-            return True
-        return bool(addresses) and ip_address(host) in addresses
+        return host in exact or (bool(suffixes) and host.endswith(suffixes)
+                                 and ip_address(host) is None)
 
     return check
 
@@ -221,7 +209,7 @@ def compile_decider(rules: Sequence[Compiled]) -> Decide:
         if verifier is not None:
             verify[index] = verifier
     names: dict[str, Any] = {"_M": _MISSING, "_bl": bisect_left, "_br": bisect_right,
-                             "_numeric": _numeric,
+                             "_numeric": is_number,
                              "_listed": _listed, "_verify": verify}
     lines = ["def decide(a):", f"    m = {every}"]
     for k, arg in enumerate(arguments.values()):

@@ -4,7 +4,9 @@
   (a rule or budget applies to them), and ``call_observer`` only those that may ask a person;
   the calls of every other tool pay nothing for this plugin.
 * ``authorize``: the rules' decision for the call (allow, deny with a reason, or held for
-  approval), budgets, and the audit record.
+  approval) and budgets.
+* ``authorized``: the decision that stands (another plugin's may win): the audit record, and
+  the budget given back when the call does not run after all.
 * ``call_observer``: settles the approvals store when a call that may ask ends.
 * ``on_change``: tools denied whatever their arguments are disabled as they arrive
   (``hide-denied``), so that the model is not shown them.
@@ -16,7 +18,7 @@ The policy of a registry is made on first use (``get_policy``) and lives in
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Collection
+from collections.abc import Awaitable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import hookimpl
@@ -59,10 +61,17 @@ def on_change(registry: ToolRegistry, event: ChangeEvent) -> None:
 
 
 @hookimpl
-def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall
+def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall, arguments: Mapping[str, Any]
               ) -> Decision | Awaitable[Decision]:
-    """The policy's decision for one call (awaitable when a blocking handler asks)."""
-    return _policy(registry).authorize(tool, call)  # type: ignore[no-any-return]
+    """The policy's decision for one call, on the values its tool will receive (awaitable
+    when a blocking handler asks)."""
+    return _policy(registry).authorize(tool, call, arguments)  # type: ignore[no-any-return]
+
+
+@hookimpl
+def authorized(registry: ToolRegistry, tool: Tool, call: ToolCall, decision: Decision) -> None:
+    """The decision that stands for one call: audited once, budgets kept in step."""
+    _policy(registry).authorized(tool, call, decision)
 
 
 class _Observer:

@@ -5,6 +5,7 @@ resuming decided calls (``_resume``)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -20,7 +21,7 @@ from toolregistry.types import ApprovalRequest, Decision, ToolResult
 from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore
 from ._audit import AuditLog
 from ._blocking import EditGrants, Verdict, ask_handler, load_handler
-from ._budgets import Budgets
+from ._budgets import Budgets, ToolBudget
 from ._decider import ToolPolicy
 from ._resume import claim, granted, pending_result
 from ._rules import Compiled, Rule, compile_rules, tool_facts
@@ -34,6 +35,12 @@ __all__ = ["Policy", "Verdict", "pending_result"]
 Kind = Literal["allow", "deny", "ask"]
 _KEEP: Any = object()
 _ALLOW: dict[str, Decision] = {}  # Decisions are immutable: one per rule name
+_DECIDING_HOOKS = ("authorize", "authorized")
+_ASKING_HOOKS = ("authorize", "authorized", "call_observer")
+# call.extra key: what the policy decided about a call, until the decision that stands is known
+# (the authorized hook): (its Decision, approver, approval id, (budget, time) charged or None)
+_DECIDED = "policy.decided"
+_AUDITED = {"allow": "allow", "deny": "deny", "pending": "ask"}
 Listener = Callable[[Approval], Any]
 
 
@@ -76,6 +83,7 @@ class Policy:
             sqlite = SQLiteStore(path)
             self._registry.add_closer(sqlite.close)
             store = sqlite
+        self.audit.resize(settings.audit_size)
         with self._lock:
             self.settings = settings
             self.rules = compiled
@@ -153,7 +161,7 @@ class Policy:
         plan = self.plan(tool)
         if plan.static == "allow" and plan.budget is None and not self.settings.audit_allowed:
             return ()
-        return ("authorize", "call_observer") if plan.asks else ("authorize",)
+        return _ASKING_HOOKS if plan.asks else _DECIDING_HOOKS
 
     def check(self, name: str, arguments: Mapping[str, Any] | None = None
               ) -> tuple[Kind, str, str | None]:
@@ -162,7 +170,12 @@ class Policy:
         tool = self._registry.get_tool(name)
         if tool is None:
             raise KeyError(f"no tool named {name!r} in registry {self._registry.name!r}")
-        rule, kind = self.plan(tool).decide(arguments or {})
+        values: Mapping[str, Any] = arguments or {}
+        # decided, as a call is, on the values the tool would receive (invalid ones as given:
+        # such a call would not run, but the rules still say what they decide)
+        with contextlib.suppress(Exception):
+            values = tool.validator.validate(values)
+        rule, kind = self.plan(tool).decide(values)
         return kind, rule.label if rule is not None else "default", self._reason(rule, kind)
 
     def denied_outright(self, tool: Tool) -> bool:
@@ -212,13 +225,15 @@ class Policy:
         return None
 
     # -- authorize ------------------------------------------------------------------------
-    def authorize(self, tool: Tool, call: ToolCall) -> Decision | Awaitable[Decision]:
-        """The decision for one call (the ``authorize`` hook); a person's decision through a
-        blocking handler comes as an awaitable (the kernel awaits it)."""
+    def authorize(self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any] | None = None
+                  ) -> Decision | Awaitable[Decision]:
+        """The decision for one call (the ``authorize`` hook) on ``arguments``, the values
+        its tool will receive (``call.arguments`` when not given); a person's decision
+        through a blocking handler comes as an awaitable (the kernel awaits it)."""
         plan = self._plans.get(tool.name)
         if plan is None or plan.tool is not tool:
             plan = self.plan(tool)
-        index = plan.decide_index(call.arguments or {})
+        index = plan.decide_index(call.arguments or {} if arguments is None else arguments)
         if index < 0:
             rule, kind, label = None, plan.default, "default"
         else:
@@ -230,26 +245,60 @@ class Policy:
             if grant is not None and grant.tool == tool.name:
                 return self._allow(plan, call, "approval", grant.approver, grant.id)
         if kind == "deny":
-            reason = self._reason(rule, kind) or "not allowed"
-            self.audit.record(tool.name, call.id, "deny", label, reason)
-            return Decision.deny(reason, rule=label)
+            return self.decided(call, Decision.deny(self._reason(rule, kind) or "not allowed",
+                                                    rule=label))
         if kind == "ask":
             return self._ask(plan, call, label, self._reason(rule, kind))
         return self._allow(plan, call, label)
 
     def _allow(self, plan: ToolPolicy, call: ToolCall, label: str,
                approver: str | None = None, approval_id: str | None = None) -> Decision:
-        name = plan.tool.name
+        """Allow the call, unless its budget is spent (counted now, given back when another
+        plugin's decision stands instead: :meth:`authorized`)."""
+        charged = None
         if plan.budget is not None:
-            why = plan.budget.charge()
+            now = time.monotonic()
+            why = plan.budget.charge(now)
             if why is not None:
-                self.audit.record(name, call.id, "deny", "budget", why, approver, approval_id)
-                return Decision.deny(why, rule="budget")
-        self.audit.record(name, call.id, "allow", label, None, approver, approval_id)
+                return self.decided(call, Decision.deny(why, rule="budget"), approver,
+                                    approval_id)
+            charged = (plan.budget, now)
         decision = _ALLOW.get(label)
         if decision is None:
             decision = _ALLOW[label] = Decision.allow(rule=label)
+        return self.decided(call, decision, approver, approval_id, charged)
+
+    @staticmethod
+    def decided(call: ToolCall, decision: Decision, approver: str | None = None,
+                approval_id: str | None = None,
+                charged: tuple[ToolBudget, float] | None = None) -> Decision:
+        """``decision``, kept on the call until the kernel says which decision stands
+        (:meth:`authorized`) with who decided, the approval and the budget it counted."""
+        call.extra[_DECIDED] = (decision, approver, approval_id, charged)
         return decision
+
+    def authorized(self, tool: Tool, call: ToolCall, decision: Decision) -> None:
+        """The decision that stands for a call (the ``authorized`` hook): audited once, with
+        its outcome; a budget this policy counted is given back when the call does not run
+        after all (another plugin denied or held it)."""
+        mine = call.extra.pop(_DECIDED, None)
+        if mine is not None and decision is mine[0]:
+            self.audit.record(tool.name, call.id, _AUDITED[decision.kind], decision.rule,
+                              decision.reason, mine[1], decision.approval_id or mine[2])
+            return
+        if mine is not None and mine[3] is not None:
+            budget, when = mine[3]
+            budget.refund(when)
+        if mine is None and decision.rule == "disabled":
+            if tool.name not in self._hidden:
+                return  # disabled by the application: not this policy's decision
+            plan = self.plan(tool)
+            rule = plan.rules[0] if plan.rules else None
+            self.audit.record(tool.name, call.id, "deny", rule.label if rule else "default",
+                              self._reason(rule, "deny"))
+            return
+        self.audit.record(tool.name, call.id, _AUDITED[decision.kind], decision.rule,
+                          decision.reason, None, decision.approval_id)
 
     def _ask(self, plan: ToolPolicy, call: ToolCall, label: str, reason: str | None
              ) -> Decision | Awaitable[Decision]:
@@ -267,17 +316,16 @@ class Policy:
             return ask_handler(self, plan, call, request)
         fresh = Approval(request)
         kept = self.store.add(fresh)
-        self.audit.record(name, call.id, "ask", label, reason, None, approval_id)
         if kept is fresh:
             self._notify(kept)
         call.extra["policy.pending"] = approval_id
-        return Decision.pending(reason, approval_id=approval_id, rule=label)
+        return self.decided(call, Decision.pending(reason, approval_id=approval_id, rule=label),
+                            None, approval_id)
 
     def _settled(self, plan: ToolPolicy, call: ToolCall, approval: Approval) -> Decision:
         """The same call again (same tool, call id and arguments) after a person decided:
         an approved call runs now, once; a denied one gets the person's reason; one that ran
         already does not run twice."""
-        name = plan.tool.name
         if approval.status == "approved" and not approval.edited:
             claimed = self.store.transition(approval.id, ("approved",),
                                             attrs.evolve(approval, status="running"))
@@ -291,21 +339,21 @@ class Policy:
                     self.store.transition(approval.id, ("running",), approval)
                 return decision
             approval = claimed or approval
+        approver = None
         if approval.status == "approved":  # approved with changed arguments
-            return Decision.pending("approved with changed arguments: resume it",
-                                    approval_id=approval.id, rule="approval")
-        if approval.status == "denied":
+            decision = Decision.pending("approved with changed arguments: resume it",
+                                        approval_id=approval.id, rule="approval")
+        elif approval.status == "denied":
             done = attrs.evolve(approval, status="done", outcome="denied")
             self.store.transition(approval.id, ("denied",), done)
             self._notify(done)
-            why = approval.note or "a person declined it"
-            self.audit.record(name, call.id, "deny", "approval", why, approval.approver,
-                              approval.id)
-            return Decision.deny(why, rule="approval")
-        why = (f"this call already ran after approval {approval.id} "
-               f"({approval.outcome or approval.status}); it does not run twice")
-        self.audit.record(name, call.id, "deny", "approval", why, None, approval.id)
-        return Decision.deny(why, rule="approval")
+            decision = Decision.deny(approval.note or "a person declined it", rule="approval")
+            approver = approval.approver
+        else:
+            decision = Decision.deny(f"this call already ran after approval {approval.id} "
+                                     f"({approval.outcome or approval.status}); it does not "
+                                     "run twice", rule="approval")
+        return self.decided(call, decision, approver, approval.id)
 
     # -- the approvals queue ----------------------------------------------------------------
     def pending(self) -> list[Approval]:

@@ -5,12 +5,15 @@ the rule), what a rule matches of a tool (:class:`ToolFacts`) and of a call's ar
 
 from __future__ import annotations
 
+import decimal
 import fnmatch
 import functools
 import ipaddress
 import math
+import numbers
 import os
 import re
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -20,8 +23,9 @@ from attrs import field, frozen
 
 from toolregistry.errors import ConfigError
 
-__all__ = ["RULE_KEYS", "ArgumentCheck", "Compiled", "Rule", "ToolFacts", "compile_rules",
-           "host_allowed", "hostname", "ip_address", "path_inside", "tool_facts"]
+__all__ = ["RULE_KEYS", "ArgumentCheck", "Compiled", "Rule", "ToolFacts", "canonical_host",
+           "compile_rules", "host_allowed", "hostname", "ip_address", "is_number",
+           "path_inside", "tool_facts", "url_host"]
 
 Kind = Literal["allow", "deny", "ask"]
 KINDS = ("allow", "deny", "ask")
@@ -74,8 +78,10 @@ def _strs(value: Any, where: str, key: str) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, (list, tuple, set, frozenset)) or not value or not all(
             isinstance(v, str) and v for v in value):
+        empty = isinstance(value, (list, tuple, set, frozenset)) and not value
         raise ConfigError(f"{where}: {key} must be a non-empty string or list of strings, "
-                          f"got {value!r}")
+                          f"got {value!r}" + (f" (an empty list is refused; leave {key} out "
+                                              "for a rule about every tool)" if empty else ""))
     return tuple(value)
 
 
@@ -112,8 +118,7 @@ class ArgumentCheck:
         if self.hosts and not host_allowed(value, self.hosts):
             return False
         if self.min is not None or self.max is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                    isinstance(value, float) and math.isnan(value)):
+            if not is_number(value):
                 return False
             if self.min is not None and value < self.min:
                 return False
@@ -136,7 +141,7 @@ class ArgumentCheck:
                               f"{', '.join(CHECK_KEYS)}")
         inside = tuple(_directory(d, base) for d in _strs(spec["inside"], here, "inside")) \
             if "inside" in spec else ()
-        hosts = tuple(h.lower() for h in _strs(spec["hosts"], here, "hosts")) \
+        hosts = tuple(_host_pattern(h) for h in _strs(spec["hosts"], here, "hosts")) \
             if "hosts" in spec else ()
         bounds: dict[str, float | None] = {}
         for key in ("min", "max"):
@@ -151,6 +156,24 @@ class ArgumentCheck:
             raise ConfigError(f"{here}: one-of must be a list, got {one_of!r}")
         return cls(argument, inside, hosts, bounds["min"], bounds["max"],
                    tuple(one_of) if one_of is not None else None)
+
+
+def _host_pattern(host: str) -> str:
+    """A ``hosts`` entry in canonical form (``*.`` kept in front of a domain)."""
+    if host.startswith("*."):  # a domain: no address has subdomains
+        return "*." + host[2:].strip().lower().rstrip(".")
+    return canonical_host(host)
+
+
+def is_number(value: Any) -> bool:
+    """What ``min`` / ``max`` compare: a real number a tool may receive (``int``, ``float``,
+    ``Decimal``, ``Fraction``), not a ``bool``, not NaN."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        return False
+    try:
+        return bool(value == value)  # noqa: PLR0124 (NaN is not equal to itself)
+    except decimal.InvalidOperation:  # a signalling NaN
+        return False
 
 
 def _directory(path: str, base: Path | None) -> str:
@@ -169,14 +192,52 @@ def path_inside(value: Any, directories: Sequence[str]) -> bool:
     return any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in directories)
 
 
+# What the C resolver (inet_aton) reads as an IPv4 address: one to four parts, each decimal,
+# octal (leading 0) or hex (0x): 2130706433, 0x7f000001, 127.1, 0177.0.0.1.
+_LEGACY_IPV4 = re.compile(r"^(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}$")
+
+
+@functools.lru_cache(maxsize=1024)
+def canonical_host(host: str) -> str:
+    """``host`` as the address or name a connection goes to: an IP address in its one
+    canonical form (legacy IPv4 spellings as the C resolver reads them, an IPv4-mapped IPv6
+    address as the IPv4 one, IPv6 compressed, brackets dropped), a name in lower case without
+    a trailing dot."""
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    host = host.rstrip(".")
+    address = ip_address(host)
+    if address is None and _LEGACY_IPV4.match(host):
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:  # a part out of range: the resolver reads it as a name
+            address = None
+    if address is None:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return str(address)
+
+
 @functools.lru_cache(maxsize=1024)
 def hostname(value: str) -> str | None:
-    """The host of a URL, lower case, without a trailing dot (``None``: none)."""
+    """The host of a URL in canonical form (:func:`canonical_host`; ``None``: none)."""
     try:
         host = urlsplit(value.strip()).hostname
     except ValueError:
         return None
-    return host.rstrip(".").lower() if host else None
+    return canonical_host(host) if host else None
+
+
+def url_host(value: Any) -> str | None:
+    """The canonical host of ``value``: a URL as text, or a URL object a tool may receive
+    (pydantic's ``AnyUrl``, ``httpx.URL``: anything with a ``host`` that reads as a URL)."""
+    if not isinstance(value, str):
+        if getattr(value, "host", None) is None:
+            return None
+        value = str(value)
+    return hostname(value)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -189,23 +250,18 @@ def ip_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | Non
 
 
 def host_allowed(value: Any, hosts: Sequence[str]) -> bool:
-    """Whether ``value`` is a URL whose host is one of ``hosts`` (``*.domain``: a subdomain;
-    IP addresses compared as addresses)."""
-    if not isinstance(value, str):
-        return False
-    host = hostname(value)
+    """Whether ``value`` is a URL whose host is one of ``hosts`` (``*.domain``: a subdomain),
+    both compared in canonical form (:func:`canonical_host`): an address matches whatever
+    spelling of it either side uses."""
+    host = url_host(value)
     if not host:
         return False
     for allowed in hosts:
         if allowed.startswith("*."):
-            if host.endswith(allowed[1:]):
+            if host.endswith(allowed[1:].lower()) and ip_address(host) is None:
                 return True
-        elif host == allowed:
+        elif host == canonical_host(allowed):
             return True
-        else:  # 127.0.0.1 vs 127.000.000.001 and the like
-            address = ip_address(host)
-            if address is not None and address == ip_address(allowed):
-                return True
     return False
 
 
@@ -226,20 +282,22 @@ class Rule:
     (``python``, ``mcp``, ``openapi``, ``langchain``, ``manual``, ``plugin``),
     ``annotations`` MCP hints (``{"destructiveHint": True}``), ``methods`` HTTP methods of
     OpenAPI tools, ``arguments`` per-argument checks (``{"path": {"inside": ["/tmp"]}}``), and
-    ``when`` (code only) a predicate of the arguments. Build from code with keyword
-    arguments, or from a TOML table with :meth:`from_dict`.
+    ``when`` (code only) a predicate of the arguments. A condition left out holds for every
+    tool; a list or ``annotations`` given empty (``tools=[]``) is a ``ConfigError``, never
+    a match-all. Build from code with keyword arguments, or from a TOML table with
+    :meth:`from_dict`.
     """
 
     decision: Kind = field(validator=_check_decision)
     name: str | None = None
     reason: str | None = None
-    tools: tuple[str, ...] = ()
-    namespaces: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ()
-    annotations: Mapping[str, bool] = field(factory=dict)
-    methods: tuple[str, ...] = ()
-    arguments: Mapping[str, Any] = field(factory=dict)
+    tools: Sequence[str] | None = None
+    namespaces: Sequence[str] | None = None
+    tags: Sequence[str] | None = None
+    sources: Sequence[str] | None = None
+    annotations: Mapping[str, bool] | None = None
+    methods: Sequence[str] | None = None
+    arguments: Mapping[str, Any] | None = None
     when: Callable[[Mapping[str, Any]], bool] | None = field(default=None, eq=False)
 
     @classmethod
@@ -258,23 +316,11 @@ class Rule:
             raise ConfigError(f"{where}: needs decision = \"allow\", \"deny\" or \"ask\"")
         try:
             return cls(data["decision"], data.get("name"), data.get("reason"),
-                       tuple(_as_list(data.get("tools"))),
-                       tuple(_as_list(data.get("namespaces"))),
-                       tuple(_as_list(data.get("tags"))), tuple(_as_list(data.get("sources"))),
-                       dict(data.get("annotations") or {}), tuple(_as_list(data.get("methods"))),
-                       dict(data.get("arguments") or {}), data.get("when"))
+                       data.get("tools"), data.get("namespaces"), data.get("tags"),
+                       data.get("sources"), data.get("annotations"), data.get("methods"),
+                       data.get("arguments"), data.get("when"))
         except (TypeError, ValueError, ConfigError) as exc:
             raise ConfigError(f"{where}: {exc}") from None
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Iterable):
-        return list(value)
-    return [value]
 
 
 def _where(name: Any, index: int) -> str:
@@ -321,21 +367,31 @@ class Compiled:
         return not self.methods or facts.method in self.methods
 
 
+def _table(value: Any, where: str, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not value:
+        raise ConfigError(f"{where}: {key} must be a non-empty table, got {value!r} (an "
+                          f"empty table is refused; leave {key} out for a rule about every "
+                          "tool)")
+    return value
+
+
 def compile_rule(rule: Rule, index: int, base: Path | None) -> Compiled:
-    """Check a rule and compile its matchers; a ``ConfigError`` names the rule."""
+    """Check a rule and compile its matchers; a ``ConfigError`` names the rule. A condition
+    left out (``None``) holds for every tool; one given empty is an error, not a match-all."""
     where = _where(rule.name, index)
-    tools = tuple(_glob(g, where, "tools") for g in _strs(rule.tools, where, "tools")) \
-        if rule.tools else ()
-    spaces = tuple(_glob(g, where, "namespaces")
-                   for g in _strs(rule.namespaces, where, "namespaces")) if rule.namespaces else ()
-    tags = frozenset(_strs(rule.tags, where, "tags")) if rule.tags else frozenset()
+    tools = () if rule.tools is None else tuple(
+        _glob(g, where, "tools") for g in _strs(rule.tools, where, "tools"))
+    spaces = () if rule.namespaces is None else tuple(
+        _glob(g, where, "namespaces") for g in _strs(rule.namespaces, where, "namespaces"))
+    tags = frozenset() if rule.tags is None else frozenset(_strs(rule.tags, where, "tags"))
     sources: set[str] = set()
-    for s in _strs(rule.sources, where, "sources") if rule.sources else ():
+    for s in () if rule.sources is None else _strs(rule.sources, where, "sources"):
         if s not in SOURCES:
             raise ConfigError(f"{where}: unknown source {s!r}; known: {', '.join(SOURCES)}")
         sources.update(SOURCES[s])
     annotations = []
-    for key, value in rule.annotations.items():
+    for key, value in ({} if rule.annotations is None else
+                       _table(rule.annotations, where, "annotations")).items():
         if key not in ANNOTATIONS:
             raise ConfigError(f"{where}: unknown annotation {key!r}; known: "
                               f"{', '.join(ANNOTATIONS)}")
@@ -343,12 +399,15 @@ def compile_rule(rule: Rule, index: int, base: Path | None) -> Compiled:
             raise ConfigError(f"{where}: annotation {key} must be true or false, got {value!r}")
         annotations.append((key, value))
     methods = set()
-    for m in _strs(rule.methods, where, "methods") if rule.methods else ():
+    for m in () if rule.methods is None else _strs(rule.methods, where, "methods"):
         if m.upper() not in METHODS:
             raise ConfigError(f"{where}: unknown HTTP method {m!r}; known: {', '.join(METHODS)}")
         methods.add(m.upper())
+    arguments = rule.arguments or {}  # no argument checks: nothing more to hold
+    if not isinstance(arguments, Mapping):
+        raise ConfigError(f"{where}: arguments must be a table, got {arguments!r}")
     checks: list[Callable[[Mapping[str, Any]], bool]] = [
-        ArgumentCheck.parse(str(arg), spec, where, base) for arg, spec in rule.arguments.items()]
+        ArgumentCheck.parse(str(arg), spec, where, base) for arg, spec in arguments.items()]
     if rule.when is not None:
         if not callable(rule.when):
             raise ConfigError(f"{where}: when must be a function of the arguments")

@@ -3,7 +3,7 @@ rules and budgets tables are checked by the policy itself, so that errors name t
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +27,9 @@ class PolicySettings(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # A misspelt key (``defualt = "deny"``) would leave a permissive default in place: the
+    # kernel makes unknown keys of this table errors, not warnings.
+    unknown_options: ClassVar[str] = "error"
 
     default: Literal["allow", "deny", "ask"] = "allow"
     rules: list[dict[str, Any]] = Field(default_factory=list)
