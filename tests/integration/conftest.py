@@ -1,8 +1,8 @@
-"""Shared fixtures of the integration tests: the demo HTTP service of examples/, Debian's chromium."""
+"""Shared fixtures of the integration tests: the demo HTTP service of examples/ (Debian's
+chromium is the ``chromium`` fixture of ``toolregistry.testing``)."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,13 +22,3 @@ def api_url() -> Iterator[str]:
     yield url
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    """The path of Debian's chromium, which Playwright drives through ``executable_path``."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise RuntimeError("this test needs Debian's chromium: apt-get install -y chromium")
