@@ -272,3 +272,15 @@ def test_the_registrys_own_errors_share_a_base() -> None:
         cls = getattr(errors, name)
         assert issubclass(cls, ToolRegistryError) or name == "ToolCancelled", name
     assert not issubclass(errors.ToolCancelled, Exception)  # `except Exception` cannot eat it
+
+
+def test_a_wrong_keyword_names_toolregistry_not_its_parts() -> None:
+    """The registry is assembled from private parts; Python's own "unexpected keyword"
+    error names the method's class, which must be the one users know."""
+    registry = ToolRegistry()
+    with pytest.raises(TypeError) as info:
+        registry.get_schemas(sort=True)  # type: ignore[call-arg]
+    assert str(info.value).startswith("ToolRegistry.get_schemas() got an unexpected keyword "
+                                      "argument 'sort'"), info.value
+    for name in ("get_tool", "unregister", "register_from_mcp", "close", "invoke"):
+        assert getattr(ToolRegistry, name).__qualname__ == f"ToolRegistry.{name}"
