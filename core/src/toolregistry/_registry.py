@@ -21,6 +21,7 @@ import attrs
 
 from . import _config, _gc
 from ._log import log
+from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
 from ._registry_base import ChangeCallback
@@ -547,6 +548,7 @@ def _named_after(cls: type) -> None:
 
 
 _named_after(ToolRegistry)
+mark_gone_methods(ToolRegistry)  # 0.19's methods that are gone name their replacement
 
 
 async def _await(awaitable: Any) -> Any:
