@@ -112,7 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warnings()
         try:
-            return _main(list(sys.argv[1:] if argv is None else argv))
+            code = _main(list(sys.argv[1:] if argv is None else argv))
+            sys.stdout.flush()  # here, not at exit: a reader gone is the error below
+            return code
         except BrokenPipeError:
             return _reader_gone()
 
