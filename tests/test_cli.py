@@ -253,3 +253,53 @@ def test_call_refuses_bad_timeouts(config: Path, capsys: pytest.CaptureFixture[s
         assert info.value.code == 2
         err = capsys.readouterr().err
         assert "--timeout" in err and err.count("\n") == 1
+
+
+# --- a newcomer's first commands --------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["plugins"], ["schemas"]])
+def test_output_into_a_closed_pipe_ends_quietly(config: Path, command: list[str]) -> None:
+    """``toolregistry plugins | head -2``: the reader went away; no traceback, and the exit
+    status of a command killed by SIGPIPE."""
+    import os
+
+    exe = Path(sys.executable).parent / "toolregistry"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")}
+    proc = subprocess.Popen([str(exe), "--config", str(config), *command], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()  # before the command writes: its first write finds no reader
+    err = proc.communicate(timeout=60)[1].decode()
+    assert proc.returncode == 141, err
+    assert err == "", err
+
+
+def test_a_config_warning_is_one_line_shown_once(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\nthink-augmnt = true\n")
+    proc = _console("schemas", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    lines = [line for line in proc.stderr.splitlines() if "think-augmnt" in line]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("toolregistry: warning: [tool.toolregistry] in "), proc.stderr
+    assert "did you mean 'think-augment'?" in lines[0]
+    assert ".py:" not in proc.stderr and "load_config(" not in proc.stderr, proc.stderr
+
+
+def test_without_a_configuration_the_commands_say_so(tmp_path: Path) -> None:
+    proc = _console("schemas", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+    assert proc.stderr.startswith("toolregistry: no configuration found"), proc.stderr
+    assert str(tmp_path) in proc.stderr and "--config" in proc.stderr
+    proc = _console("call", "foo", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert "no tool named 'foo'" in proc.stderr and "no configuration found" in proc.stderr
+    assert "Call only the tools you were given" not in proc.stderr  # that is for a model
+
+
+def test_call_of_an_unknown_tool_names_the_configuration_read(config: Path) -> None:
+    proc = _console("--config", str(config), "call", "ad")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "no tool named 'ad'" in proc.stderr and str(config) in proc.stderr
+    assert "did you mean 'add'" in proc.stderr, proc.stderr

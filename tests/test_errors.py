@@ -283,3 +283,15 @@ def test_kernel_errors_outside_errors_module_derive_from_the_base() -> None:
     for name in ("CallParseError", "FormatConflict", "ApprovalError", "SpoolError"):
         assert name in (errors.__doc__ or ""), f"{name} missing from errors.py's tree"
         assert f"| `{name}` |" in PAGE, f"{name} missing from docs/errors.md"
+
+
+def test_a_wrong_keyword_names_toolregistry_not_its_parts() -> None:
+    """The registry is assembled from private parts; Python's own "unexpected keyword"
+    error names the method's class, which must be the one users know."""
+    registry = ToolRegistry()
+    with pytest.raises(TypeError) as info:
+        registry.get_schemas(sort=True)  # type: ignore[call-arg]
+    assert str(info.value).startswith("ToolRegistry.get_schemas() got an unexpected keyword "
+                                      "argument 'sort'"), info.value
+    for name in ("get_tool", "unregister", "register_from_mcp", "close", "invoke"):
+        assert getattr(ToolRegistry, name).__qualname__ == f"ToolRegistry.{name}"

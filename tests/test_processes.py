@@ -106,7 +106,8 @@ def test_isolated_tools_run_in_another_process_on_both_apis(registry: ToolRegist
     assert registry.invoke("pid", {}).value != here
     assert asyncio.run(registry.ainvoke("pid", {})).value != here
     assert registry.invoke("apid", {}).value != here
-    calls = [{"id": str(i), "name": "apid" if i % 2 else "pid", "arguments": {}}
+    calls: list[dict[str, Any]] = [{"id": str(i), "name": "apid" if i % 2 else "pid",
+                                    "arguments": {}}
              for i in range(6)]
     for results in (registry.execute_tool_calls(calls),
                     asyncio.run(registry.aexecute_tool_calls(calls))):
@@ -158,6 +159,43 @@ def test_a_call_past_its_deadline_has_its_process_killed(registry: ToolRegistry,
     drivers = [t for t in threading.enumerate() if t.name == "toolregistry-process-driver"]
     assert len(drivers) <= (os.cpu_count() or 2)
     assert registry.invoke("pid", {}).ok  # a fresh worker takes the next call
+
+
+def _job(registry: ToolRegistry, name: str, timeout: float = 60.0, **arguments: Any) -> Any:
+    """A call of ``name`` as the registry hands it to a runner."""
+    import contextvars
+
+    from toolregistry import ToolCall
+    from toolregistry.types import Job
+
+    tool = registry[name]
+    assert tool.callable is not None
+    return Job(tool=tool, call=ToolCall(name, arguments, id=f"call_{name}"), fn=tool.callable,
+               is_async=False, args=(), kwargs=arguments, timeout=timeout,
+               deadline=time.monotonic() + timeout, context=contextvars.copy_context())
+
+
+def test_a_call_submitted_as_the_last_one_ends_goes_to_its_worker(registry: ToolRegistry,
+                                                                   tmp_path: Path) -> None:
+    """The worker that just answered takes the next call, even one submitted in the instant
+    before its driver waits for work again (here: from the finished call's done callback, on
+    the driver's own thread). Starting a fresh worker process for it instead would begin the
+    call seconds late on a loaded machine, its deadline already running."""
+    from toolregistry._execution._processes import ProcessRunner
+
+    runner = ProcessRunner(max_workers=2)
+    try:
+        marker = tmp_path / "first.pid"
+        chained: list[Any] = []
+        first = runner.submit(_job(registry, "sleeper", path=str(marker), seconds=0.3))
+        first.add_done_callback(lambda _: chained.append(runner.submit(_job(registry, "pid"))))
+        assert first.result(60) == "woke"
+        deadline = time.monotonic() + 60
+        while not chained and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert chained[0].result(60) == int(marker.read_text()), "a new worker took the call"
+    finally:
+        runner.close()
 
 
 def test_a_worker_that_dies_is_an_error_and_is_replaced(registry: ToolRegistry) -> None:

@@ -190,3 +190,24 @@ def pages() -> list[Path]:
 def all_blocks() -> Iterator[Block]:
     for path in pages():
         yield from parse(path)
+
+
+def readme_commands() -> list[str]:
+    """The README's two commands: the lines of its first sh block."""
+    block = next(b for b in parse(REPO / "README.md") if b.lang == "sh")
+    lines = [ln.strip() for ln in block.code.splitlines() if ln.strip()]
+    assert len(lines) == 2, lines
+    return lines
+
+
+def plugins_of(requirements: Path) -> set[str]:
+    """The plugins a requirements file installs from this repository (``-e ./plugins/<name>``)."""
+    text = requirements.read_text(encoding="utf-8")
+    return set(re.findall(r"^-e \./plugins/([\w-]+)\s*$", text, re.M))
+
+
+def readme_requirements() -> Path:
+    """The requirements file the README's first command installs."""
+    m = re.search(r"pip install (?:-q )?-r (\S+)", readme_commands()[0])
+    assert m, f"README.md: the first command installs no requirements file: {readme_commands()[0]}"
+    return REPO / m[1]

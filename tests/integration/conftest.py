@@ -1,10 +1,10 @@
-"""Shared fixtures of the integration tests: the demo HTTP service of examples/, Debian's chromium,
-server processes on a free loopback port."""
+"""Shared fixtures of the integration tests: the demo HTTP service of examples/, server
+processes on a free loopback port (Debian's chromium is the ``chromium`` fixture of
+``toolregistry.testing``)."""
 
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
 import subprocess
 import sys
@@ -28,16 +28,6 @@ def api_url() -> Iterator[str]:
     yield url
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    """The path of Debian's chromium, which Playwright drives through ``executable_path``."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise RuntimeError("this test needs Debian's chromium: apt-get install -y chromium")
 
 
 def free_port() -> int:

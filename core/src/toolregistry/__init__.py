@@ -60,6 +60,11 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        from ._moved import moved_export
+
+        moved = moved_export(name)  # a name of toolregistry 0.19: say what replaces it
+        if moved is not None:
+            raise moved
         raise AttributeError(f"module 'toolregistry' has no attribute {name!r}")
     import importlib
 

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
     from ._registry import ToolRegistry
 
-__all__ = ["AsyncLoader", "Command", "CommandContext", "Exporter", "Loader", "SourceKind"]
+__all__ = ["AsyncLoader", "Command", "CommandContext", "Exporter", "Loader", "SourceKind",
+           "port_number"]
 
 Loader = Callable[..., Any]
 """``loader(registry, source, **options) -> list[Tool]``: builds the tools of ``source`` and
@@ -113,3 +114,17 @@ class Command:
     help: str
     run: Callable[[CommandContext], int | None]
     arguments: Callable[[argparse.ArgumentParser], None] | None = None
+
+
+def port_number(text: str) -> int:
+    """An argparse ``type=`` for a TCP port (0 to 65535; 0: any free port), so that a command's
+    ``--port 99999`` is a usage error naming the option, not a failure of the command."""
+    import argparse
+
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
+    return port

@@ -21,6 +21,7 @@ import attrs
 
 from . import _config, _gc
 from ._log import log
+from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
 from ._registry_base import ChangeCallback
@@ -531,6 +532,23 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _named_after(cls: type) -> None:
+    """The methods ``cls`` takes from its private parts (``_registry_*``) carry its name, so
+    that Python's own errors ("RegistryQueries.get_schemas() got an unexpected keyword
+    argument") name the class users know."""
+    for part in cls.__mro__[1:]:
+        if not part.__module__.startswith(f"{__package__}._registry"):
+            continue
+        for name, value in vars(part).items():
+            function = getattr(value, "__func__", value)  # static and class methods too
+            if inspect.isfunction(function) and inspect.getattr_static(cls, name) is value:
+                function.__qualname__ = f"{cls.__name__}.{name}"
+
+
+_named_after(ToolRegistry)
+mark_gone_methods(ToolRegistry)  # 0.19's methods that are gone name their replacement
 
 
 async def _await(awaitable: Any) -> Any:

@@ -3,8 +3,9 @@ commands plugins contribute through the ``cli_commands`` hook (``serve`` comes f
 plugin).
 
 Exit codes: 0 ok, 1 the tool (or a plugin's command) reported an error, 2 usage or
-configuration error. Errors go to stderr in one line. A plugin whose commands cannot be added
-is reported and left out; the command line keeps working without them.
+configuration error, 141 stdout's reader went away (``| head``), as for a command killed by
+SIGPIPE. Errors and warnings go to stderr in one line each, a warning once. A plugin whose
+commands cannot be added is reported and left out; the command line keeps working without them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, MissingPluginError, PluginError, ToolRegistryError
@@ -20,8 +23,9 @@ from .errors import ConfigError, MissingPluginError, PluginError, ToolRegistryEr
 if TYPE_CHECKING:
     from ._extensions import Command
     from ._plugins import PluginHost
+    from ._registry import ToolRegistry
 
-EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, EXIT_PIPE = 0, 1, 2, 141
 KERNEL_COMMANDS = ("plugins", "schemas", "call", "demo")
 
 
@@ -105,7 +109,48 @@ def _host(config: str | None) -> tuple[PluginHost | None, str | None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolregistry`` console script."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warnings()
+        try:
+            code = _main(list(sys.argv[1:] if argv is None else argv))
+            sys.stdout.flush()  # here, not at exit: a reader gone is the error below
+            return code
+        except BrokenPipeError:
+            return _reader_gone()
+
+
+def _one_line_warnings() -> Callable[..., None]:
+    """``warnings.showwarning`` for the command line: ``toolregistry: warning: <message>``,
+    each message once (the configuration is read more than once), without the source line
+    that raised it."""
+    shown: set[str] = set()
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        text = f"toolregistry: warning: {message}".replace("\n", " ")
+        if text not in shown:
+            shown.add(text)
+            print(text, file=sys.stderr)
+
+    return show
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away (``toolregistry plugins | head -2``): end quietly, as a
+    command killed by SIGPIPE does, with stdout pointed at /dev/null so that the interpreter's
+    last flush at exit does not complain about the closed pipe either."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # a stdout without a file descriptor (captured, replaced)
+        pass
+    return EXIT_PIPE
+
+
+def _main(argv: list[str]) -> int:
     pre = _Parser(prog="toolregistry", add_help=False)
     pre.add_argument("--config")
     pre.add_argument("command", nargs="?")
@@ -187,7 +232,11 @@ def _run(args: argparse.Namespace) -> int:
 
     registry = ToolRegistry.from_config(args.config)
     try:
+        read = _configuration_read(registry)
         if args.command == "schemas":
+            if read is not None:
+                print(f"toolregistry: {read}: the registry has no configured tools",
+                      file=sys.stderr)
             schemas = registry.get_schemas(args.format, include_deferred=not args.no_deferred,
                                            strict=args.strict)
             print(json.dumps(schemas, indent=2, ensure_ascii=False))
@@ -197,12 +246,36 @@ def _run(args: argparse.Namespace) -> int:
                 arguments = json.loads(args.args)
             except json.JSONDecodeError as exc:
                 return _fail(f"--args is not valid JSON: {exc}")
+            if args.name not in registry:
+                return _fail(_unknown_tool(registry, args.name, read))
             result = registry.invoke(args.name, arguments, timeout=args.timeout)
             print(result.text)
             return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
     finally:
         registry.close()
     return EXIT_USAGE
+
+
+def _configuration_read(registry: ToolRegistry) -> str | None:
+    """Why the registry has no configured tools, when it has no configuration to take them
+    from (none found, or a file without the table); ``None`` when it has one."""
+    path = registry.config.path
+    if path is None:
+        return (f"no configuration found (no pyproject.toml in {Path.cwd()} or above it; "
+                "give one with --config FILE or TOOLREGISTRY_CONFIG)")
+    if not registry.config.table:
+        return f"the configuration {path} has no [tool.toolregistry] table"
+    return None
+
+
+def _unknown_tool(registry: ToolRegistry, name: str, read: str | None) -> str:
+    """The one-line error of ``call`` for a name the registry does not have: which
+    configuration was read, and close names."""
+    if read is not None:
+        return f"no tool named {name!r}: {read}"
+    close = registry.suggest_names(name)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"no tool named {name!r} in the registry of {registry.config.where}{hint}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,8 @@ for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``An
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
 ``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), ``start_call`` (a call made on one thread, awaited on a loop), ``gc_paused`` (the
+out), ``port_number`` (an argparse type for a command's ``--port``), ``start_call`` (a call
+made on one thread, awaited on a loop), ``gc_paused`` (the
 cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
 tools at least), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
@@ -23,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._calling import calling_loop
 from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
-from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
+from ._extensions import (
+    AsyncLoader,
+    Command,
+    CommandContext,
+    Exporter,
+    Loader,
+    SourceKind,
+    port_number,
+)
 from ._gc import PAUSE_MIN as GC_PAUSE_MIN
 from ._gc import paused as gc_paused
 from ._log import log
@@ -82,6 +91,7 @@ __all__ = [
     "normalize_name",
     "operation",
     "outgoing_context",
+    "port_number",
     "start_call",
 ]
 

@@ -1,7 +1,8 @@
 """Test helpers for plugin authors (loaded by pytest through the ``pytest11`` entry point).
 
-Fixtures: ``registry`` (a fresh :class:`~toolregistry.ToolRegistry`, closed after the test) and
-``registry_factory`` (build several, each closed after the test).
+Fixtures: ``registry`` (a fresh :class:`~toolregistry.ToolRegistry`, closed after the test),
+``registry_factory`` (build several, each closed after the test) and ``chromium`` (the path of
+Debian's chromium for Playwright's ``executable_path``).
 
 :class:`PluginContract` is a base class whose tests check that an installed plugin honours the
 hook contract: subclass it in your plugin's tests and set ``plugin_name``::
@@ -15,6 +16,8 @@ hook contract: subclass it in your plugin's tests and set ``plugin_name``::
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -24,7 +27,10 @@ from ._plugins import HOOK_NAMES
 from ._registry import ToolRegistry
 from .tool import Tool, ToolMetadata
 
-__all__ = ["PluginContract", "registry", "registry_factory", "sample_tools"]
+__all__ = ["REQUIRE_BROWSER", "PluginContract", "chromium", "registry", "registry_factory",
+           "sample_tools"]
+
+REQUIRE_BROWSER = "TOOLREGISTRY_REQUIRE_BROWSER"
 
 RegistryFactory = Callable[..., ToolRegistry]
 
@@ -60,6 +66,23 @@ def registry_factory() -> Iterator[RegistryFactory]:
 def registry(registry_factory: RegistryFactory) -> ToolRegistry:
     """A fresh registry, closed after the test."""
     return registry_factory()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of Debian's chromium, which browser tests drive through Playwright's
+    ``executable_path``. Without it a test is skipped, saying so (a machine with only Python
+    and pip runs the suite); with ``TOOLREGISTRY_REQUIRE_BROWSER=1`` (``.ci/run`` sets it) it
+    fails instead."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    reason = "this browser test needs Debian's chromium: apt-get install -y chromium"
+    if os.environ.get(REQUIRE_BROWSER, "") not in ("", "0"):
+        pytest.fail(f"{reason} ({REQUIRE_BROWSER} is set: browser tests are required)",
+                    pytrace=False)
+    pytest.skip(reason)
 
 
 def sample_tools() -> list[Tool]:

@@ -8,7 +8,6 @@ Search, open a tool, run a call, see it in the log (live), keyboard navigation a
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -19,15 +18,6 @@ from toolregistry import Tool, ToolMetadata, ToolRegistry
 from toolregistry_inspector import InspectorServer, serve
 
 TOKEN = "browser-token-0123456789"
-
-
-def chromium_path() -> str:
-    """Debian's chromium (``apt-get install chromium``; ``.ci/run`` installs it)."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise RuntimeError("the browser tests need Debian's chromium: apt-get install -y chromium")
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +57,11 @@ def app() -> Iterator[tuple[ToolRegistry, InspectorServer]]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(chromium: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=chromium_path(),
+        instance = pw.chromium.launch(executable_path=chromium,
                                       args=["--no-sandbox", "--disable-gpu"])
         yield instance
         instance.close()

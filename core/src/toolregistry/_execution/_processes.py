@@ -105,7 +105,10 @@ class ProcessRunner:
     Each worker process has a driver thread in this process that sends it the next waiting
     call, waits for the answer until the call's deadline (without the GIL), and kills the
     process if the deadline passes first or the caller gives up (:meth:`cancel`). A call whose
-    deadline passed while it waited for a worker is never started.
+    deadline passed while it waited for a worker is never started. A new driver (and worker
+    process) starts only when every driver has a call: a driver counts as free from the moment
+    its call's answer is in (before the caller hears of it), so the caller's next call goes to
+    the warm worker that just answered rather than to a process still to be started.
     """
 
     def __init__(self, max_workers: int, start_method: str | None = None) -> None:
@@ -118,8 +121,8 @@ class ProcessRunner:
         self._ready = threading.Condition(self._lock)
         self._waiting: collections.deque[tuple[Job, cf.Future[Any]]] = collections.deque()
         self._drivers = 0
+        self._busy = 0  # drivers between taking a call and resolving it
         self._threads: set[threading.Thread] = set()
-        self._idle = 0
         self._running: dict[int, _Worker] = {}  # id(future) -> the worker running its call
         self._closed = False
 
@@ -136,13 +139,11 @@ class ProcessRunner:
                 future.set_exception(ToolCallError("the registry is closed", kind="execution"))
                 return future
             self._waiting.append((job, future))
-            if self._idle:
-                self._ready.notify()
-                start = False
-            else:
-                start = self._drivers < self._max
-                if start:
-                    self._drivers += 1
+            self._ready.notify()
+            start = (len(self._waiting) > self._drivers - self._busy
+                     and self._drivers < self._max)
+            if start:
+                self._drivers += 1
         if start:
             thread = threading.Thread(target=self._drive, name="toolregistry-process-driver",
                                       daemon=True)
@@ -181,35 +182,44 @@ class ProcessRunner:
 
     # -- the drivers ----------------------------------------------------------------------
     def _next(self) -> tuple[Job, cf.Future[Any]] | None:
-        """The next waiting call (``None``: closed, or idle for a minute)."""
+        """The next waiting call, counted busy (``None``: closed, or idle for a minute; the
+        driver is no longer counted then, so a call submitted next starts another)."""
         with self._lock:
             while not self._waiting:
-                if self._closed:
+                woke = not self._closed and self._ready.wait(60.0)
+                if self._closed or (not woke and not self._waiting):
+                    self._drivers -= 1
                     return None
-                self._idle += 1
-                woke = self._ready.wait(60.0)
-                self._idle -= 1
-                if not woke and not self._waiting:
-                    return None
+            self._busy += 1
             return self._waiting.popleft()
+
+    def _free(self) -> None:
+        """This driver's call is over (its future is about to be resolved)."""
+        with self._lock:
+            self._busy -= 1
 
     def _drive(self) -> None:
         worker: _Worker | None = None
+        counted = True  # in self._drivers (until _next returns None)
         try:
             while True:
                 item = self._next()
                 if item is None:
+                    counted = False
                     return
                 job, future = item
                 if not future.set_running_or_notify_cancel():
+                    self._free()
                     continue
                 if job.deadline is not None and time.monotonic() >= job.deadline:
+                    self._free()
                     future.set_exception(ToolTimeoutError())  # never started
                     continue
                 if worker is None or not worker.process.is_alive():
                     try:
                         worker = _Worker(self._context)
                     except Exception as exc:
+                        self._free()
                         future.set_exception(ToolCallError(
                             f"tool {job.tool.name!r}: no worker process could be started "
                             f"({type(exc).__name__}: {exc})", kind="execution"))
@@ -220,7 +230,8 @@ class ProcessRunner:
             if worker is not None:
                 worker.kill()
             with self._lock:
-                self._drivers -= 1
+                if counted:  # an unexpected error ended the driver
+                    self._drivers -= 1
                 self._threads.discard(threading.current_thread())
 
     def _run(self, worker: _Worker, job: Job, future: cf.Future[Any]) -> _Worker | None:
@@ -228,6 +239,7 @@ class ProcessRunner:
         name = job.tool.name
         with self._lock:
             if self._closed:
+                self._busy -= 1
                 future.set_exception(ToolCallError("the registry is closed", kind="cancelled"))
                 return worker
             self._running[id(future)] = worker
@@ -243,6 +255,7 @@ class ProcessRunner:
                    None)
         with self._lock:
             mine = self._running.pop(id(future), None) is worker
+            self._busy -= 1  # before the caller hears: its next call may come at once
         if out is None:  # the deadline passed: the process goes, with whatever it was doing
             worker.kill()
             if not future.done():

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from toolregistry.errors import ConfigError
+from toolregistry.plugin import port_number
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -128,7 +129,8 @@ def inspect_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``inspect`` options (unset ones come from [tool.toolregistry.plugins.inspector])."""
     p = parser
     p.add_argument("--host", default=None, help="default: 127.0.0.1")
-    p.add_argument("--port", type=int, default=None, help="default: 8765 (0: any free port)")
+    p.add_argument("--port", type=port_number, default=None,
+                   help="default: 8765 (0: any free port)")
     p.add_argument("--read-only", action="store_true", default=None,
                    help="no calls, approvals or reviews from the UI")
     p.add_argument("--token-env", default=None, metavar="VAR",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from toolregistry.plugin import port_number
+
 if TYPE_CHECKING:
     from toolregistry.plugin import CommandContext
 
@@ -20,7 +22,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default=None,
                    help="default: stdio")
     p.add_argument("--host", default=None, help="default: 127.0.0.1")
-    p.add_argument("--port", type=int, default=None, help="default: 8000")
+    p.add_argument("--port", type=port_number, default=None, help="default: 8000")
     p.add_argument("--path", default=None, help="URL path of the streamable HTTP endpoint "
                                                 "(default: /mcp)")
     p.add_argument("--name", default=None, help="server name (default: the registry's)")
