@@ -189,6 +189,10 @@ class ToolResult:
     metadata: dict[str, Any] = field(factory=dict)
     approval: ApprovalRequest | None = field(default=None, repr=False)
     """What a call that waits for approval asks (``pending`` results only)."""
+    redacted_text: str | None = field(default=None, repr=False)
+    """The error text without the argument values the kernel quoted in it (an
+    ``invalid_arguments`` error says what each bad value was): what logs and traces that keep
+    no values record. ``None``: the kernel quoted no value (:attr:`loggable_text` is ``text``)."""
 
     @property
     def ok(self) -> bool:
@@ -213,6 +217,13 @@ class ToolResult:
         if isinstance(self.content, str):
             return self.content
         return "\n".join(p["text"] for p in self.content if p.get("type") == "text")
+
+    @property
+    def loggable_text(self) -> str:
+        """:attr:`text` without the argument values the kernel quoted in an error message
+        (:attr:`redacted_text` when set): what a log or trace keeps when values are not
+        captured. A tool's own output and exception messages are left as they are."""
+        return self.text if self.redacted_text is None else self.redacted_text
 
     @property
     def images(self) -> list[Image]:
