@@ -31,6 +31,7 @@ __all__ = [
     "ErrorKind",
     "Image",
     "Job",
+    "PendingChange",
     "ProgressReporter",
     "ToolCall",
     "ToolContext",
@@ -402,3 +403,28 @@ class Job:
         if self.deadline is None:
             return None
         return max(0.0, self.deadline - time.monotonic())
+
+
+@frozen
+class PendingChange:
+    """A new version of a registered tool that its source holds back until someone reviews
+    it (an MCP server changed the tool's description or schema after it was accepted): the
+    registered tool stays the accepted version meanwhile.
+
+    ``tool`` is the registry's name; ``version`` the pending version's id (accept exactly that
+    one: a newer one stays pending); ``accepted`` the registered version's id;
+    ``description`` / ``parameters`` the pending version's; ``findings`` what screening found
+    in the *pending* version (``kind``, ``where``, ``excerpt``, ...); ``kept``: someone chose
+    to keep the accepted version over this one; ``source`` names where it came from and
+    ``plugin`` the plugin that holds it.
+    """
+
+    tool: str
+    version: str
+    accepted: str
+    description: str
+    parameters: Mapping[str, Any]
+    findings: tuple[Mapping[str, Any], ...] = ()
+    kept: bool = False
+    source: str | None = None
+    plugin: str | None = None

@@ -147,7 +147,7 @@ def test_other_pages_render(page: Any, app: Any, shots: Path) -> None:
     for path, heading in (("/formats", "What the model is sent"),
                           ("/search?q=weather", "Discovery search"),
                           ("/approvals", "Approvals"),
-                          ("/changes", "MCP tool changes waiting for review")):
+                          ("/changes", "Tool changes waiting for review")):
         page.goto(base + path)
         expect(page.locator("h1")).to_have_text(heading)
         page.screenshot(path=str(shots / f"{path.strip('/').split('?')[0]}.png"),

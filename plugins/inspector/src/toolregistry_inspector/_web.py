@@ -176,9 +176,9 @@ def csrf_token(token: str) -> str:
 
 class _Extensions:
     """The other plugins the UI works with, when they are loaded in the registry (the
-    inspector never needs them): the policy plugin's queue through its plugin state, discovery
-    through the kernel's ``toolregistry.tool_discovery``, and the mcp plugin's documented
-    ``refresh(accept_changes=)`` (there is no kernel hook for accepting a reviewed change)."""
+    inspector never needs them): the policy plugin's queue through its plugin state and
+    discovery through the kernel's ``toolregistry.tool_discovery``. Reviewed changes go
+    through the registry (``pending_changes``, ``accept_change``, ``keep_change``)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
@@ -205,12 +205,6 @@ class _Extensions:
             self._discovery = ToolDiscoveryTool(self.registry)
             self._discovery_version = version
         return self._discovery
-
-    def accept_change(self, name: str, version_hash: str) -> None:
-        import importlib
-
-        importlib.import_module("toolregistry_mcp").refresh(
-            self.registry, accept_changes={name: version_hash})
 
 
 def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: bool = False,
@@ -240,7 +234,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                                                         default=repr)
     env.filters["short_json"] = lambda v: json.dumps(v, ensure_ascii=False, default=repr)
     ext = _Extensions(registry)
-    state: dict[str, Any] = {"kept": {}, "calls": 0}
+    state: dict[str, Any] = {"calls": 0}
     plugin_state = registry.plugin_state("inspector")  # "changes": counted by on_change
 
     def render(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
@@ -434,11 +428,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         return RedirectResponse(_within(request, "/approvals"), status_code=303)
 
     async def changes(request: Request, status: int = 200, **extra: Any) -> Response:
-        found = _views.pending_changes(registry)
-        for change in found:
-            change["kept"] = state["kept"].get(change["name"]) == change["hash"]
-        return render(request, "changes.html", status=status, changes=found,
-                      mcp_on=ext.loaded("mcp"), **extra)
+        found = await run_in_threadpool(_views.pending_changes, registry)
+        return render(request, "changes.html", status=status, changes=found, **extra)
 
     async def review(request: Request) -> Response:
         values = await form_of(request)
@@ -446,14 +437,9 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         action = request.path_params["action"]
         if action not in ("accept", "keep"):
             raise _Refused(404, f"no action {action!r}: accept or keep")
-        version = values.get("hash", "")
-        if action == "keep":
-            state["kept"][name] = version
-            return RedirectResponse(_within(request, "/changes"), status_code=303)
-        if not ext.loaded("mcp"):
-            raise _Refused(404, "reviewing MCP changes needs the mcp plugin")
+        decide = registry.accept_change if action == "accept" else registry.keep_change
         try:
-            await run_in_threadpool(ext.accept_change, name, version)
+            await run_in_threadpool(decide, name, values.get("hash", ""))
         except Exception as exc:
             return await changes(request, status=400,
                                  error=f"{name}: {type(exc).__name__}: {exc}")
