@@ -384,12 +384,13 @@ def _private_file(path: Path) -> None:
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask, or a file made before
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                path.with_name(path.name + suffix).chmod(0o600)
+    except PermissionError as exc:  # another user's file, shared on purpose: used as it is
+        events.warning("inspector.log_not_private", path=str(path), error=str(exc))
     finally:
         os.close(fd)
-    for suffix in ("-wal", "-shm"):
-        side = path.with_name(path.name + suffix)
-        with contextlib.suppress(FileNotFoundError):
-            side.chmod(0o600)
 
 
 _WAL_LIMIT = 1 << 20  # bytes the -wal file keeps after a checkpoint
