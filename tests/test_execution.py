@@ -897,6 +897,23 @@ def test_one_event_per_call_without_argument_values(reg: ToolRegistry,
     assert "111" not in repr(logs) and "333" not in repr(logs)
 
 
+def test_a_refused_argument_value_stays_out_of_the_failure_event(
+        reg: ToolRegistry, logs: list[MutableMapping[str, Any]]) -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    schema_first = Tool(name="unlock", description="Unlock.", callable=lambda code: code,
+                        parameters={"type": "object", "properties": {"code": {"type": "integer"}}})
+    reg.register(schema_first)
+    for name, arguments in (("add", {"a": "hunter2-secret", "b": 1}),
+                            ("unlock", {"code": "hunter2-secret"})):
+        result = reg.invoke(name, arguments)
+        assert "hunter2-secret" in result.text  # the model reads what it sent
+        assert result.redacted_text is not None and "hunter2" not in result.loggable_text
+        assert "<str, 14 chars>" in result.loggable_text
+    failed = [e for e in logs if e["event"] == "call.failed"]
+    assert len(failed) == 2 and "hunter2" not in repr(logs)
+    assert reg.invoke("add", {"a": 1, "b": 2}).redacted_text is None
+
+
 def test_argument_values_at_debug_level(reg: ToolRegistry, logs: list[MutableMapping[str, Any]]) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
     reg.invoke("add", {"a": 111, "b": 222}, call_id="c1")

@@ -184,3 +184,54 @@ def test_toolcall_reason_is_stripped_before_the_span_records_arguments(
     span = next(s for s in EXPORTER.get_finished_spans() if s.name == "execute_tool add")
     assert json.loads(span.attributes["gen_ai.tool.call.arguments"]) == {"a": 1, "b": 2}
     assert span.attributes["toolregistry.toolcall_reason"] == "the user asked for a sum"
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[int]:
+    """A real HTTP server on 127.0.0.1 that answers every request 401."""
+    import http.server
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(401)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_failed_loads_keep_url_credentials_off_their_spans(refusing_server: int) -> None:
+    port = refusing_server
+    registry = ToolRegistry()
+    EXPORTER.clear()
+    try:
+        with pytest.raises(Exception, match="401"):
+            registry.register_from_openapi(
+                f"http://bob:pa55word@127.0.0.1:{port}/openapi.json?token=tok-123")
+        with pytest.raises(Exception, match="401"):
+            registry.register_from_mcp({"url": f"http://bob:pa55word@127.0.0.1:{port}/mcp"
+                                               "?token=tok-123"})
+    finally:
+        registry.close()
+    loads = [s for s in EXPORTER.get_finished_spans() if s.name in ("openapi.load", "mcp.load")]
+    assert sorted(s.name for s in loads) == ["mcp.load", "openapi.load"]
+    for span in loads:
+        texts = [span.status.description or ""] + [
+            str(v) for e in span.events for v in (e.attributes or {}).values()]
+        assert any(f"127.0.0.1:{port}/" in t for t in texts), texts  # still says where
+        for text in texts:
+            assert "pa55word" not in text and "tok-123" not in text, (span.name, text)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .events import ChangeEvent
     from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner
     from .tool import Tool
-    from .types import ToolCall, ToolResult
+    from .types import PendingChange, ToolCall, ToolResult
 
 __all__ = ["Deciding", "Hooks"]
 
@@ -533,3 +533,34 @@ class Hooks:
         except Exception as exc:
             self._failed("suggest_tools", exc, name=name)
             return None
+
+    # -- reviewed changes -----------------------------------------------------------------
+    def pending_changes(self, registry: ToolRegistry) -> list[PendingChange]:
+        """Every plugin's changes that wait for review, in pluggy's call order.
+
+        Error policy: an exception is logged (``hook.failed``) and that plugin's changes are
+        left out; the others are listed.
+        """
+        found: list[PendingChange] = []
+        for impl in reversed(self._hook.pending_changes.get_hookimpls()):
+            try:
+                found.extend(self._call_impl(impl, registry=registry) or ())
+            except Exception as exc:
+                self._failed("pending_changes", exc, plugin=impl.plugin_name)
+        return found
+
+    def review_change(self, registry: ToolRegistry, tool: str, version: str,
+                      action: str) -> bool:
+        """Carry out a review of ``tool``'s pending change ``version``: whether a plugin
+        holds that tool's changes (and so carried it out).
+
+        Error policy: an exception is logged (``hook.failed``) and propagates: the review did
+        not happen, and the caller is told why.
+        """
+        try:
+            done = self._hook.review_change(registry=registry, tool=tool, version=version,
+                                            action=action)
+        except Exception as exc:
+            self._failed("review_change", exc, tool=tool, version=version, action=action)
+            raise
+        return bool(done)

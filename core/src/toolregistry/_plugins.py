@@ -25,7 +25,8 @@ ENTRY_POINT_GROUP = "toolregistry.plugins"
 HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
               "loaders", "suggest_tools", "call_hooks", "schema_hooks", "provider_formats",
               "settings_model", "cli_commands", "authorize", "authorized", "call_observer",
-              "batch_observer", "dispatch", "operation_observer", "incoming_context")
+              "batch_observer", "dispatch", "operation_observer", "incoming_context",
+              "pending_changes", "review_change")
 HOST_HOOKS = ("loaders", "provider_formats", "settings_model", "cli_commands")
 """Hooks the host asks one plugin at a time (not through the per-call façade): a failure is
 recorded on that plugin's record and logged, never raised into a call (strict mode: raised)."""

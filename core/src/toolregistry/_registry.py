@@ -27,6 +27,7 @@ from ._plugins import PluginHost, PluginSettings, get_host
 from ._registry_base import ChangeCallback
 from ._registry_changes import RegistryChanges, collision_message
 from ._registry_queries import RegistryQueries
+from ._registry_review import RegistryReview
 from ._registry_sources import RegistrySources, build_from_config
 from ._settings import Settings
 from .errors import ToolNameCollisionError, ToolRegistrationError
@@ -43,7 +44,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M")
 
 
-class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
+class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryReview):
     """A registry of tools for function-calling LLMs.
 
     ``think_augment`` and ``tool_discovery`` need the think and discovery plugins.

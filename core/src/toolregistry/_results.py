@@ -127,7 +127,10 @@ def make_result(call_id: str | None, name: str, value: Any, *, reason: str | Non
 
 
 def error_result(call_id: str | None, name: str, kind: str, message: str, *,
-                 reason: str | None = None, duration: float = 0.0) -> ToolResult:
-    """An error result whose content tells the model what was wrong."""
+                 reason: str | None = None, duration: float = 0.0,
+                 redacted: str | None = None) -> ToolResult:
+    """An error result whose content tells the model what was wrong (``redacted``: the same
+    message without the argument values it quotes, for logs and traces)."""
     return ToolResult(call_id=call_id, name=name, content=f"Error: {message}", is_error=True,
-                      error_kind=kind, reason=reason, duration=duration)  # type: ignore[arg-type]
+                      error_kind=kind, reason=reason, duration=duration,  # type: ignore[arg-type]
+                      redacted_text=None if redacted is None else f"Error: {redacted}")

@@ -12,12 +12,13 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._redaction import value_shape
 from ._schema import _create_model, _first_line
 
 if TYPE_CHECKING:
     from ._schema import Signature
 
-__all__ = ["ArgumentsValidator", "JsonSchemaValidator", "drop_null_optionals",
+__all__ = ["ArgumentsValidator", "InvalidArguments", "JsonSchemaValidator", "drop_null_optionals",
            "optional_not_nullable"]
 
 
@@ -121,6 +122,15 @@ class ArgumentsValidator:
         return args, kwargs
 
 
+class InvalidArguments(ValueError):
+    """Arguments a JSON Schema refused: the message quotes the values; ``redacted`` is the
+    same without them."""
+
+    def __init__(self, message: str, redacted: str) -> None:
+        super().__init__(message)
+        self.redacted = redacted
+
+
 def _refuse_remote(uri: str) -> Any:
     raise ValueError(f"remote $ref retrieval is disabled ({uri})")
 
@@ -153,22 +163,29 @@ class JsonSchemaValidator:
                     except Exception as exc:
                         self._error = f"{type(exc).__name__}: {_first_line(exc)}"
         if self._error is not None:
-            raise ValueError(f"the tool's parameters schema is invalid ({self._error}); "
-                             "the tool cannot be called until its source fixes it")
+            text = (f"the tool's parameters schema is invalid ({self._error}); the tool "
+                    "cannot be called until its source fixes it")
+            raise InvalidArguments(text, text)
         return self._compiled
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         compiled = self._ensure()
         args = dict(drop_null_optionals(arguments, self._droppable))
         errors = []
+        redacted = []
         for err in compiled.iter_errors(args):
             path = "/".join(str(p) for p in err.instance_path) or "(arguments)"
             msg = err.message if len(err.message) <= 300 else err.message[:297] + "..."
             errors.append(f"{path}: {msg}")
+            # jsonschema-rs quotes the value in its message: the log's version names the
+            # schema keyword it failed instead.
+            keyword = str(err.schema_path[-1]) if err.schema_path else "schema"
+            redacted.append(f"{path}: {value_shape(err.instance)} does not satisfy "
+                            f"{keyword!r}")
             if len(errors) >= 10:
                 break
         if errors:
-            raise ValueError("; ".join(errors))
+            raise InvalidArguments("; ".join(errors), "; ".join(redacted))
         return args
 
     def injected_params(self) -> tuple[tuple[str, str | None, bool], ...]:

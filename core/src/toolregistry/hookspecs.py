@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .events import ChangeEvent
     from .formats import ProviderFormat
     from .tool import Tool
-    from .types import Decision, Job, ToolCall, ToolResult
+    from .types import Decision, Job, PendingChange, ToolCall, ToolResult
 
 PROJECT_NAME = "toolregistry"
 
@@ -400,4 +400,31 @@ def incoming_context(registry: ToolRegistry, carrier: Mapping[str, str]
     Servers (the MCP plugin's ``serve``) enter every implementation's manager with
     :func:`toolregistry.plugin.continuing` around a request's calls, so the calls continue
     the caller's trace. An exception is logged and that plugin's manager is skipped.
+    """
+
+
+@hookspec
+def pending_changes(registry: ToolRegistry) -> Sequence[PendingChange] | None:
+    """The changes to this plugin's tools in ``registry`` that wait for review, as
+    :class:`~toolregistry.types.PendingChange` objects (``None`` or empty: none).
+
+    A source that holds a changed tool definition back (the mcp plugin, when a server changes
+    a tool after it was accepted) lists it here, with the screening findings of the pending
+    version, so that any UI can show it through ``registry.pending_changes()``. Every
+    implementation's list is joined. An exception is logged and that plugin's changes are left
+    out of the list.
+    """
+
+
+@hookspec(firstresult=True)
+def review_change(registry: ToolRegistry, tool: str, version: str, action: str
+                  ) -> bool | None:
+    """Someone reviewed the pending change ``version`` of ``tool`` (a registry name):
+    ``action`` is ``"accept"`` (adopt exactly that version; a newer one stays pending) or
+    ``"keep"`` (keep the accepted version; the change stays listed, ``kept``).
+
+    Return ``True`` when ``tool`` is this plugin's and the action was carried out, ``None``
+    when it is not (the first ``True`` wins). Raise ``LookupError`` / ``ValueError`` naming
+    what was wrong (no such pending version) when the action cannot be carried out. Called by
+    ``registry.accept_change`` / ``registry.keep_change``; exceptions propagate to them.
     """

@@ -11,6 +11,7 @@ made on one thread, awaited on a loop), ``gc_paused`` (the
 cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
 tools at least), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
+``value_shape`` (a value as its type and size, for logs that keep no values);
 the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
@@ -37,6 +38,7 @@ from ._gc import PAUSE_MIN as GC_PAUSE_MIN
 from ._gc import paused as gc_paused
 from ._log import log
 from ._names import normalize_name
+from ._redaction import value_shape
 from .hookspecs import (
     UNOBSERVED,
     BatchObserver,
@@ -93,6 +95,7 @@ __all__ = [
     "outgoing_context",
     "port_number",
     "start_call",
+    "value_shape",
 ]
 
 

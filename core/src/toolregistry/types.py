@@ -31,6 +31,7 @@ __all__ = [
     "ErrorKind",
     "Image",
     "Job",
+    "PendingChange",
     "ProgressReporter",
     "ToolCall",
     "ToolContext",
@@ -213,6 +214,10 @@ class ToolResult:
     metadata: dict[str, Any] = field(factory=dict)
     approval: ApprovalRequest | None = field(default=None, repr=False)
     """What a call that waits for approval asks (``pending`` results only)."""
+    redacted_text: str | None = field(default=None, repr=False)
+    """The error text without the argument values the kernel quoted in it (an
+    ``invalid_arguments`` error says what each bad value was): what logs and traces that keep
+    no values record. ``None``: the kernel quoted no value (:attr:`loggable_text` is ``text``)."""
 
     @property
     def ok(self) -> bool:
@@ -237,6 +242,13 @@ class ToolResult:
         if isinstance(self.content, str):
             return self.content
         return "\n".join(p["text"] for p in self.content if p.get("type") == "text")
+
+    @property
+    def loggable_text(self) -> str:
+        """:attr:`text` without the argument values the kernel quoted in an error message
+        (:attr:`redacted_text` when set): what a log or trace keeps when values are not
+        captured. A tool's own output and exception messages are left as they are."""
+        return self.text if self.redacted_text is None else self.redacted_text
 
     @property
     def images(self) -> list[Image]:
@@ -415,3 +427,28 @@ class Job:
         if self.deadline is None:
             return None
         return max(0.0, self.deadline - time.monotonic())
+
+
+@frozen
+class PendingChange:
+    """A new version of a registered tool that its source holds back until someone reviews
+    it (an MCP server changed the tool's description or schema after it was accepted): the
+    registered tool stays the accepted version meanwhile.
+
+    ``tool`` is the registry's name; ``version`` the pending version's id (accept exactly that
+    one: a newer one stays pending); ``accepted`` the registered version's id;
+    ``description`` / ``parameters`` the pending version's; ``findings`` what screening found
+    in the *pending* version (``kind``, ``where``, ``excerpt``, ...); ``kept``: someone chose
+    to keep the accepted version over this one; ``source`` names where it came from and
+    ``plugin`` the plugin that holds it.
+    """
+
+    tool: str
+    version: str
+    accepted: str
+    description: str
+    parameters: Mapping[str, Any]
+    findings: tuple[Mapping[str, Any], ...] = ()
+    kept: bool = False
+    source: str | None = None
+    plugin: str | None = None

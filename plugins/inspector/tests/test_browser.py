@@ -7,11 +7,14 @@ Search, open a tool, run a call, see it in the log (live), keyboard navigation a
 
 from __future__ import annotations
 
+import http.server
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+import httpx
 import pytest
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry
@@ -67,6 +70,14 @@ def browser(chromium: str) -> Iterator[Any]:
         instance.close()
 
 
+def _session_base(page: Any, url: str | None = None) -> str:
+    """``http://127.0.0.1:PORT/s/<session>`` of the page's (or ``url``'s) inspector session."""
+    url = url or page.url
+    base, found, _ = url.partition("/s/")
+    assert found, url
+    return f"{base}/s/{url[len(base) + 3:].split('/')[0]}"
+
+
 @pytest.fixture
 def page(browser: Any, app: Any) -> Iterator[Any]:
     _, server = app
@@ -83,11 +94,11 @@ def page(browser: Any, app: Any) -> Iterator[Any]:
 
 def test_search_open_a_tool_run_it_and_see_it_live_in_the_log(page: Any, app: Any,
                                                                shots: Path) -> None:
-    registry, server = app
+    registry, _ = app
     from playwright.sync_api import expect
 
-    # The token was traded for a cookie and dropped from the address bar.
-    assert page.url == f"{server.base_url}/tools"
+    # The token was traded for the session path and dropped from the address bar.
+    assert page.url == f"{_session_base(page)}/tools" and TOKEN not in page.url
     expect(page.locator("h1")).to_contain_text("3 of 3")
     page.screenshot(path=str(shots / "tools.png"), full_page=True)
 
@@ -122,11 +133,11 @@ def test_search_open_a_tool_run_it_and_see_it_live_in_the_log(page: Any, app: An
 def test_other_pages_render(page: Any, app: Any, shots: Path) -> None:
     from playwright.sync_api import expect
 
-    base = app[1].base_url
+    base = _session_base(page)
     for path, heading in (("/formats", "What the model is sent"),
                           ("/search?q=weather", "Discovery search"),
                           ("/approvals", "Approvals"),
-                          ("/changes", "MCP tool changes waiting for review")):
+                          ("/changes", "Tool changes waiting for review")):
         page.goto(base + path)
         expect(page.locator("h1")).to_have_text(heading)
         page.screenshot(path=str(shots / f"{path.strip('/').split('?')[0]}.png"),
@@ -139,7 +150,7 @@ def test_other_pages_render(page: Any, app: Any, shots: Path) -> None:
 def test_keyboard_navigation_and_labels(page: Any, app: Any) -> None:
     from playwright.sync_api import expect
 
-    base = app[1].base_url
+    base = _session_base(page)
     for path in ("/tools", "/tools/get_weather", "/log", "/formats", "/search"):
         page.goto(base + path)
         unlabeled = page.evaluate("""() => [...document.querySelectorAll(
@@ -167,3 +178,69 @@ def test_keyboard_navigation_and_labels(page: Any, app: Any) -> None:
     page.keyboard.press("Enter")
     expect(page.locator("table.tools tbody tr")).to_have_count(1)
     expect(page.locator("table.tools")).to_contain_text("math-add")
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Another local server (another port of 127.0.0.1) that the same browser visits: it
+    keeps the headers of every request it gets."""
+
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append({k.lower(): v for k, v in self.headers.items()})
+        body = b"<!doctype html><title>elsewhere</title><p>another local app</p>"
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def other_server() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    seen: list[dict[str, str]] = []
+    handler = type("Recorder", (_Recorder,), {"seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_no_secret_reaches_another_port_of_the_host(page: Any, app: Any,
+                                                    other_server: Any) -> None:
+    from playwright.sync_api import expect
+
+    _, server = app
+    other, seen = other_server
+    session_url = page.url
+    assert session_url.startswith(server.base_url) and TOKEN not in session_url
+    expect(page.locator("h1")).to_contain_text("3 of 3")
+    # The browser leaves the inspector for another local app, then visits it again directly.
+    page.evaluate("url => { window.location.href = url; }", f"{other}/from-inspector")
+    page.wait_for_url(f"{other}/from-inspector")
+    page.goto(f"{other}/again")
+    assert len(seen) >= 2
+    for headers in seen:
+        for name, value in headers.items():
+            assert TOKEN not in value, (name, value)
+    session = _session_base(None, session_url)
+    assert all(session.rsplit("/", 1)[-1] not in v for h in seen for v in h.values())
+    # Whatever it got is of no use against the inspector, as a cookie or as a bearer token.
+    values = [v.strip() for h in seen for v in h.values()] + [
+        part.split("=", 1)[-1].strip() for h in seen for part in h.get("cookie", "").split(";")]
+    values = [v for v in values if v]
+    with httpx.Client(base_url=server.base_url) as client:
+        for value in values:
+            for headers in ({"cookie": value}, {"authorization": f"Bearer {value}"}):
+                assert client.get("/api/log", headers=headers).status_code == 403
+    # The inspector still works in the browser that holds the session.
+    page.goto(session_url)
+    expect(page.locator("h1")).to_contain_text("3 of 3")

@@ -392,3 +392,32 @@ def test_the_private_fast_path_names_still_exist() -> None:
 
     assert hasattr(trace_module, "_TRACER_PROVIDER")
     assert hasattr(metrics_internal, "_METER_PROVIDER")
+
+
+def test_spans_keep_no_argument_value_or_url_secret(spans: InMemorySpanExporter,
+                                                    tmp_path: Path) -> None:
+    secret = "hunter2-secret"
+    reg = make_registry()
+    assert secret in reg.invoke("add", {"a": secret, "b": 2}).text  # the model is told
+    url = "http://bob:pa55word@127.0.0.1:9/mcp?access_token=tok-123&x=1"
+    with pytest.raises(ConnectionError), operation(reg, "mcp.load", {}):
+        try:
+            raise OSError(f"connect to {url} refused")
+        except OSError as exc:
+            raise ConnectionError(f"cannot load the MCP server {url}") from exc
+    invalid, load = spans.get_finished_spans()
+    assert invalid.status.status_code is StatusCode.ERROR
+    assert secret not in (invalid.status.description or "")
+    assert "<str, 14 chars>" in (invalid.status.description or "")
+    texts = [load.status.description or ""] + [str(v) for e in load.events
+                                                for v in (e.attributes or {}).values()]
+    assert load.events[0].name == "exception"
+    assert "http://127.0.0.1:9/mcp" in load.events[0].attributes["exception.message"]
+    for text in texts:
+        assert "pa55word" not in text and "tok-123" not in text, text
+    # With content capture on, the span says what the model read.
+    spans.clear()
+    captured = make_registry(config=config(tmp_path, "capture-content = true"))
+    captured.invoke("add", {"a": secret, "b": 2})
+    (span,) = spans.get_finished_spans()
+    assert secret in (span.status.description or "")

@@ -62,7 +62,7 @@ def log_result(result: ToolResult) -> None:
         if result.is_error:
             log.info("call.failed", tool=result.name, call_id=result.call_id,
                      duration=round(result.duration, 6), outcome=result.error_kind,
-                     error=result.text[:500])
+                     error=result.loggable_text[:500])
         else:
             log.info("call.finished", tool=result.name, call_id=result.call_id,
                      duration=round(result.duration, 6), outcome="ok")
@@ -267,8 +267,9 @@ class CallPipeline:
                     raise exc
                 values = plan.validator.validate(coerced)
             except Exception as exc2:
-                return error_result(call.id, tool.name, "invalid_arguments",
-                                    validation_message(tool.name, exc2), reason=call.reason)
+                message, redacted = validation_message(tool.name, exc2)
+                return error_result(call.id, tool.name, "invalid_arguments", message,
+                                    reason=call.reason, redacted=redacted)
             call.arguments = arguments = coerced  # what runs is what is authorized
         deciding = None
         if hooks.authorize is not None:

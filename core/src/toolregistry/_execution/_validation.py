@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolregistry._calls import short_repr
+from toolregistry._redaction import value_shape
+from toolregistry._validators import InvalidArguments
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -111,10 +113,13 @@ def _from_string(value: str, kinds: list[Any]) -> Any:
     return _NO
 
 
-def validation_message(name: str, exc: Exception) -> str:
+def validation_message(name: str, exc: Exception) -> tuple[str, str]:
+    """The error text for the model (each bad value quoted) and the same text without the
+    values (their type and size instead), for logs and traces."""
     errors = getattr(exc, "errors", None)
     if callable(errors):  # pydantic
         parts = []
+        redacted = []
         try:
             items = errors(include_url=False)
         except TypeError:
@@ -127,13 +132,20 @@ def validation_message(name: str, exc: Exception) -> str:
             elif err.get("type") == "missing":
                 msg = "required argument missing"
             got = err.get("input")
-            shown = "" if err.get("type") == "missing" else f" (got {short_repr(got)})"
-            parts.append(f"{loc}: {msg}{shown}")
+            missing = err.get("type") == "missing"
+            parts.append(f"{loc}: {msg}" + ("" if missing else f" (got {short_repr(got)})"))
+            redacted.append(f"{loc}: {msg}" + ("" if missing else f" (got {value_shape(got)})"))
         if len(items) > 10:
             parts.append(f"... and {len(items) - 10} more")
-        detail = "; ".join(parts)
+            redacted.append(parts[-1])
+        detail, safe = "; ".join(parts), "; ".join(redacted)
     else:
         detail = str(exc)
+        safe = exc.redacted if isinstance(exc, InvalidArguments) else \
+            f"{type(exc).__name__} (its text is left out: it may quote the arguments)"
+    return (_fix(name, detail), _fix(name, safe))
+
+
+def _fix(name: str, detail: str) -> str:
     return (f"invalid arguments for tool {name!r}: {detail}. Fix these arguments to match the "
             "tool's parameters and call it again.")
-

@@ -8,14 +8,15 @@ on the writer thread, so a logged call stays within the issue's 5 µs budget.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import itertools
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from attrs import frozen
 
 from toolregistry.plugin import log as events
+from toolregistry.plugin import value_shape
 
 from ._settings import PLUGIN_NAME, InspectorSettings
 
@@ -81,24 +83,9 @@ class LogEntry:
                 "approval": self.approval, "spool": self.spool, "format": self.format}
 
 
-def redact(value: Any) -> str:
-    """An argument value as its type and size only: ``"<str, 5 chars>"``, ``"<int>"``,
-    ``"<list, 3 items>"``, ``"<object, 2 keys>"``."""
-    if value is None:
-        return "<null>"
-    if isinstance(value, bool):
-        return "<bool>"
-    if isinstance(value, int):
-        return "<int>"
-    if isinstance(value, float):
-        return "<float>"
-    if isinstance(value, str):
-        return f"<str, {len(value)} chars>"
-    if isinstance(value, Mapping):
-        return f"<object, {len(value)} keys>"
-    if isinstance(value, (list, tuple)):
-        return f"<list, {len(value)} items>"
-    return f"<{type(value).__name__}>"
+redact = value_shape
+"""An argument value as its type and size only: ``"<str, 5 chars>"``, ``"<int>"``,
+``"<list, 3 items>"``, ``"<object, 2 keys>"`` (the kernel's ``value_shape``)."""
 
 
 def _full(value: Any, max_chars: int) -> Any:
@@ -135,11 +122,37 @@ def _spool(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _error(value: Any) -> str | None:
+def _error(value: Any, mode: ArgumentMode) -> str | None:
+    """The error text of a failed call's result; in ``redacted`` mode without the argument
+    values the kernel's message quotes (an ``invalid_arguments`` error names each bad value)."""
     if value is None or isinstance(value, str):
         return value
-    return "\n".join(p.get("text", "") for p in value if isinstance(p, Mapping)
-                     and p.get("type") == "text")
+    text: str = value.text if mode == "full" else value.loggable_text
+    return text
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} chars)"
+
+
+def _bounded_arguments(shown: dict[str, Any], limit: int) -> dict[str, Any]:
+    """The shown arguments, or their shape when their JSON is longer than ``limit`` (many
+    keys): a stored field never grows without bound."""
+    if len(json.dumps(shown, ensure_ascii=False, default=repr)) <= limit:
+        return shown
+    return {"(arguments)": f"<object, {len(shown)} keys, over {limit} chars>"}
+
+
+def _bounded_approval(data: dict[str, Any] | None, limit: int) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    out = {k: _cut(v, limit // 4) if isinstance(v, str) else v for k, v in data.items()}
+    if len(json.dumps(out, default=repr)) > limit:
+        out = {k: out[k] for k in ("id", "rule") if k in out}
+    return out
 
 
 class _Filter:
@@ -193,6 +206,30 @@ class _Filter:
         return (" WHERE " + " AND ".join(where)) if where else "", params
 
 
+@frozen
+class _Shaper:
+    """How a record becomes what the log shows and stores: arguments shaped (``redacted`` or
+    ``full``), the error without the values the kernel quoted unless ``full``, every field
+    bounded (``max_field_chars``), so that no row grows without bound."""
+
+    mode: ArgumentMode
+    max_value_chars: int
+    max_field_chars: int
+
+    def entry(self, record: _Record) -> LogEntry:
+        seq, started, tool, call_id, arguments, outcome, duration, reason, error, approval, \
+            spool, fmt = record
+        limit = self.max_field_chars
+        shown = shape_arguments(arguments, self.mode, self.max_value_chars)
+        return LogEntry(seq=seq, time=started, tool=_cut(tool, limit) or "",
+                        call_id=_cut(call_id, limit),
+                        arguments=_bounded_arguments(shown, limit), outcome=outcome[:limit],
+                        duration=duration, reason=_cut(reason, limit),
+                        error=_cut(_error(error, self.mode), limit),
+                        approval=_bounded_approval(_approval(approval), limit),
+                        spool=_cut(_spool(spool), limit), format=fmt[:limit])
+
+
 class _Observer:
     """The registry's call observer: one record per finished call, nothing else."""
 
@@ -210,7 +247,7 @@ class _Observer:
         error = result.error_kind
         record = (next(self._seq), token, call.name, call.id, call.arguments,
                   error or ("error" if result.is_error else "ok"), result.duration, call.reason,
-                  result.content if result.is_error else None, result.approval,
+                  result if result.is_error else None, result.approval,
                   result.metadata.get("spool") if result.metadata else None, call.format)
         self._append(record)
         if self._put is not None:
@@ -228,18 +265,23 @@ class ExecutionLog:
     def __init__(self, size: int = 10_000, *, db: str | Path | None = None,
                  arguments: ArgumentMode = "redacted", max_value_chars: int = 2000,
                  retention_seconds: float = 7 * 86_400.0, max_rows: int = 1_000_000,
-                 registry_name: str = "registry") -> None:
+                 registry_name: str = "registry", max_field_chars: int = 8000) -> None:
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"the execution log's size must be a positive integer, got {size!r}")
         if arguments not in ("redacted", "full"):
             raise ValueError(f"arguments must be 'redacted' or 'full', got {arguments!r}")
+        if not isinstance(max_field_chars, int) or max_field_chars < 64:
+            raise ValueError("max_field_chars must be an integer of at least 64, got "
+                             f"{max_field_chars!r}")
         self.size = size
         self.arguments: ArgumentMode = arguments
         self.max_value_chars = max_value_chars
+        self.max_field_chars = max_field_chars
         self._buffer: deque[_Record] = deque(maxlen=size)
         self._seq = itertools.count(1)
-        self._writer = (_Writer(Path(db), self, retention_seconds, max_rows, registry_name)
-                        if db is not None else None)
+        self._shaper = _Shaper(arguments, max_value_chars, max_field_chars)
+        self._writer = (_Writer(Path(db), self._shaper, retention_seconds, max_rows,
+                                registry_name) if db is not None else None)
         self.observer = _Observer(self)
 
     @property
@@ -251,13 +293,8 @@ class ExecutionLog:
         return len(self._buffer)
 
     def entry(self, record: _Record) -> LogEntry:
-        seq, started, tool, call_id, arguments, outcome, duration, reason, error, approval, \
-            spool, fmt = record
-        return LogEntry(seq=seq, time=started, tool=tool, call_id=call_id,
-                        arguments=shape_arguments(arguments, self.arguments,
-                                                  self.max_value_chars),
-                        outcome=outcome, duration=duration, reason=reason, error=_error(error),
-                        approval=_approval(approval), spool=_spool(spool), format=fmt)
+        """A record as the log shows and stores it (see :class:`_Shaper`)."""
+        return self._shaper.entry(record)
 
     def entries(self, *, tool: str | None = None, outcome: str | None = None,
                 since: float | None = None, call_id: str | None = None,
@@ -338,22 +375,51 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _private_file(path: Path) -> None:
+    """Create ``path`` (and its folder) readable by this user only -- the log names the
+    tools, the callers and what failed -- or make an existing one so. SQLite gives the
+    ``-wal`` and ``-shm`` files the database file's mode."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask, or a file made before
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                path.with_name(path.name + suffix).chmod(0o600)
+    except PermissionError as exc:  # another user's file, shared on purpose: used as it is
+        events.warning("inspector.log_not_private", path=str(path), error=str(exc))
+    finally:
+        os.close(fd)
+
+
+_WAL_LIMIT = 1 << 20  # bytes the -wal file keeps after a checkpoint
+
+
 class _Writer:
     """Batches records from the observer into the SQLite file on a thread of its own, and
-    applies the retention (age, then row count) every few seconds."""
+    applies the retention (age, then row count) every few seconds, giving the space of the
+    rows it deletes back to the file system."""
 
-    def __init__(self, path: Path, owner: ExecutionLog, retention_seconds: float,
+    def __init__(self, path: Path, shaper: _Shaper, retention_seconds: float,
                  max_rows: int, registry_name: str) -> None:
         self.path = path.expanduser().resolve()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            _private_file(self.path)
             conn = _connect(self.path)
+            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                # Incremental: deleted rows' pages can be handed back after retention. A file
+                # made before needs one VACUUM for the mode to take effect.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    conn.execute("VACUUM")
             conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
             conn.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
         self._conn = conn
-        self._owner = weakref.ref(owner)
+        self._shaper = shaper
         self._queue: SimpleQueue[Any] = SimpleQueue()
         self.put = self._queue.put
         self.retention = retention_seconds
@@ -364,18 +430,14 @@ class _Writer:
                                         daemon=True)
         self._thread.start()
 
-    def _rows(self, records: list[_Record], log: ExecutionLog | None) -> Iterator[tuple[Any, ...]]:
-        mode: ArgumentMode = log.arguments if log is not None else "redacted"
-        max_chars = log.max_value_chars if log is not None else 2000
+    def _rows(self, records: list[_Record]) -> Iterator[tuple[Any, ...]]:
         for r in records:
-            _seq, started, tool, call_id, arguments, outcome, duration, reason, error, \
-                approval, spool, fmt = r
-            approval_dict = _approval(approval)
-            yield (started, self.registry_name, tool, call_id,
-                   json.dumps(shape_arguments(arguments, mode, max_chars), ensure_ascii=False),
-                   outcome, duration, reason, _error(error),
-                   None if approval_dict is None else json.dumps(approval_dict, default=repr),
-                   _spool(spool), fmt)
+            e = self._shaper.entry(r)
+            yield (e.time, self.registry_name, e.tool, e.call_id,
+                   json.dumps(e.arguments, ensure_ascii=False), e.outcome, e.duration,
+                   e.reason, e.error,
+                   None if e.approval is None else json.dumps(e.approval, default=repr),
+                   e.spool, e.format)
 
     def _write(self, records: list[_Record]) -> None:
         sql = ("INSERT INTO calls (time, registry, tool, call_id, arguments, outcome, duration,"
@@ -383,17 +445,24 @@ class _Writer:
         try:
             with self._conn:
                 self._conn.execute("BEGIN")
-                self._conn.executemany(sql, self._rows(records, self._owner()))
+                self._conn.executemany(sql, self._rows(records))
         except sqlite3.Error as exc:
             events.warning("inspector.log_write_failed", path=str(self.path), calls=len(records),
                            error=f"{type(exc).__name__}: {exc}")
 
     def _retain(self) -> None:
         try:
-            self._conn.execute("DELETE FROM calls WHERE time < ?",
-                               (time.time() - self.retention,))
-            self._conn.execute("DELETE FROM calls WHERE seq <= (SELECT MAX(seq) FROM calls) - ?",
-                               (self.max_rows,))
+            conn = self._conn
+            deleted = conn.execute("DELETE FROM calls WHERE time < ?",
+                                   (time.time() - self.retention,)).rowcount
+            deleted += conn.execute(
+                "DELETE FROM calls WHERE seq <= (SELECT MAX(seq) FROM calls) - ?",
+                (self.max_rows,)).rowcount
+            if deleted > 0:
+                # The free pages go back to the file system (run as a script: a statement
+                # executed once frees one page), and the -wal file shrinks.
+                conn.executescript("PRAGMA incremental_vacuum;")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         except sqlite3.Error as exc:
             events.warning("inspector.log_retention_failed", path=str(self.path),
                            error=f"{type(exc).__name__}: {exc}")
@@ -506,6 +575,7 @@ def get_log(registry: ToolRegistry) -> ExecutionLog | None:
                 made = ExecutionLog(settings.log_size, db=db,
                                     arguments=settings.arguments,
                                     max_value_chars=settings.max_value_chars,
+                                    max_field_chars=settings.max_field_chars,
                                     retention_seconds=settings.log_retention_seconds,
                                     max_rows=settings.log_max_rows,
                                     registry_name=registry.name)

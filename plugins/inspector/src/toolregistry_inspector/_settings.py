@@ -19,6 +19,7 @@ class InspectorSettings(BaseModel):
     ``log_max_rows``: rows older or beyond that are deleted from the file.
     ``arguments``: ``"redacted"`` (default) keeps each argument's type and size, never its
     value; ``"full"`` keeps the values (JSON-encoded, cut at ``max_value_chars``).
+    ``max_field_chars``: the longest any field of an entry is kept (an error text, a reason).
     ``host`` / ``port`` / ``read_only``: defaults of ``toolregistry inspect``.
     """
 
@@ -31,6 +32,7 @@ class InspectorSettings(BaseModel):
     log_max_rows: int = Field(default=1_000_000, ge=1)
     arguments: Literal["redacted", "full"] = "redacted"
     max_value_chars: int = Field(default=2000, ge=16)
+    max_field_chars: int = Field(default=8000, ge=64)
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     read_only: bool = False

@@ -1,5 +1,5 @@
 """What the web UI shows, computed from the registry: tool rows and flags, schema sizes per
-provider format, the "try it" form read from a JSON Schema, and the pending MCP changes.
+provider format, the "try it" form read from a JSON Schema, and the pending tool changes.
 No web framework here: plain data for the templates and the tests."""
 
 from __future__ import annotations
@@ -204,22 +204,24 @@ def read_form(fields: list[Field], form: Mapping[str, str]) -> dict[str, Any]:
 
 
 def pending_changes(registry: ToolRegistry) -> list[dict[str, Any]]:
-    """The tools a server changed after they were accepted (the mcp plugin's review)."""
+    """The tool changes waiting for review (the kernel's ``registry.pending_changes()``), each
+    as a diff against the registered version, with the screening findings of the version
+    under review."""
     out = []
-    for tool in registry.get_tools(include_disabled=True):
-        extra = tool.metadata.extra
-        if not extra.get("changed_since_registration"):
+    for change in registry.pending_changes():
+        tool = registry.get_tool(change.tool)
+        if tool is None:
             continue
-        new_description = str(extra.get("pending_description", ""))
-        new_parameters = extra.get("pending_parameters")
         out.append({
-            "name": tool.name,
-            "hash": extra.get("pending_hash"),
-            "accepted_hash": extra.get("accepted_hash"),
-            "description_diff": diff(tool.description, new_description),
+            "name": change.tool,
+            "hash": change.version,
+            "accepted_hash": change.accepted,
+            "source": change.source,
+            "kept": change.kept,
+            "description_diff": diff(tool.description, change.description),
             "schema_diff": diff(json.dumps(tool.parameters, indent=2, sort_keys=True),
-                                json.dumps(new_parameters, indent=2, sort_keys=True)),
-            "findings": list(extra.get("mcp_findings") or ()),
+                                json.dumps(change.parameters, indent=2, sort_keys=True)),
+            "findings": [dict(f) for f in change.findings],
         })
     return out
 

@@ -1,10 +1,17 @@
 """The inspector's web app (Starlette): HTML rendered on the server with Jinja2, a little
 plain JavaScript for the live log, every asset packaged. ``create_app(registry)``.
 
-Security, on every request: the token (from the printed URL, then a same-site cookie, or an
-``Authorization: Bearer`` header); the ``Host`` header must name a loopback address or an
-allowed host (no DNS rebinding); an ``Origin`` header must be the app's own origin or an
-allowed one. Actions (POST) also need the page's CSRF token and are refused in read-only mode.
+Security, on every request: the token (from the printed URL, then the session path it is
+traded for, or an ``Authorization: Bearer`` header); the ``Host`` header must name a loopback
+address or an allowed host (no DNS rebinding); an ``Origin`` header must be the app's own
+origin or an allowed one. Actions (POST) also need the page's CSRF token and are refused in
+read-only mode.
+
+The browser's session lives in the path (``/s/<session>/tools``), never in a cookie: a
+browser sends a host's cookies to every port of it, so any other local server the same browser
+visits would receive a cookie, and could replay it. The session value is derived from the
+token (the token itself is never the session), and pages are served with
+``Referrer-Policy: same-origin``, so the path does not leave the origin either.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 PAGE_SIZE = 100
 MAX_FORM_BYTES = 1 << 20
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-COOKIE = "toolregistry_inspector"
+SESSION_PATH = "/s/"
 
 
 def _hostname(value: str) -> str:
@@ -58,8 +65,8 @@ class Guard:
         self.token = token
         self.hosts = {h.lower() for h in (*LOOPBACK, *allowed_hosts)}
         self.origins = {o.rstrip("/").lower() for o in allowed_origins}
-        # Several inspectors on one host (different ports) keep their cookies apart.
-        self.cookie = f"{COOKIE}_{hashlib.sha256(token.encode()).hexdigest()[:8]}"
+        self.session = session_key(token)
+        self.prefix = f"{SESSION_PATH}{self.session}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -76,6 +83,8 @@ class Guard:
         if origin is not None and not self._origin_ok(origin, host):
             await _plain(send, 403, f"requests from origin {origin!r} are refused")
             return
+        root = scope.get("root_path", "")
+        path = scope["path"][len(root):] if scope["path"].startswith(root) else scope["path"]
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         given = query.get("token")
         if given is not None:
@@ -83,32 +92,45 @@ class Guard:
                 await _plain(send, 403, "wrong token: open the URL toolregistry inspect printed")
                 return
             if scope["method"] == "GET":
-                # Trade the token in the URL for a cookie, and drop it from the address bar.
+                # Trade the token in the URL for the session path, and drop it from the
+                # address bar (and so from the history).
                 rest = urlencode([(k, v) for k, v in parse_qsl(
                     scope.get("query_string", b"").decode("latin-1")) if k != "token"])
-                location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-                await send({"type": "http.response.start", "status": 303, "headers": [
-                    (b"location", location.encode("latin-1")),
-                    (b"set-cookie", (f"{self.cookie}={self.token}; Path=/; HttpOnly; "
-                                     "SameSite=Strict").encode("latin-1")),
-                    (b"cache-control", b"no-store")]})
-                await send({"type": "http.response.body", "body": b""})
+                inner = self._inner(path)
+                location = root + self.prefix + (path if inner is None else inner) + \
+                    (f"?{rest}" if rest else "")
+                await _redirect(send, location)
                 return
-        elif not self._has_token(headers):
-            await _plain(send, 403, "this inspector needs its token: open the URL "
-                                    "toolregistry inspect printed (…?token=…)")
-            return
+        else:
+            inner = self._inner(path)
+            if inner is not None:
+                if inner in ("", "/"):
+                    await _redirect(send, root + self.prefix + "/tools")
+                    return
+                # The app sees the session prefix as its root: its routes and links work under
+                # it (``base`` in the templates).
+                scope = {**scope, "root_path": root + self.prefix}
+            elif not self._bearer(headers):
+                await _plain(send, 403, "this inspector needs its token: open the URL "
+                                        "toolregistry inspect printed (…?token=…)")
+                return
         scope.setdefault("state", {})["csrf"] = csrf_token(self.token)
         await self.app(scope, receive, send)
 
-    def _has_token(self, headers: dict[str, str]) -> bool:
+    def _inner(self, path: str) -> str | None:
+        """The path inside the session (``/tools`` of ``/s/<session>/tools``), or ``None``
+        when ``path`` is not under the session."""
+        if not path.startswith(SESSION_PATH):
+            return None
+        key, slash, rest = path[len(SESSION_PATH):].partition("/")
+        if not hmac.compare_digest(key.encode(), self.session.encode()):
+            return None
+        return slash + rest
+
+    def _bearer(self, headers: dict[str, str]) -> bool:
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             return hmac.compare_digest(auth[7:].strip().encode(), self.token.encode())
-        for part in headers.get("cookie", "").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == self.cookie:
-                return hmac.compare_digest(value.encode(), self.token.encode())
         return False
 
     def _origin_ok(self, origin: str, host: str) -> bool:
@@ -119,12 +141,31 @@ class Guard:
         return parts.scheme in ("http", "https") and parts.netloc == host.lower()
 
 
+async def _redirect(send: Send, location: str) -> None:
+    await send({"type": "http.response.start", "status": 303, "headers": [
+        (b"location", location.encode("latin-1")), (b"cache-control", b"no-store"),
+        (b"referrer-policy", b"no-referrer")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def session_key(token: str) -> str:
+    """The session path segment of an inspector: derived from its token (the same token gives
+    the same session after a restart), never the token itself."""
+    return hmac.new(token.encode(), b"toolregistry-inspector session",
+                    hashlib.sha256).hexdigest()[:32]
+
+
 async def _plain(send: Send, status: int, text: str) -> None:
     body = (text + "\n").encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"text/plain; charset=utf-8"),
         (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _within(request: Request, path: str) -> str:
+    """``path`` of the app, under the root (the session) the request came in on."""
+    return str(request.scope.get("root_path", "")) + path
 
 
 def csrf_token(token: str) -> str:
@@ -135,9 +176,9 @@ def csrf_token(token: str) -> str:
 
 class _Extensions:
     """The other plugins the UI works with, when they are loaded in the registry (the
-    inspector never needs them): the policy plugin's queue through its plugin state, discovery
-    through the kernel's ``toolregistry.tool_discovery``, and the mcp plugin's documented
-    ``refresh(accept_changes=)`` (there is no kernel hook for accepting a reviewed change)."""
+    inspector never needs them): the policy plugin's queue through its plugin state and
+    discovery through the kernel's ``toolregistry.tool_discovery``. Reviewed changes go
+    through the registry (``pending_changes``, ``accept_change``, ``keep_change``)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
@@ -164,12 +205,6 @@ class _Extensions:
             self._discovery = ToolDiscoveryTool(self.registry)
             self._discovery_version = version
         return self._discovery
-
-    def accept_change(self, name: str, version_hash: str) -> None:
-        import importlib
-
-        importlib.import_module("toolregistry_mcp").refresh(
-            self.registry, accept_changes={name: version_hash})
 
 
 def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: bool = False,
@@ -199,12 +234,13 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                                                         default=repr)
     env.filters["short_json"] = lambda v: json.dumps(v, ensure_ascii=False, default=repr)
     ext = _Extensions(registry)
-    state: dict[str, Any] = {"kept": {}, "calls": 0}
+    state: dict[str, Any] = {"calls": 0}
     plugin_state = registry.plugin_state("inspector")  # "changes": counted by on_change
 
     def render(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
         html = env.get_template(template).render(
             request=request, csrf=request.scope["state"]["csrf"], read_only=read_only,
+            base=request.scope.get("root_path", ""),
             registry=registry, has_policy=ext.loaded("policy"), page=template.split(".", maxsplit=1)[0],
             **ctx)
         return HTMLResponse(html, status_code=status, headers={
@@ -231,7 +267,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         return values
 
     async def home(request: Request) -> Response:
-        return RedirectResponse("/tools", status_code=303)
+        return RedirectResponse(_within(request, "/tools"), status_code=303)
 
     async def tools(request: Request) -> Response:
         q = request.query_params
@@ -389,14 +425,11 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                     approver="inspector"))
         except (LookupError, ValueError, TypeError) as exc:
             return await approvals(request, status=400, error=f"{approval_id}: {exc}")
-        return RedirectResponse("/approvals", status_code=303)
+        return RedirectResponse(_within(request, "/approvals"), status_code=303)
 
     async def changes(request: Request, status: int = 200, **extra: Any) -> Response:
-        found = _views.pending_changes(registry)
-        for change in found:
-            change["kept"] = state["kept"].get(change["name"]) == change["hash"]
-        return render(request, "changes.html", status=status, changes=found,
-                      mcp_on=ext.loaded("mcp"), **extra)
+        found = await run_in_threadpool(_views.pending_changes, registry)
+        return render(request, "changes.html", status=status, changes=found, **extra)
 
     async def review(request: Request) -> Response:
         values = await form_of(request)
@@ -404,18 +437,13 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         action = request.path_params["action"]
         if action not in ("accept", "keep"):
             raise _Refused(404, f"no action {action!r}: accept or keep")
-        version = values.get("hash", "")
-        if action == "keep":
-            state["kept"][name] = version
-            return RedirectResponse("/changes", status_code=303)
-        if not ext.loaded("mcp"):
-            raise _Refused(404, "reviewing MCP changes needs the mcp plugin")
+        decide = registry.accept_change if action == "accept" else registry.keep_change
         try:
-            await run_in_threadpool(ext.accept_change, name, version)
+            await run_in_threadpool(decide, name, values.get("hash", ""))
         except Exception as exc:
             return await changes(request, status=400,
                                  error=f"{name}: {type(exc).__name__}: {exc}")
-        return RedirectResponse("/changes", status_code=303)
+        return RedirectResponse(_within(request, "/changes"), status_code=303)
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Refused)

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from toolregistry import Tool, ToolRegistry
     from toolregistry.plugin import Runner
+    from toolregistry.types import PendingChange
 
 
 # The loader, the client and the SDK are imported on first use, so that loading the plugin
@@ -59,3 +60,28 @@ def dispatch(registry: ToolRegistry, tool: Tool) -> Runner | None:
     from ._runner import runner_for
 
     return runner_for(tool)
+
+
+def _has_sources(registry: ToolRegistry) -> bool:
+    # Without a loaded server there is nothing to review, and the loader is not imported.
+    return bool(registry.plugin_state("mcp").get("sources"))
+
+
+@hookimpl
+def pending_changes(registry: ToolRegistry) -> list[PendingChange] | None:
+    """The MCP tools whose server changed them after they were accepted."""
+    if not _has_sources(registry):
+        return None
+    from ._review import pending_changes as pending
+
+    return pending(registry)
+
+
+@hookimpl
+def review_change(registry: ToolRegistry, tool: str, version: str, action: str) -> bool | None:
+    """Accept (through ``refresh(accept_changes=)``) or keep a pending version of an MCP tool."""
+    if not _has_sources(registry):
+        return None
+    from ._review import review_change as review
+
+    return review(registry, tool, version, action)

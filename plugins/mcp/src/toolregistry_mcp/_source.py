@@ -100,6 +100,7 @@ class _Registered:
     # Versions seen and not accepted, oldest first: any version that was shown as pending
     # can be accepted by its hash, even after the server moved on.
     versions: dict[str, mcp_types.Tool] = attrs.field(factory=dict)
+    kept: str | None = None  # a pending version someone chose not to adopt (keep_change)
 
     def remember(self, fingerprint: str, tool: mcp_types.Tool) -> None:
         self.versions.pop(fingerprint, None)

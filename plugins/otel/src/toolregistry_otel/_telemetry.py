@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 import time
+import traceback
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +157,16 @@ class _Instruments:
         self.discovery = meter.create_histogram(
             "toolregistry.discovery.query.duration", unit="s",
             description="Duration of discovery queries.")
+
+
+_URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^\s/?#'\"<>]*@)?"
+                  r"(?P<rest>[^\s?#'\"<>]*)(?P<query>\?[^\s#'\"<>]*)?(?:#[^\s'\"<>]*)?")
+
+
+def without_secrets(text: str) -> str:
+    """``text`` with every URL in it cut to scheme, host, port and path: no ``user:password@``,
+    no query string (tokens travel there), no fragment."""
+    return _URL.sub(lambda m: m["scheme"] + m["rest"], text)
 
 
 def inject(carrier: MutableMapping[str, str]) -> None:
@@ -303,7 +315,9 @@ class ToolObserver:
         if span is not None:
             if failed:
                 span.set_attribute("error.type", result.outcome)
-                span.set_status(Status(StatusCode.ERROR, self.telemetry.bound(result.text)))
+                # Without content capture, not the argument values the kernel's message quotes.
+                text = result.text if self.capture else result.loggable_text
+                span.set_status(Status(StatusCode.ERROR, self.telemetry.bound(text)))
             if self.capture:
                 t = self.telemetry
                 if call.arguments is not None:
@@ -404,10 +418,18 @@ class OperationObserver:
         try:
             span.set_attributes(self._attributes(attributes))
             if error is not None:
-                span.set_attribute("error.type", type(error).__qualname__)
-                span.record_exception(error)
-                span.set_status(Status(StatusCode.ERROR,
-                                       self.telemetry.bound(f"{type(error).__name__}: {error}")))
+                kind = type(error).__qualname__
+                span.set_attribute("error.type", kind)
+                # As record_exception, with the URLs in the texts cut to scheme, host and path:
+                # a loader's error quotes the URL it failed on, credentials and query included.
+                message = without_secrets(str(error))
+                span.add_event("exception", {
+                    "exception.type": kind, "exception.message": self.telemetry.bound(message),
+                    "exception.stacktrace": without_secrets("".join(
+                        traceback.format_exception(type(error), error, error.__traceback__))),
+                    "exception.escaped": False})
+                span.set_status(Status(StatusCode.ERROR, self.telemetry.bound(
+                    f"{type(error).__name__}: {message}")))
             span.end()
         finally:
             try:

@@ -62,7 +62,7 @@ function liveLog() {
       if (table.dataset.tool) params.set("tool", table.dataset.tool);
       if (table.dataset.outcome) params.set("outcome", table.dataset.outcome);
       try {
-        const response = await fetch("/api/log?" + params, { credentials: "same-origin" });
+        const response = await fetch(document.body.dataset.base + "/api/log?" + params, { credentials: "same-origin" });
         if (response.ok) {
           const data = await response.json();
           for (const e of data.entries) {
