@@ -478,3 +478,68 @@ def test_a_class_source_named_after_its_class(tmp_path: Path) -> None:
     with ToolRegistry.from_config(cfg) as registry:
         assert registry.list_tools() == ["Greeter-hello"]
     sys.modules.pop("ns_tools")
+
+
+class _PathsModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    folder: str | None = None
+    port: int = 0
+    nested: dict[str, Any] = {}
+
+
+def test_env_vars_are_expanded_in_every_table(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TR_TIMEOUT", "12")
+    monkeypatch.setenv("TR_SANDBOX", "/srv/sandbox")
+    monkeypatch.setenv("TR_PORT", "8123")
+    monkeypatch.delenv("TOOLREGISTRY_DEFAULT_TIMEOUT", raising=False)
+    cfg = write(tmp_path, """
+        [tool.toolregistry]
+        default-timeout = "${TR_TIMEOUT}"
+
+        [tool.toolregistry.plugins.paths]
+        folder = "${TR_SANDBOX}/scratch"
+        port = "${TR_PORT}"
+        nested = { rules = [{ inside = ["${TR_SANDBOX}/x", "$${TR_SANDBOX}"] }] }
+    """)
+    assert ToolRegistry(config=cfg).default_timeout == 12
+    settings = plugin_settings("paths", _PathsModel, load_config(cfg))
+    assert settings.folder == "/srv/sandbox/scratch" and settings.port == 8123
+    assert settings.nested == {"rules": [{"inside": ["/srv/sandbox/x", "${TR_SANDBOX}"]}]}
+
+
+def test_an_unset_variable_in_a_plugin_table_names_the_table(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.delenv("TR_UNSET", raising=False)
+    cfg = write(tmp_path, '[tool.toolregistry.plugins.paths]\nfolder = "${TR_UNSET}"\n')
+    config = load_config(cfg)  # not needed by the kernel: no error until the plugin reads it
+    with pytest.raises(ConfigError, match=r"plugins\.paths\].*folder: environment variable "
+                                          r"TR_UNSET is not set"):
+        plugin_settings("paths", _PathsModel, config)
+
+
+def test_config_paths_are_relative_to_the_configuration_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolregistry.plugin import ConfigPath
+
+    class Model(BaseModel):
+        directory: ConfigPath | None = None
+        store: ConfigPath = "default.db"
+        url: ConfigPath = "x"
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    cfg = write(conf, """
+        [tool.toolregistry.plugins.paths]
+        directory = "spool"
+        url = "sqlite:///rel.db"
+    """)
+    monkeypatch.chdir(tmp_path)
+    settings = plugin_settings("paths", Model, load_config(cfg))
+    assert settings.directory == str(conf / "spool")
+    assert settings.url == "sqlite:///rel.db"
+    # In code, a relative path means the working directory, as everywhere in Python.
+    assert Model(directory="spool").directory == "spool"
+    assert Model(directory="~/s").directory == str(Path.home() / "s")

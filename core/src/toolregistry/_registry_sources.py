@@ -198,9 +198,7 @@ def load_source(registry: ToolRegistry, index: int, source: dict[str, Any]) -> N
 
 
 def _relative_to(folder: Path, value: Any) -> Any:
-    """A relative file path in the configuration, against the configuration's folder (URLs
-    and absolute paths unchanged)."""
-    if not isinstance(value, str) or "://" in value or Path(value).is_absolute():
-        return value
-    return str(folder / value)
+    """A file path in the configuration (see :func:`_config.resolve_path`); other values
+    unchanged."""
+    return _config.resolve_path(value, folder) if isinstance(value, str) else value
 

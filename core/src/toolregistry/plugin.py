@@ -8,7 +8,8 @@ and the protocols of the objects some hooks return (``CallObserver``, ``BatchObs
 ``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
 out), ``start_call`` (a call made on one thread, awaited on a loop), ``gc_paused`` (the
 cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
-tools at least), and the context seams
+tools at least), ``ConfigPath`` (the pydantic type of a settings option holding a path:
+relative to the configuration file's folder), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
@@ -38,6 +39,7 @@ from .hookspecs import (
 )
 
 if TYPE_CHECKING:
+    from ._config_path import ConfigPath
     from ._execution._async import StartedCall
     from ._registry import ToolRegistry
     from .formats import (
@@ -60,6 +62,7 @@ __all__ = [
     "ChoiceMode",
     "Command",
     "CommandContext",
+    "ConfigPath",
     "Definition",
     "Exporter",
     "Loader",
@@ -126,4 +129,5 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
 
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
                  "has_field")
-__getattr__ = lazy_exports(__name__, dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"))
+__getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
+                                      "ConfigPath": "toolregistry._config_path"})
