@@ -46,8 +46,10 @@ def settings_model() -> type[BaseModel]:
 
 @hookimpl
 def call_observer(registry: ToolRegistry, tool: Tool) -> ToolObserver:
-    """An ``execute_tool`` span and the call metrics for every call of ``tool``."""
-    return telemetry(registry).tool_observer(tool)
+    """An ``execute_tool`` span and the call metrics for every call of ``tool`` (a stand-in
+    for a call naming no registered tool gets the span only)."""
+    return telemetry(registry).tool_observer(
+        tool, registered=registry.get_tool(tool.name) is tool)
 
 
 @hookimpl

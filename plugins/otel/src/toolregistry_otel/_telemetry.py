@@ -209,8 +209,8 @@ class Telemetry:
         return self.json_text(value)
 
     # -- observers -------------------------------------------------------------------------
-    def tool_observer(self, tool: Tool) -> ToolObserver:
-        return ToolObserver(self, tool)
+    def tool_observer(self, tool: Tool, *, registered: bool = True) -> ToolObserver:
+        return ToolObserver(self, tool, registered)
 
     def batch_observer(self) -> BatchObserver | None:
         return BatchObserver(self) if self.settings.trace_batches else None
@@ -246,10 +246,12 @@ class ToolObserver:
     __slots__ = ("capture", "metric_attributes", "metrics", "ok_attributes",
                  "outcome_attributes", "running", "span_name", "static", "telemetry")
 
-    def __init__(self, telemetry: Telemetry, tool: Tool) -> None:
+    def __init__(self, telemetry: Telemetry, tool: Tool, registered: bool = True) -> None:
         self.telemetry = telemetry
         self.capture = telemetry.capture
-        self.metrics = telemetry.settings.metrics
+        # A call naming no registered tool is a span, not a metric series: the name is the
+        # model's, and metric attributes must stay few.
+        self.metrics = telemetry.settings.metrics and registered
         self.span_name = f"execute_tool {tool.name}"
         kind = tool.provenance.kind
         self.static: dict[str, Any] = {
@@ -264,7 +266,8 @@ class ToolObserver:
         self.static["toolregistry.tool.source"] = kind
         self.metric_attributes = {"gen_ai.tool.name": tool.name,
                                   "toolregistry.registry": telemetry.registry_name}
-        self.running = IN_FLIGHT.running(tuple(self.metric_attributes.items()))
+        self.running = (IN_FLIGHT.running(tuple(self.metric_attributes.items()))
+                        if self.metrics else set())
         self.ok_attributes = {**self.metric_attributes, "toolregistry.outcome": "ok"}
         self.outcome_attributes: dict[str, dict[str, str]] = {}  # the error kinds, made once
 
@@ -352,6 +355,9 @@ class BatchObserver:
         if token is None:
             return
         failed = sum(1 for r in results if r.outcome != "ok")
+        # Every call counts, those that could not be read too (batch_started sees only the
+        # calls that were parsed).
+        token.set_attribute("toolregistry.batch.size", len(results))
         token.set_attribute("toolregistry.batch.errors", failed)
         if failed:
             token.set_attribute("error.type", "tool_errors")
