@@ -191,6 +191,24 @@ def test_calls_refused_before_validation_are_spans_and_counted(
     reg.close()
 
 
+def test_process_isolated_tools_continue_the_callers_trace(spans: InMemorySpanExporter
+                                                            ) -> None:
+    from toolregistry import ToolMetadata
+
+    with ToolRegistry() as reg:
+        reg.register(current_trace, name="isolated",
+                     metadata=ToolMetadata(isolation="process"))
+        with tracer.start_as_current_span("agent turn") as root:
+            [sync] = reg.execute_tool_calls([chat("isolated", {}, "p1")])
+            asynced = asyncio.run(reg.ainvoke("isolated", {}, call_id="p2"))
+        own = {s.attributes["gen_ai.tool.call.id"]: s for s in spans.get_finished_spans()
+               if s.name == "execute_tool isolated"}
+    for result, call_id in ((sync, "p1"), (asynced, "p2")):
+        seen = result.value
+        assert seen["trace_id"] == format(root.get_span_context().trace_id, "032x")
+        assert seen["span_id"] == format(own[call_id].context.span_id, "016x")
+
+
 def test_caller_context_reaches_worker_threads_and_the_private_loop(
         spans: InMemorySpanExporter) -> None:
     reg = make_registry()

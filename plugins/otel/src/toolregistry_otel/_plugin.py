@@ -27,9 +27,9 @@ def telemetry(registry: ToolRegistry) -> Telemetry:
         from toolregistry.plugin import add_carrier, add_log_context
 
         from ._settings import OtelSettings
-        from ._telemetry import Telemetry, inject, log_ids
+        from ._telemetry import Telemetry, continue_carrier, inject, log_ids
 
-        add_carrier(inject)
+        add_carrier(inject, continue_carrier)
         add_log_context(log_ids)
         found = state["telemetry"] = Telemetry(
             registry, registry.plugin_settings(PLUGIN_NAME, OtelSettings))

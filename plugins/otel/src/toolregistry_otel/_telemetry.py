@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry
     from toolregistry.types import ToolCall, ToolResult
 
-__all__ = ["Telemetry", "inject", "log_ids"]
+__all__ = ["Telemetry", "continue_carrier", "inject", "log_ids"]
 
 SCOPE = "toolregistry-otel"
 CONTENT_PREFIX = "content."
@@ -164,6 +164,17 @@ def inject(carrier: MutableMapping[str, str]) -> None:
         propagate.inject(carrier)
 
 
+@contextlib.contextmanager
+def continue_carrier(carrier: Mapping[str, str]) -> Iterator[None]:
+    """The trace context ``carrier`` holds made current for the block (in a process a call
+    was shipped to, which may have no provider: the span is the caller's, not recording)."""
+    token = otel_context.attach(propagate.extract(dict(carrier)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
 def log_ids() -> Mapping[str, str]:
     """``trace_id`` / ``span_id`` of the current span for log events (empty without one)."""
     ctx = trace.get_current_span().get_span_context()
@@ -224,11 +235,8 @@ class Telemetry:
         if _SWITCH.tracing() is None:
             yield
             return
-        token = otel_context.attach(propagate.extract(dict(carrier)))
-        try:
+        with continue_carrier(carrier):
             yield
-        finally:
-            otel_context.detach(token)
 
 
 class ToolObserver:
