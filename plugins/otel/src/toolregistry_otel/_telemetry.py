@@ -231,10 +231,24 @@ class Telemetry:
 
     @contextlib.contextmanager
     def incoming(self, carrier: Mapping[str, str]) -> Iterator[None]:
-        """Make the trace context ``carrier`` holds current for the block."""
+        """Make the trace context ``carrier`` holds current for the block -- unless the
+        server already continues that trace in a span of its own (the MCP SDK's SERVER span
+        of the request): then that span stays the parent, with the carrier's baggage."""
         if _SWITCH.tracing() is None:
             yield
             return
+        current = trace.get_current_span()
+        here = current.get_span_context()
+        if here.is_valid:
+            extracted = propagate.extract(dict(carrier))
+            sent = trace.get_current_span(extracted).get_span_context()
+            if sent.is_valid and sent.trace_id == here.trace_id:
+                token = otel_context.attach(set_span_in_context(current, extracted))
+                try:
+                    yield
+                finally:
+                    otel_context.detach(token)
+                return
         with continue_carrier(carrier):
             yield
 
