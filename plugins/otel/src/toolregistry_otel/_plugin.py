@@ -31,8 +31,13 @@ def telemetry(registry: ToolRegistry) -> Telemetry:
 
         add_carrier(inject, continue_carrier)
         add_log_context(log_ids)
-        found = state["telemetry"] = Telemetry(
-            registry, registry.plugin_settings(PLUGIN_NAME, OtelSettings))
+        settings = registry.plugin_settings(PLUGIN_NAME, OtelSettings)
+        if settings.exporter is not None:
+            from ._setup import install_sdk
+
+            install_sdk(settings, f"[tool.toolregistry.plugins.otel] "
+                                  f"({registry.config.path or 'no file'})")
+        found = state["telemetry"] = Telemetry(registry, settings)
     return found
 
 
