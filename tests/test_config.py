@@ -175,7 +175,11 @@ def test_python_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
      'namespace = true\n', r"namespace must be a string, got True \(true names a class's"),
     ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:JSONDecoder"\n'
-     'namespace = 1.5\n', r"namespace must be a string or true \(the class's name\), got 1.5"),
+     'namespace = 1.5\n', r"namespace must be a string, got 1.5 \(true: the source's own name"),
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
+     'defer = "yes"\n', r"python source 'json:loads': defer must be true or false, got 'yes'"),
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
+     'include = 3\n', r"python source 'json:loads': include must be a tool name or glob"),
 ])
 def test_bad_sources_are_named(tmp_path: Path, body: str, message: str) -> None:
     cfg = write(tmp_path, "[tool.toolregistry]\n" + body)
@@ -543,3 +547,51 @@ def test_config_paths_are_relative_to_the_configuration_file(
     # In code, a relative path means the working directory, as everywhere in Python.
     assert Model(directory="spool").directory == "spool"
     assert Model(directory="~/s").directory == str(Path.home() / "s")
+
+
+def test_every_kind_takes_the_common_source_options(tmp_path: Path) -> None:
+    (tmp_path / "common_tools_mod.py").write_text(textwrap.dedent('''
+        def shout(text: str) -> str:
+            """Shout."""
+            return text.upper()
+
+        def whisper(text: str) -> str:
+            """Whisper."""
+            return text.lower()
+
+        def secret(text: str) -> str:
+            """Not for the model."""
+            return text
+    '''))
+    (tmp_path / "notes.txt").write_text("buy milk\ncall mom\nfix bike\n", encoding="utf-8")
+    cfg = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "common_tools_mod"
+        namespace = "py"
+        defer = true
+        tags = ["read_only", "text"]
+        exclude = ["secret"]
+
+        [[tool.toolregistry.sources]]
+        kind = "notes"
+        file = "notes.txt"
+        include = ["buy", "c*"]
+        exclude = "call"
+        defer = true
+        tags = "chores"
+    """)
+    plugin = Notes()
+    with ToolRegistry.from_config(cfg, plugins=[plugin]) as reg:
+        assert sorted(reg.list_tools()) == ["buy", "py-shout", "py-whisper"]
+        assert plugin.loaded[0][1] == {}  # the kernel applied them: the loader saw none
+        shout = reg.get_tool("py-shout")
+        assert shout is not None and shout.metadata.defer
+        assert {str(t) for t in shout.metadata.tags} == {"read_only"}
+        assert shout.metadata.custom_tags == {"text"}
+        buy = reg.get_tool("buy")
+        assert buy is not None and buy.metadata.defer and buy.metadata.custom_tags == {"chores"}
+        assert [s["function"]["name"] for s in reg.get_schemas(include_deferred=False)] == []
+        # in code the same, for every kind; the loader's own registrations only
+        reg.register_from_notes(str(tmp_path / "notes.txt"), namespace="n", include="fix")
+        assert "n-fix" in reg.list_tools() and "n-buy" not in reg.list_tools()
