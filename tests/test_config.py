@@ -595,3 +595,5 @@ def test_every_kind_takes_the_common_source_options(tmp_path: Path) -> None:
         # in code the same, for every kind; the loader's own registrations only
         reg.register_from_notes(str(tmp_path / "notes.txt"), namespace="n", include="fix")
         assert "n-fix" in reg.list_tools() and "n-buy" not in reg.list_tools()
+        reg.register_from_notes(str(tmp_path / "notes.txt"), namespace="m", exclude="m-b*")
+        assert "m-call" in reg.list_tools() and "m-buy" not in reg.list_tools()

@@ -79,6 +79,12 @@ def test_common_options_on_mcp_openapi_and_langchain_sources(tmp_path: Path, api
             assert pet is not None and "pets" in pet.metadata.custom_tags
             assert "read_only" in {str(t) for t in pet.metadata.tags}
             assert reg.invoke("multiply", {"a": 6, "b": 7}).text == "42"
+            # a tool the server adds later gets them too (the source keeps them)
+            import toolregistry_mcp
+
+            [source] = toolregistry_mcp.sources(reg)
+            assert source.common is not None and source.common.defer
+            assert source.common.tags == ("notes",)
             assert reg.invoke("notes-read_note", {"title": "x"}).outcome in ("ok", "remote")
     finally:
         sys.path.remove(str(tmp_path))

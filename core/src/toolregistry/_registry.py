@@ -333,7 +333,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         source = _source_options.current()
         if source is not None:  # a source kind's loader registering its tools
             with _source_options.consumed():
-                return self._add(source.apply(tools), namespace=namespace, replace=replace)
+                return self._add(source.apply(tools, namespace), namespace=namespace,
+                                 replace=replace)
         if len(tools) < _gc.PAUSE_MIN:  # one register() call: no context manager to pay for
             return self._add_tools(tools, namespace=namespace, replace=replace)
         # many tools at once (a class, a loaded spec, register_tools): the collector waits

@@ -53,8 +53,12 @@ class SourceOptions:
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
 
-    def wants(self, tool: Tool) -> bool:
+    def wants(self, tool: Tool, namespace: str | None = None) -> bool:
+        """Whether ``tool`` (about to be registered under ``namespace``) is one to keep."""
         names = {tool.name, tool.provenance.original_name or tool.name}
+        ns = namespace or tool.namespace
+        if ns:
+            names |= {f"{ns}-{n}" for n in names if not n.startswith(f"{ns}-")}
 
         def matches(globs: tuple[str, ...]) -> bool:
             return any(fnmatch.fnmatchcase(n, g) for n in names for g in globs)
@@ -63,14 +67,15 @@ class SourceOptions:
             return False
         return not matches(self.exclude)
 
-    def apply(self, tools: list[Tool]) -> list[Tool]:
-        """``tools`` filtered, tagged and deferred as the options say."""
+    def apply(self, tools: list[Tool], namespace: str | None = None) -> list[Tool]:
+        """``tools`` (to be registered under ``namespace``) filtered, tagged and deferred as
+        the options say."""
         from .tool import ToolTag
 
         known = {t.value for t in ToolTag}
         out = []
         for tool in tools:
-            if not self.wants(tool):
+            if not self.wants(tool, namespace):
                 continue
             meta = tool.metadata
             changes: dict[str, Any] = {}

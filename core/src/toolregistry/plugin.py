@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ._config_path import ConfigPath
     from ._execution._async import StartedCall
     from ._registry import ToolRegistry
+    from ._source_options import SourceOptions
     from .formats import (
         Answer,
         ChoiceMode,
@@ -85,6 +86,7 @@ __all__ = [
     "normalize_name",
     "operation",
     "outgoing_context",
+    "source_options",
     "start_call",
 ]
 
@@ -102,6 +104,16 @@ def start_call(registry: ToolRegistry, name: str,
     result once, or call its ``cancel()`` when it will not be awaited."""
     return registry._get_executor().start(name, arguments, context=context, timeout=timeout,
                                           call_id=call_id)
+
+
+def source_options() -> SourceOptions | None:
+    """While a source kind's loader runs: the common source options the kernel applies to
+    the tools it registers (``defer``, ``tags``, ``include`` / ``exclude`` the kind does not
+    implement itself), or ``None``. A loader that registers more of the source's tools later
+    (a server's changed tool list) applies them too: ``options.apply(tools)``."""
+    from ._source_options import current
+
+    return current()
 
 
 def import_target(target: str, where: str) -> Any:
