@@ -117,12 +117,7 @@ def split(kind: SourceKind, options: dict[str, Any], where: str
 
 
 @contextlib.contextmanager
-def applying(options: SourceOptions | None) -> Iterator[None]:
-    """While the block runs, tools registered (directly, not by a hook of a plugin they set
-    off) on this context get ``options`` applied."""
-    if options is None:
-        yield
-        return
+def _current_as(options: SourceOptions | None) -> Iterator[None]:
     token = _CURRENT.set(options)
     try:
         yield
@@ -130,17 +125,18 @@ def applying(options: SourceOptions | None) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
+def applying(options: SourceOptions | None) -> contextlib.AbstractContextManager[None]:
+    """While the block runs, tools registered (directly, not by a hook of a plugin they set
+    off) on this context get ``options`` applied."""
+    return contextlib.nullcontext() if options is None else _current_as(options)
+
+
 def current() -> SourceOptions | None:
     """The options of the source being loaded on this context, if any."""
     return _CURRENT.get()
 
 
-@contextlib.contextmanager
-def consumed() -> Iterator[None]:
+def consumed() -> contextlib.AbstractContextManager[None]:
     """Registrations inside the block (a plugin's own tools, set off by the source's) are
     not the source's."""
-    token = _CURRENT.set(None)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+    return _current_as(None)
