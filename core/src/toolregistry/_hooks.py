@@ -118,11 +118,7 @@ class Hooks:
         declared = self.call_hooks(registry, tool) if self._interest else {}
 
         def concerned(name: str) -> list[HookImpl]:
-            every = getattr(self._hook, name).get_hookimpls()
-            if declared:
-                every = [impl for impl in every
-                         if name in declared.get(id(impl.plugin), (name,))]
-            return every  # type: ignore[no-any-return]
+            return self._concerned(name, declared)
 
         caller = self._compiler.caller
         return ToolHooks(caller("pre_invoke", concerned("pre_invoke")),
@@ -131,6 +127,21 @@ class Hooks:
                          self.call_observer(registry, tool, concerned("call_observer")),
                          self.dispatch(registry, tool, concerned("dispatch")),
                          caller("authorized", concerned("authorized")))
+
+    def _concerned(self, name: str, declared: dict[int, frozenset[str]]) -> list[HookImpl]:
+        every = getattr(self._hook, name).get_hookimpls()
+        if declared:
+            every = [impl for impl in every if name in declared.get(id(impl.plugin), (name,))]
+        return every  # type: ignore[no-any-return]
+
+    def observers_of(self, registry: ToolRegistry, tool: Tool) -> tuple[CallObserver, ...]:
+        """The call observers of ``tool`` alone, without compiling its other hooks: for a
+        call that ends before it has a plan (a stand-in of a tool that is not registered).
+
+        Error policy: that of :meth:`call_observer`.
+        """
+        declared = self.call_hooks(registry, tool) if self._interest else {}
+        return self.call_observer(registry, tool, self._concerned("call_observer", declared))
 
     def call_observer(self, registry: ToolRegistry, tool: Tool, impls: Sequence[HookImpl]
                       ) -> tuple[CallObserver, ...]:

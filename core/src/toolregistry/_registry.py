@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
 
-from . import _config, _gc
+from . import _config, _gc, _source_options
 from ._log import log
 from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
@@ -332,6 +332,11 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         return tool.evolve(**changes) if changes else tool
 
     def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
+        source = _source_options.current()
+        if source is not None:  # a source kind's loader registering its tools
+            with _source_options.consumed():
+                return self._add(source.apply(tools, namespace), namespace=namespace,
+                                 replace=replace)
         if len(tools) < _gc.PAUSE_MIN:  # one register() call: no context manager to pay for
             return self._add_tools(tools, namespace=namespace, replace=replace)
         # many tools at once (a class, a loaded spec, register_tools): the collector waits

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -320,8 +320,11 @@ def parse_value(name: str, info: OptionInfo, value: Any, where: str, *, text: bo
         raise ConfigError(f"{where}: {name.replace('_', '-')} {exc}, got {value!r}") from None
 
 
-def parse_file_options(table: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The kernel options present in a ``[tool.toolregistry]`` table (keys normalised), parsed."""
+def parse_file_options(table: Mapping[str, Any], where: str,
+                       texts: Collection[str] = ()) -> dict[str, Any]:
+    """The kernel options present in a ``[tool.toolregistry]`` table (keys normalised), parsed
+    (those named in ``texts`` as text, as from the environment: their ``${VAR}`` was
+    expanded)."""
     options = Settings.options()
-    return {name: parse_value(name, options[name], value, where, text=False)
+    return {name: parse_value(name, options[name], value, where, text=name in texts)
             for name, value in table.items() if name in options}

@@ -91,6 +91,9 @@ class CallObserver(Protocol):
     ``result.duration``, outcome in ``result.outcome``: ``ok``, an error kind, ``denied``,
     ``approval_required``). Whatever ``call_started`` returns comes back as ``token``; an
     observer that returns :data:`UNOBSERVED` sits the call out (no ``call_finished``).
+    A call that ends before it starts (it could not be read, names no tool or a disabled one)
+    is told with both at once; naming no registered tool, the observer is one given for a
+    stand-in ``Tool`` of that name (``provenance.detail == "not registered"``).
     Exceptions from either are logged once per observer and never fail the call.
     """
 

@@ -9,7 +9,8 @@ and the protocols of the objects some hooks return (``CallObserver``, ``BatchObs
 out), ``port_number`` (an argparse type for a command's ``--port``), ``start_call`` (a call
 made on one thread, awaited on a loop), ``gc_paused`` (the
 cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
-tools at least), and the context seams
+tools at least), ``ConfigPath`` (the pydantic type of a settings option holding a path:
+relative to the configuration file's folder), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
 the values they exchange are in :mod:`toolregistry.types`.
@@ -49,8 +50,10 @@ from .hookspecs import (
 )
 
 if TYPE_CHECKING:
+    from ._config_path import ConfigPath
     from ._execution._async import StartedCall
     from ._registry import ToolRegistry
+    from ._source_options import SourceOptions
     from .formats import (
         Answer,
         ChoiceMode,
@@ -71,6 +74,7 @@ __all__ = [
     "ChoiceMode",
     "Command",
     "CommandContext",
+    "ConfigPath",
     "Definition",
     "Exporter",
     "Loader",
@@ -94,6 +98,7 @@ __all__ = [
     "operation",
     "outgoing_context",
     "port_number",
+    "source_options",
     "start_call",
     "value_shape",
 ]
@@ -112,6 +117,16 @@ def start_call(registry: ToolRegistry, name: str,
     result once, or call its ``cancel()`` when it will not be awaited."""
     return registry._get_executor().start(name, arguments, context=context, timeout=timeout,
                                           call_id=call_id)
+
+
+def source_options() -> SourceOptions | None:
+    """While a source kind's loader runs: the common source options the kernel applies to
+    the tools it registers (``defer``, ``tags``, ``include`` / ``exclude`` the kind does not
+    implement itself), or ``None``. A loader that registers more of the source's tools later
+    (a server's changed tool list) applies them too: ``options.apply(tools)``."""
+    from ._source_options import current
+
+    return current()
 
 
 def import_target(target: str, where: str) -> Any:
@@ -139,4 +154,5 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
 
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
                  "has_field")
-__getattr__ = lazy_exports(__name__, dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"))
+__getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
+                                      "ConfigPath": "toolregistry._config_path"})

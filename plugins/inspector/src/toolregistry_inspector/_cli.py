@@ -75,10 +75,7 @@ def _db(context: CommandContext) -> Path:
             "toolregistry log reads the execution log file, and none is configured "
             f"({where}): set log-db = \"calls.sqlite\" in [tool.toolregistry.plugins.inspector] "
             "(the registry writes its calls there) or pass --db PATH")
-    path = Path(settings.log_db).expanduser()
-    if not path.is_absolute() and registry.config.path is not None:
-        path = registry.config.path.parent / path
-    return path
+    return Path(settings.log_db)
 
 
 def run_log(context: CommandContext) -> int:

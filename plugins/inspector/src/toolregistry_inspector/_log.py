@@ -568,10 +568,7 @@ def get_log(registry: ToolRegistry) -> ExecutionLog | None:
             if settings.log:
                 db = None
                 if settings.log_db is not None:
-                    # Relative to the configuration file, as `toolregistry log` reads it.
-                    db = Path(settings.log_db).expanduser()
-                    if not db.is_absolute() and registry.config.path is not None:
-                        db = registry.config.path.parent / db
+                    db = Path(settings.log_db)
                 made = ExecutionLog(settings.log_size, db=db,
                                     arguments=settings.arguments,
                                     max_value_chars=settings.max_value_chars,

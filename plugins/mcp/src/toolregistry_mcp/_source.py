@@ -21,7 +21,7 @@ import attrs
 
 from toolregistry import Tool, ToolMetadata
 from toolregistry.errors import ToolNotFoundError, ToolRegistrationError
-from toolregistry.plugin import log, normalize_name, outgoing_context
+from toolregistry.plugin import log, normalize_name, outgoing_context, source_options
 from toolregistry.tool import Provenance
 
 from . import _loop
@@ -131,6 +131,8 @@ class MCPSource:
     skipped: dict[str, str] = attrs.field(factory=dict)
     refused: str | None = None
     """Why screening refused this source after it was loaded (its tools are disabled)."""
+    common: Any = attrs.field(factory=source_options)
+    """The common source options the kernel applied when the source was loaded."""
     _refresh_lock: asyncio.Lock | None = None
     _finalizer: Any = None
     _closing: Any = None
@@ -145,9 +147,12 @@ class MCPSource:
         return [r.name for r in self.registered.values()]
 
     def wanted(self, name: str) -> bool:
-        if self.include is not None and not _matches(name, self.include):
+        """Whether the server's tool ``name`` is one the source takes: ``include`` /
+        ``exclude`` match the server's name or the registered one (namespaced)."""
+        names = (name, f"{self.namespace}-{name}") if self.namespace else (name,)
+        if self.include is not None and not any(_matches(n, self.include) for n in names):
             return False
-        return not _matches(name, self.exclude)
+        return not any(_matches(n, self.exclude) for n in names)
 
     # -- screening ----------------------------------------------------------------------
     def screener(self) -> Screener:
@@ -219,7 +224,7 @@ class MCPSource:
                 **({"mcp_findings": [f.to_dict() for f in findings]} if findings else {}),
             },
         )
-        return Tool(
+        built = Tool(
             name=tool.name,
             description=tool.description or "",
             parameters=tool.input_schema,
@@ -234,6 +239,9 @@ class MCPSource:
             output_schema=tool.output_schema,
             is_async=False,
         )
+        # The common options the kernel applies at loading (defer, tags) hold for the tools
+        # a refresh adds or adopts later too.
+        return self.common.apply([built])[0] if self.common is not None else built
 
     def _callable(self, original: str) -> Any:
         source = self

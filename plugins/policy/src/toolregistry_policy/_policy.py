@@ -76,11 +76,7 @@ class Policy:
             handler = load_handler(settings.handler)
         if store is None and settings.store is not None and (
                 init or settings.store != self.settings.store):
-            path = Path(settings.store).expanduser()
-            base = self._base()
-            if not path.is_absolute() and base is not None:
-                path = base / path
-            sqlite = SQLiteStore(path)
+            sqlite = SQLiteStore(Path(settings.store))
             self._registry.add_closer(sqlite.close)
             store = sqlite
         self.audit.resize(settings.audit_size)
