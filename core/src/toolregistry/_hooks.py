@@ -21,7 +21,7 @@ from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
 from .hookspecs import UNOBSERVED
-from .types import ApprovalRequest, Decision
+from .types import ApprovalRequest, Decision, current_caller
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -432,9 +432,10 @@ class Hooks:
                                 f"the call to {name!r} was denied: {why}. It did not run; do "
                                 "not call it again with these arguments.", reason=call.reason)
         arguments = dict(call.arguments or {})
+        caller = current_caller()
         request = ApprovalRequest(
-            decision.approval_id or ApprovalRequest.stable_id(name, call.id, arguments),
-            name, arguments, call.id, call.reason, decision.reason, decision.rule)
+            decision.approval_id or ApprovalRequest.stable_id(name, call.id, arguments, caller),
+            name, arguments, call.id, call.reason, decision.reason, decision.rule, caller)
         why = f" ({decision.reason})" if decision.reason else ""
         result = error_result(call.id, name, "approval_required",
                               f"the call to {name!r} waits for a person's approval{why}; it "

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from toolregistry.types import ApprovalRequest, ToolResult
+from toolregistry.types import ApprovalRequest, ToolCall, ToolResult
 
 from ._approvals import Approval, ApprovalError
 from ._blocking import canonical
@@ -18,11 +18,14 @@ from ._blocking import canonical
 if TYPE_CHECKING:
     from ._policy import Policy
 
-__all__ = ["Resumption", "claim", "granted", "pending_result"]
+__all__ = ["GRANT", "Resumption", "claim", "granted", "pending_result"]
 
-# The approvals a running `resume` grants, by call id: authorize lets exactly these calls
-# through an `ask` rule (the contextvar is set around the registry call, so it reaches the
-# call's own context on every path and nothing else).
+GRANT = "policy.grant"
+
+# The approvals a running `resume` grants, by approval id (each call it runs carries its
+# approval's id in `call.extra[GRANT]`): authorize lets exactly these calls through an `ask`
+# rule (the contextvar is set around the registry call, so it reaches the call's own context
+# on every path and nothing else).
 granted: contextvars.ContextVar[Mapping[str, Approval] | None] = contextvars.ContextVar(
     "toolregistry_policy_granted", default=None)
 
@@ -71,17 +74,19 @@ class Resumption:
     def __init__(self, slots: list[ToolResult | str], approvals: dict[str, Approval]) -> None:
         self.slots = slots
         self.approvals = approvals
-        self.calls: list[dict[str, Any]] = []
+        # Two approvals may share a model's call id (two turns both used ``call_1``): each
+        # call carries its approval's id (GRANT), and results are matched by position.
+        self.calls: list[ToolCall] = []
         self.grants: dict[str, Approval] = {}
         for approval in approvals.values():
             if approval.status == "approved":
-                call_id = approval.request.call_id or approval.id
-                self.calls.append({"id": call_id, "name": approval.tool,
-                                   "arguments": approval.effective_arguments})
-                self.grants[call_id] = approval
+                self.calls.append(ToolCall(approval.tool, approval.effective_arguments,
+                                           approval.request.call_id,
+                                           extra={GRANT: approval.id}))
+                self.grants[approval.id] = approval
 
     def finish(self, policy: Policy, results: list[ToolResult]) -> list[ToolResult]:
-        ran = dict(zip([c["id"] for c in self.calls], results))
+        ran = dict(zip([c.extra[GRANT] for c in self.calls], results))
         out: list[ToolResult] = []
         for slot in self.slots:
             if isinstance(slot, ToolResult):
@@ -90,7 +95,7 @@ class Resumption:
             approval = self.approvals[slot]
             request = approval.request
             if approval.status == "approved":
-                result = ran[request.call_id or approval.id]
+                result = ran[approval.id]
                 result.call_id = request.call_id
                 policy._finish(approval, result)
                 if approval.edited and not result.is_error:
