@@ -32,13 +32,20 @@ if TYPE_CHECKING:
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
-    from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner
+    from .hookspecs import (
+        ApprovalQueue,
+        BatchObserver,
+        CallObserver,
+        OperationObserver,
+        Runner,
+    )
     from .tool import Tool
     from .types import PendingChange, ToolCall, ToolResult
 
 __all__ = ["Deciding", "Hooks"]
 
 _ALLOWED = Decision.allow()  # what stands when no implementation had an opinion
+_QUEUE_METHODS = ("approvals", "__contains__", "get", "decide", "resume", "aresume")
 
 
 class Hooks:
@@ -253,6 +260,27 @@ class Hooks:
             except Exception as exc:
                 self._failed("incoming_context", exc, plugin=impl.plugin_name)
         return managers
+
+    def approval_queues(self, registry: ToolRegistry) -> tuple[ApprovalQueue, ...]:
+        """The approval queues of ``registry``'s authorizing plugins, in pluggy's call order.
+
+        Error policy: an exception, or a queue without the methods of an ``ApprovalQueue``,
+        is logged (``hook.failed``) and that plugin's queue is left out.
+        """
+        queues: list[ApprovalQueue] = []
+        for impl in reversed(self._hook.approval_queue.get_hookimpls()):
+            try:
+                queue = self._call_impl(impl, registry=registry)
+                if queue is None:
+                    continue
+                missing = [m for m in _QUEUE_METHODS if not callable(getattr(queue, m, None))]
+                if missing:
+                    raise TypeError(f"{type(queue).__name__} is not an ApprovalQueue (no "
+                                    f"{', '.join(missing)})")
+                queues.append(queue)
+            except Exception as exc:
+                self._failed("approval_queue", exc, plugin=impl.plugin_name)
+        return tuple(queues)
 
     @staticmethod
     def _call_impl(impl: HookImpl, **kwargs: Any) -> Any:

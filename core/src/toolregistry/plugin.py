@@ -5,9 +5,10 @@ events, the kernel helpers.
 for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
-``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), ``port_number`` (an argparse type for a command's ``--port``), ``start_call`` (a call
-made on one thread, awaited on a loop), ``gc_paused`` (the
+``Runner``, ``OperationObserver``, ``ApprovalQueue`` / ``ApprovalRecord``; ``UNOBSERVED``,
+what a call observer returns to sit a call out; ``approval_id_of``, the approval id an item of
+a ``resume`` names), ``port_number`` (an argparse type for a command's ``--port``),
+``start_call`` (a call made on one thread, awaited on a loop), ``gc_paused`` (the
 cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
 tools at least), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
@@ -23,6 +24,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._approvals import approval_id_of
 from ._calling import calling_loop
 from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
 from ._extensions import (
@@ -41,6 +43,8 @@ from ._names import normalize_name
 from ._redaction import value_shape
 from .hookspecs import (
     UNOBSERVED,
+    ApprovalQueue,
+    ApprovalRecord,
     BatchObserver,
     CallObserver,
     OperationObserver,
@@ -65,6 +69,8 @@ __all__ = [
     "GC_PAUSE_MIN",
     "UNOBSERVED",
     "Answer",
+    "ApprovalQueue",
+    "ApprovalRecord",
     "AsyncLoader",
     "BatchObserver",
     "CallObserver",
@@ -81,6 +87,7 @@ __all__ = [
     "SourceKind",
     "add_carrier",
     "add_log_context",
+    "approval_id_of",
     "calling_loop",
     "continuing",
     "field",

@@ -414,6 +414,17 @@ class Policy:
                                approver=approver, note=reason)
         return self._decide(approval, decided, "reject")
 
+    def decide(self, approval_id: str, decision: str, *, by: str | None = None,
+               note: str | None = None, arguments: Mapping[str, Any] | None = None
+               ) -> Approval:
+        """:meth:`approve` (``decision="approve"``) or :meth:`deny` (``"deny"``; ``note`` is
+        the reason the model reads): the kernel's ``registry.approvals.decide``."""
+        if decision == "approve":
+            return self.approve(approval_id, arguments=arguments, approver=by, note=note)
+        if decision == "deny":
+            return self.deny(approval_id, note, approver=by)
+        raise ValueError(f"decision must be 'approve' or 'deny', got {decision!r}")
+
     def _decide(self, approval: Approval, decided: Approval, what: str) -> Approval:
         kept = self.store.transition(approval.id, ("pending",), decided)
         if kept is not decided:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from toolregistry.plugin import approval_id_of
 from toolregistry.types import ApprovalRequest, ToolCall, ToolResult
 
 from ._approvals import Approval, ApprovalError
@@ -134,23 +135,3 @@ def note_edit(result: ToolResult, approval: Approval) -> None:
         result.content = f"{note}\n{result.content}"
     else:
         result.content = [{"type": "text", "text": note}, *result.content]
-
-
-def approval_id_of(item: Any) -> str | None:
-    """The approval id an item of ``resume`` names (``None``: a result passed through)."""
-    if isinstance(item, str):
-        return item
-    if isinstance(item, ToolResult):
-        return item.approval.id if item.pending and item.approval is not None else None
-    if isinstance(item, ApprovalRequest):
-        return item.id
-    if isinstance(item, Approval):
-        return item.id
-    if isinstance(item, Mapping):
-        data = item.get("request", item)
-        approval_id = data.get("id") if isinstance(data, Mapping) else None
-        if isinstance(approval_id, str):
-            return approval_id
-    raise TypeError(f"resume() takes results, approval ids, ApprovalRequest objects or their "
-                    f"dicts; got {type(item).__name__}")
-
