@@ -57,7 +57,7 @@ class Approvals:
         self._hooks = hooks
 
     def _queues(self) -> tuple[ApprovalQueue, ...]:
-        return self._hooks.approval_queues(self._registry)
+        return self._hooks.approval_queue(self._registry)
 
     @property
     def available(self) -> bool:

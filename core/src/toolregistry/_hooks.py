@@ -261,7 +261,7 @@ class Hooks:
                 self._failed("incoming_context", exc, plugin=impl.plugin_name)
         return managers
 
-    def approval_queues(self, registry: ToolRegistry) -> tuple[ApprovalQueue, ...]:
+    def approval_queue(self, registry: ToolRegistry) -> tuple[ApprovalQueue, ...]:
         """The approval queues of ``registry``'s authorizing plugins, in pluggy's call order.
 
         Error policy: an exception, or a queue without the methods of an ``ApprovalQueue``,
