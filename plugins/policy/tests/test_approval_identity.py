@@ -5,13 +5,16 @@ their own slots, each audited under its own approval."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import toolregistry_policy as tp
 from toolregistry import ToolRegistry
-from toolregistry.types import calling_for
+from toolregistry.types import ApprovalRequest, calling_for
 
 SENT: list[tuple[str, str]] = []
 MAIL = {"to": "ceo@example.com", "body": "hi"}
@@ -110,3 +113,26 @@ def test_two_approvals_sharing_a_call_id_resume_into_their_own_slots(
         assert ran == [("allow", approver)]
         done = policy.get(approval.approval.id)
         assert done.status == "done" and done.result == f"sent to {to}"
+
+
+def test_a_store_file_from_before_keys_is_used_and_asks_again(registry: ToolRegistry,
+                                                               tmp_path: Path) -> None:
+    """A SQLite file written before approvals had keys (a call that ran under the id its
+    tool, call id and arguments gave): opened again, the same request is asked, not
+    refused for good, and the file gains what new approvals need."""
+    path = tmp_path / "approvals.db"
+    old_id = ApprovalRequest.stable_id("send_mail", "call_1", MAIL)
+    done = tp.Approval(ApprovalRequest(old_id, "send_mail", MAIL, "call_1"), status="done",
+                       outcome="ok")
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE approvals (id TEXT PRIMARY KEY, status TEXT NOT NULL, "
+                   "created REAL NOT NULL, data TEXT NOT NULL)")
+        db.execute("INSERT INTO approvals VALUES (?, ?, ?, ?)",
+                   (old_id, "done", done.created, json.dumps(done.to_dict())))
+    db.close()
+    tp.configure(registry, store=path)
+    call = [{"id": "call_1", "name": "send_mail", "arguments": MAIL}]
+    [asked] = registry.execute_tool_calls(call)
+    assert asked.pending and asked.approval.id != old_id, asked.text
+    assert registry.execute_tool_calls(call)[0].approval.id == asked.approval.id
+    assert tp.get_policy(registry).get(old_id).status == "done"
