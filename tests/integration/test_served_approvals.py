@@ -7,11 +7,8 @@ after the server restarted."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +17,8 @@ from typing import Any
 import anyio
 
 from toolregistry import ToolRegistry
+
+from .conftest import free_port, listening
 
 TOOLS = '''
 import os
@@ -36,35 +35,13 @@ def send_mail(to: str, body: str) -> str:
 MAIL = {"to": "ceo@example.com", "body": "hi"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def _served(config: Path, port: int, sent: Path) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve"],
-        cwd=config.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(config.parent), "SENT_FILE": str(sent)})
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, "the server exited before listening"
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline, "the server did not listen"
-            time.sleep(0.05)
+    """``toolregistry serve`` of ``config``, its tools writing what they send to ``sent``."""
+    with listening([sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve"],
+                   port, 60, cwd=config.parent,
+                   env={**os.environ, "PYTHONPATH": str(config.parent), "SENT_FILE": str(sent)}):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 def _mail(client: Any) -> Any:
@@ -76,7 +53,7 @@ def _text(result: Any) -> str:
 
 
 def test_each_client_gets_its_own_approval_and_only_its_call_runs(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     (tmp_path / "mailtools.py").write_text(TOOLS, encoding="utf-8")
     config = tmp_path / "pyproject.toml"
     config.write_text(textwrap.dedent(f"""
