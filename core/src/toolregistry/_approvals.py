@@ -8,14 +8,14 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .types import ApprovalRequest, ToolResult
+from .types import ToolResult, approval_id_of
 
 if TYPE_CHECKING:
     from ._hooks import Hooks
     from ._registry import ToolRegistry
     from .hookspecs import ApprovalQueue, ApprovalRecord
 
-__all__ = ["Approvals", "approval_id_of"]
+__all__ = ["Approvals"]
 
 DECISIONS = ("approve", "deny")
 # (``Approvals.list`` shadows the builtin inside the class)
@@ -23,27 +23,6 @@ Records = list["ApprovalRecord"]
 Results = list[ToolResult]
 Positions = dict[int, list[int]]
 Items = list[Any]
-
-
-def approval_id_of(item: Any) -> str | None:
-    """The approval id an item of ``resume`` names: an id, a pending result, an
-    :class:`~toolregistry.types.ApprovalRequest`, an approval record, or the dict of a request
-    or a record; ``None`` for a result that is not pending (passed through as it is)."""
-    if isinstance(item, str):
-        return item
-    if isinstance(item, ToolResult):
-        return item.approval.id if item.pending and item.approval is not None else None
-    if isinstance(item, ApprovalRequest):
-        return item.id
-    if isinstance(item, Mapping):
-        data = item.get("request", item)
-        approval_id = data.get("id") if isinstance(data, Mapping) else None
-        if isinstance(approval_id, str):
-            return approval_id
-    elif isinstance(getattr(item, "request", None), ApprovalRequest):
-        return str(item.request.id)
-    raise TypeError(f"resume() takes results, approval ids, ApprovalRequest objects or their "
-                    f"dicts; got {type(item).__name__}")
 
 
 class Approvals:

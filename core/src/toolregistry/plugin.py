@@ -24,7 +24,6 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._approvals import approval_id_of
 from ._calling import calling_loop
 from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
 from ._extensions import (
@@ -51,6 +50,7 @@ from .hookspecs import (
     Runner,
     hookimpl,
 )
+from .types import approval_id_of
 
 if TYPE_CHECKING:
     from ._execution._async import StartedCall

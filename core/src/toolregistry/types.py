@@ -37,6 +37,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "answering_in",
+    "approval_id_of",
     "calling_for",
     "current_caller",
     "reporting_progress",
@@ -425,6 +426,27 @@ class ApprovalRequest:
         return cls(str(data["id"]), str(data["tool"]), dict(data["arguments"]),
                    data.get("call_id"), data.get("reason"), data.get("message"),
                    data.get("rule"), data.get("caller"))
+
+
+def approval_id_of(item: Any) -> str | None:
+    """The approval id an item of ``resume`` names: an id, a pending result, an
+    :class:`~toolregistry.types.ApprovalRequest`, an approval record, or the dict of a request
+    or a record; ``None`` for a result that is not pending (passed through as it is)."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, ToolResult):
+        return item.approval.id if item.pending and item.approval is not None else None
+    if isinstance(item, ApprovalRequest):
+        return item.id
+    if isinstance(item, Mapping):
+        data = item.get("request", item)
+        approval_id = data.get("id") if isinstance(data, Mapping) else None
+        if isinstance(approval_id, str):
+            return approval_id
+    elif isinstance(getattr(item, "request", None), ApprovalRequest):
+        return str(item.request.id)
+    raise TypeError(f"resume() takes results, approval ids, ApprovalRequest objects or their "
+                    f"dicts; got {type(item).__name__}")
 
 
 @frozen
