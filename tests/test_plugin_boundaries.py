@@ -17,13 +17,6 @@ PLUGINS = ROOT / "plugins"
 PACKAGE = "toolregistry_"
 READS = ("plugin_state", "plugin_settings")
 
-# Crossings another change removes (each names the plugin, what it does, and the target);
-# delete an entry once its crossing is gone.
-KNOWN: set[tuple[str, str, str]] = {
-    # the inspector accepts a reviewed MCP change through the mcp plugin's refresh(); the
-    # kernel's reviewed-changes seam replaces it
-    ("inspector", "imports", "mcp"),
-}
 
 
 def _packages(root: Path) -> Iterator[tuple[str, Path]]:
@@ -96,10 +89,9 @@ def crossings(root: Path) -> set[tuple[str, str, str, str]]:
 def test_no_plugin_imports_another_or_reads_its_state() -> None:
     if not PLUGINS.is_dir():
         pytest.skip("the plugins' sources are not beside these tests")
-    found = crossings(ROOT)
-    unexpected = sorted(c for c in found if c[:3] not in KNOWN)
-    assert not unexpected, "plugins meet only through the kernel's seams; found:\n" + \
-        "\n".join(f"  {p} {kind} {other} ({where})" for p, kind, other, where in unexpected)
+    found = sorted(crossings(ROOT))
+    assert not found, "plugins meet only through the kernel's seams; found:\n" + \
+        "\n".join(f"  {p} {kind} {other} ({where})" for p, kind, other, where in found)
 
 
 def test_the_check_finds_each_kind_of_crossing(tmp_path: Path) -> None:
