@@ -21,7 +21,7 @@ from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
 from .hookspecs import UNOBSERVED
-from .types import ApprovalRequest, Decision
+from .types import ApprovalRequest, Decision, current_caller
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -32,13 +32,20 @@ if TYPE_CHECKING:
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
-    from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner
+    from .hookspecs import (
+        ApprovalQueue,
+        BatchObserver,
+        CallObserver,
+        OperationObserver,
+        Runner,
+    )
     from .tool import Tool
     from .types import PendingChange, ToolCall, ToolResult
 
 __all__ = ["Deciding", "Hooks"]
 
 _ALLOWED = Decision.allow()  # what stands when no implementation had an opinion
+_QUEUE_METHODS = ("approvals", "__contains__", "get", "decide", "resume", "aresume")
 
 
 class Hooks:
@@ -265,6 +272,27 @@ class Hooks:
                 self._failed("incoming_context", exc, plugin=impl.plugin_name)
         return managers
 
+    def approval_queue(self, registry: ToolRegistry) -> tuple[ApprovalQueue, ...]:
+        """The approval queues of ``registry``'s authorizing plugins, in pluggy's call order.
+
+        Error policy: an exception, or a queue without the methods of an ``ApprovalQueue``,
+        is logged (``hook.failed``) and that plugin's queue is left out.
+        """
+        queues: list[ApprovalQueue] = []
+        for impl in reversed(self._hook.approval_queue.get_hookimpls()):
+            try:
+                queue = self._call_impl(impl, registry=registry)
+                if queue is None:
+                    continue
+                missing = [m for m in _QUEUE_METHODS if not callable(getattr(queue, m, None))]
+                if missing:
+                    raise TypeError(f"{type(queue).__name__} is not an ApprovalQueue (no "
+                                    f"{', '.join(missing)})")
+                queues.append(queue)
+            except Exception as exc:
+                self._failed("approval_queue", exc, plugin=impl.plugin_name)
+        return tuple(queues)
+
     @staticmethod
     def _call_impl(impl: HookImpl, **kwargs: Any) -> Any:
         return impl.function(**{a: kwargs[a] for a in impl.argnames})
@@ -443,9 +471,10 @@ class Hooks:
                                 f"the call to {name!r} was denied: {why}. It did not run; do "
                                 "not call it again with these arguments.", reason=call.reason)
         arguments = dict(call.arguments or {})
+        caller = current_caller()
         request = ApprovalRequest(
-            decision.approval_id or ApprovalRequest.stable_id(name, call.id, arguments),
-            name, arguments, call.id, call.reason, decision.reason, decision.rule)
+            decision.approval_id or ApprovalRequest.stable_id(name, call.id, arguments, caller),
+            name, arguments, call.id, call.reason, decision.reason, decision.rule, caller)
         why = f" ({decision.reason})" if decision.reason else ""
         result = error_result(call.id, name, "approval_required",
                               f"the call to {name!r} waits for a person's approval{why}; it "

@@ -26,7 +26,7 @@ HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_c
               "loaders", "suggest_tools", "call_hooks", "schema_hooks", "provider_formats",
               "settings_model", "cli_commands", "authorize", "authorized", "call_observer",
               "batch_observer", "dispatch", "operation_observer", "incoming_context",
-              "pending_changes", "review_change")
+              "pending_changes", "review_change", "approval_queue")
 HOST_HOOKS = ("loaders", "provider_formats", "settings_model", "cli_commands")
 """Hooks the host asks one plugin at a time (not through the per-call façade): a failure is
 recorded on that plugin's record and logged, never raised into a call (strict mode: raised)."""

@@ -35,6 +35,7 @@ from .formats._emit import Emitter
 from .tool import Tool, ToolMetadata
 
 if TYPE_CHECKING:
+    from ._approvals import Approvals
     from ._execution import Executor, RetryPolicy
     from .types import ToolCall, ToolResult
 
@@ -156,6 +157,15 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             cached = self._op_observers = (self._hooks.version,
                                            self._hooks.operation_observer(self))
         return cached[1]
+
+    @property
+    def approvals(self) -> Approvals:
+        """The calls held for a person's approval by the registry's authorizing plugins:
+        ``list()``, ``get(id)``, ``decide(id, "approve" | "deny", by=, note=)``,
+        ``resume(items)`` (see docs/hooks.md, "approval_queue")."""
+        from ._approvals import Approvals
+
+        return Approvals(self, self._hooks)
 
     @property
     def plugins(self) -> PluginHost:

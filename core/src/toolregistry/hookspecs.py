@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .events import ChangeEvent
     from .formats import ProviderFormat
     from .tool import Tool
-    from .types import Decision, Job, PendingChange, ToolCall, ToolResult
+    from .types import ApprovalRequest, Decision, Job, PendingChange, ToolCall, ToolResult
 
 PROJECT_NAME = "toolregistry"
 
@@ -143,6 +143,88 @@ class Runner(Protocol):
 
     def cancel(self, job: Job, future: concurrent.futures.Future[Any]) -> None:
         """Stop ``job``: its deadline passed or its caller gave up."""
+
+
+class ApprovalRecord(Protocol):
+    """One call an authorizing plugin holds for a person, and what became of it (what an
+    :class:`ApprovalQueue` lists).
+
+    ``status``: ``pending`` (waiting for a person), ``approved`` / ``denied`` (decided, not
+    yet resumed), ``running``, ``done`` (ran, or its denial was given to the model).
+    ``request`` is the :class:`~toolregistry.types.ApprovalRequest` the pending result
+    carried; ``approver`` and ``note`` who decided and why; ``effective_arguments`` what the
+    call runs with (a person may have changed the model's).
+    """
+
+    @property
+    def id(self) -> str:
+        """The approval id (``request.id``)."""
+
+    @property
+    def tool(self) -> str:
+        """The tool the call is for."""
+
+    @property
+    def request(self) -> ApprovalRequest:
+        """What the held call asks."""
+
+    @property
+    def status(self) -> str:
+        """``pending``, ``approved``, ``denied``, ``running`` or ``done``."""
+
+    @property
+    def approver(self) -> str | None:
+        """Who decided."""
+
+    @property
+    def note(self) -> str | None:
+        """Why (a denial's note is what the model reads)."""
+
+    @property
+    def effective_arguments(self) -> dict[str, Any]:
+        """The arguments the call runs with."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the record."""
+
+
+class ApprovalQueue(Protocol):
+    """The calls one authorizing plugin holds for a person's approval in one registry
+    (returned by the ``approval_queue`` hook); the kernel's ``registry.approvals`` lists,
+    decides and resumes through it, so that other plugins (code mode, the inspector) never
+    use the authorizing plugin directly.
+
+    Every method is safe to call from any thread and any process that shares the plugin's
+    store. A decision is taken once; a decided call runs once, when resumed.
+    """
+
+    def approvals(self, status: str | None = None) -> Sequence[ApprovalRecord]:
+        """The calls held (or those in one ``status``), oldest first."""
+
+    def __contains__(self, approval_id: object) -> bool:
+        """Whether this queue holds an approval with this id."""
+
+    def get(self, approval_id: str) -> ApprovalRecord:
+        """The approval with this id (a ``LookupError`` when the queue has none)."""
+
+    def decide(self, approval_id: str, decision: str, *, by: str | None = None,
+               note: str | None = None, arguments: Mapping[str, Any] | None = None
+               ) -> ApprovalRecord:
+        """Approve (``decision="approve"``, with changed ``arguments`` if given) or deny
+        (``"deny"``; ``note`` is what the model reads) a pending call: the record as decided.
+        A ``LookupError`` when it is unknown or decided already; a ``ValueError`` when the
+        changed arguments do not fit the tool."""
+
+    def resume(self, items: Sequence[Any], *, context: Mapping[str, Any] | None = None,
+               timeout: float | None = None) -> list[ToolResult]:
+        """Run the decided calls among ``items`` (approval ids, pending results, their
+        ``ApprovalRequest`` or its dict) once each: one result per item, in order (an
+        undecided one stays pending). An unknown or used id is a ``LookupError``, and then
+        nothing runs."""
+
+    async def aresume(self, items: Sequence[Any], *, context: Mapping[str, Any] | None = None,
+                      timeout: float | None = None) -> list[ToolResult]:
+        """Async twin of :meth:`resume`."""
 
 
 @hookspec(firstresult=True)
@@ -390,6 +472,20 @@ def operation_observer(registry: ToolRegistry) -> OperationObserver | None:
 
     Called once per registry, and again after a plugin was added. An exception is logged and
     that plugin observes no operation.
+    """
+
+
+@hookspec
+def approval_queue(registry: ToolRegistry) -> ApprovalQueue | None:
+    """The calls this plugin holds for a person's approval in ``registry`` (an
+    :class:`ApprovalQueue`), or ``None``: it holds none.
+
+    An authorizing plugin that answers ``Decision.pending`` implements it so that whoever
+    decides (the inspector, code mode, an MCP input request, a LangGraph interrupt, the
+    application through ``registry.approvals``) lists, decides and resumes its held calls
+    through the kernel, never through the plugin itself. Called whenever
+    ``registry.approvals`` is used (not per call). An exception is logged and that plugin's
+    queue is left out.
     """
 
 

@@ -5,9 +5,10 @@ events, the kernel helpers.
 for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
-``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), ``port_number`` (an argparse type for a command's ``--port``), ``start_call`` (a call
-made on one thread, awaited on a loop), ``gc_paused`` (the
+``Runner``, ``OperationObserver``, ``ApprovalQueue`` / ``ApprovalRecord``; ``UNOBSERVED``,
+what a call observer returns to sit a call out; ``approval_id_of``, the approval id an item of
+a ``resume`` names), ``port_number`` (an argparse type for a command's ``--port``),
+``start_call`` (a call made on one thread, awaited on a loop), ``gc_paused`` (the
 cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
 tools at least), ``ConfigPath`` (the pydantic type of a settings option holding a path:
 relative to the configuration file's folder), and the context seams
@@ -42,12 +43,15 @@ from ._names import normalize_name
 from ._redaction import value_shape
 from .hookspecs import (
     UNOBSERVED,
+    ApprovalQueue,
+    ApprovalRecord,
     BatchObserver,
     CallObserver,
     OperationObserver,
     Runner,
     hookimpl,
 )
+from .types import approval_id_of
 
 if TYPE_CHECKING:
     from ._config_path import ConfigPath
@@ -68,6 +72,8 @@ __all__ = [
     "GC_PAUSE_MIN",
     "UNOBSERVED",
     "Answer",
+    "ApprovalQueue",
+    "ApprovalRecord",
     "AsyncLoader",
     "BatchObserver",
     "CallObserver",
@@ -85,6 +91,7 @@ __all__ = [
     "SourceKind",
     "add_carrier",
     "add_log_context",
+    "approval_id_of",
     "calling_loop",
     "continuing",
     "field",
