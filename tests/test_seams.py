@@ -550,7 +550,7 @@ class Books:
         self.told.append((tool.name, call.id, decision.kind, decision.rule))
 
 
-def test_authorized_is_told_the_decision_that_stands_once_per_call() -> None:
+def test_hook_authorized_is_told_the_decision_that_stands_once_per_call() -> None:
     books = Books()
     reg = ToolRegistry(plugins=[Gate(), books])
     def count(n: int = 1) -> int:
