@@ -721,3 +721,13 @@ def test_a_blocked_plugin_is_named_as_blocked(monkeypatch: pytest.MonkeyPatch) -
         ToolRegistry(think_augment=True)
     if _installed("think"):
         assert info.value.blocked and "blocked by configuration" in str(info.value)
+
+
+def test_gc_paused_is_deprecated_and_leaves_the_collector_alone() -> None:
+    import gc
+
+    from toolregistry.plugin import gc_paused
+
+    with pytest.warns(DeprecationWarning, match="gc_paused is deprecated"), gc_paused(10_000):
+        assert gc.isenabled()
+    assert gc.isenabled()

@@ -10,7 +10,6 @@ prompts) and ``_registry_sources`` (source kinds: load, export, construction fro
 
 from __future__ import annotations
 
-import gc
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
 
-from . import _config, _gc
+from . import _config
 from ._log import log
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
@@ -71,7 +70,6 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         inline_calls: bool | None = None,
         handoff_pinning: bool | Literal["auto"] | None = None,
         process_namespaces: Iterable[str] | None = None,
-        switch_interval: float | Literal["none"] | None = None,
         plugins: Iterable[Any] = (),
     ) -> None:
         self.name = name
@@ -85,8 +83,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
             default_timeout=default_timeout, max_workers=max_workers,
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
-            process_namespaces=process_namespaces, switch_interval=switch_interval,
-            handoff_pinning=handoff_pinning,
+            process_namespaces=process_namespaces, handoff_pinning=handoff_pinning,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
@@ -265,12 +262,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
         """
         if obj is None:
             return self._decorator(name, namespace, description, metadata, replace)
-        paused = _gc.pause_one()  # a loop of register() calls: see _gc
-        try:
-            return self._register_one(obj, name, namespace, description, metadata, replace)
-        finally:
-            if paused:
-                gc.enable()
+        return self._register_one(obj, name, namespace, description, metadata, replace)
 
     def _decorator(self, name: str | None, namespace: str | None, description: str | None,
                    metadata: ToolMetadata | None, replace: bool) -> Callable[[F], F]:
@@ -329,14 +321,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
             changes["provenance"] = attrs.evolve(tool.provenance, original_name=original)
         return tool.evolve(**changes) if changes else tool
 
-    def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
-        if len(tools) < _gc.PAUSE_MIN:  # one register() call: no context manager to pay for
-            return self._add_tools(tools, namespace=namespace, replace=replace)
-        # many tools at once (a class, a loaded spec, register_tools): the collector waits
-        with _gc.paused(len(tools)):
-            return self._add_tools(tools, namespace=namespace, replace=replace)
-
-    def _add_tools(self, tools: list[Tool], *, namespace: str | None, replace: bool
+    def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool
                    ) -> list[Tool]:
         if self._closed:
             raise ToolRegistrationError(f"registry {self.name!r} is closed")
@@ -396,9 +381,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources):
 
         owner = cls if isinstance(cls, type) else type(cls)
         ns = owner.__name__ if namespace is True else (namespace or None)
-        with _gc.paused(len(vars(owner))):  # building the tools of a large class too
-            tools = tools_from_class(cls, include_private=include_private)
-            return self._add(tools, namespace=ns, replace=replace)
+        tools = tools_from_class(cls, include_private=include_private)
+        return self._add(tools, namespace=ns, replace=replace)
 
     # ------------------------------------------------------------------ execution
     def _get_executor(self) -> Executor:

@@ -6,9 +6,7 @@ for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``An
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
 ``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), ``start_call`` (a call made on one thread, awaited on a loop), ``gc_paused`` (the
-cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
-tools at least), and the context seams
+out), ``start_call`` (a call made on one thread, awaited on a loop), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
@@ -17,15 +15,15 @@ It is light to import: loading a plugin must stay cheap.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._calling import calling_loop
 from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
 from ._extensions import AsyncLoader, Command, CommandContext, Exporter, Loader, SourceKind
-from ._gc import PAUSE_MIN as GC_PAUSE_MIN
-from ._gc import paused as gc_paused
 from ._log import log
 from ._names import normalize_name
 from .hookspecs import (
@@ -51,7 +49,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "GC_PAUSE_MIN",
     "UNOBSERVED",
     "Answer",
     "AsyncLoader",
@@ -73,7 +70,6 @@ __all__ = [
     "calling_loop",
     "continuing",
     "field",
-    "gc_paused",
     "has_field",
     "hookimpl",
     "import_target",
@@ -122,6 +118,21 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
         return getattr(importlib.import_module(module, package), name)
 
     return __getattr__
+
+
+GC_PAUSE_MIN = 256
+"""Deprecated with :func:`gc_paused`."""
+
+
+@contextlib.contextmanager
+def gc_paused(tools: int) -> Iterator[None]:
+    """Deprecated, does nothing: the kernel no longer switches the host's garbage collector
+    off, and neither should a plugin (a library leaves the interpreter as it found it).
+    Remove the ``with`` block."""
+    warnings.warn("toolregistry.plugin.gc_paused is deprecated and does nothing: the "
+                  "collector is left as the application set it; remove the with block",
+                  DeprecationWarning, stacklevel=3)
+    yield
 
 
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
