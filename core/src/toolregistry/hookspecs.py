@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .events import ChangeEvent
     from .formats import ProviderFormat
     from .tool import Tool
-    from .types import Decision, Job, ToolCall, ToolResult
+    from .types import Decision, Job, OutputLimits, ToolCall, ToolResult
 
 PROJECT_NAME = "toolregistry"
 
@@ -378,4 +378,19 @@ def incoming_context(registry: ToolRegistry, carrier: Mapping[str, str]
     Servers (the MCP plugin's ``serve``) enter every implementation's manager with
     :func:`toolregistry.plugin.continuing` around a request's calls, so the calls continue
     the caller's trace. An exception is logged and that plugin's manager is skipped.
+    """
+
+
+@hookspec
+def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+    """The output-size limits a source should respect for ``tool``'s results
+    (:class:`~toolregistry.types.OutputLimits`), or ``None`` for no opinion.
+
+    Asked by sources that cut long results themselves (a loader's own size limit, such as
+    the MCP plugin's ``max-result-chars``) through :func:`toolregistry.plugin.output_limits`,
+    only for a result long enough to matter, so that they need not know which plugin handles
+    long output: a plugin that takes long output whole (spooling it to a file) answers
+    ``OutputLimits(max_chars=None)`` for the tools it takes. The answers are combined: the
+    whole result when any says so, else the smallest limit. An exception is logged and that
+    plugin's answer ignored.
     """

@@ -6,7 +6,8 @@ for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``An
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
 ``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), ``start_call`` (a call made on one thread, awaited on a loop), and the context seams
+out), ``start_call`` (a call made on one thread, awaited on a loop), ``output_limits`` (the
+output-size limits a source should respect for a tool), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 the values they exchange are in :mod:`toolregistry.types`.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
         field,
         has_field,
     )
+    from .tool import Tool
+    from .types import OutputLimits
 
 __all__ = [
     "UNOBSERVED",
@@ -78,6 +81,7 @@ __all__ = [
     "normalize_name",
     "operation",
     "outgoing_context",
+    "output_limits",
     "start_call",
 ]
 
@@ -95,6 +99,14 @@ def start_call(registry: ToolRegistry, name: str,
     result once, or call its ``cancel()`` when it will not be awaited."""
     return registry._get_executor().start(name, arguments, context=context, timeout=timeout,
                                           call_id=call_id)
+
+
+def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+    """The output-size limits a source should respect for ``tool``'s results, as the
+    installed plugins answer the ``output_limits`` hook (``None``: nobody has an opinion; the
+    source applies its own). A source that cuts long results asks this rather than
+    looking for the plugin that would keep them whole."""
+    return registry.plugins.hooks.output_limits(registry, tool)
 
 
 def import_target(target: str, where: str) -> Any:
