@@ -993,7 +993,7 @@ def test_cancelling_an_async_caller_cancels_its_dispatched_call_at_the_runner(
     assert runner.cancelled == ["c1"]
 
 
-def test_output_limits_combines_the_answers_and_skips_a_failing_plugin() -> None:
+def test_hook_output_limits_combines_the_answers_and_skips_a_failing_plugin() -> None:
     from toolregistry.plugin import hookimpl, output_limits
     from toolregistry.types import OutputLimits
 

@@ -6,7 +6,8 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PLUGIN_NAME = "otel"
+from ._plugin import PLUGIN_NAME as PLUGIN_NAME  # noqa: PLC0414  (re-exported)
+
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
