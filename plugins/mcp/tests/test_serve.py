@@ -116,6 +116,14 @@ def test_round_trip_through_a_served_mcp_source(registry: ToolRegistry,
     assert image.ok and image.images
 
 
+def _python_source_config(folder: Path, target: str) -> Path:
+    """A ``pyproject.toml`` in ``folder`` whose one source is the Python ``target``."""
+    config = folder / "pyproject.toml"
+    config.write_text("[tool.toolregistry]\n[[tool.toolregistry.sources]]\n"
+                      f'kind = "python"\ntarget = "{target}"\n', encoding="utf-8")
+    return config
+
+
 @pytest.fixture
 def http_served(tmp_path: Path, procs: Any) -> Iterator[str]:
     module = tmp_path / "served_tools.py"
@@ -124,13 +132,7 @@ def http_served(tmp_path: Path, procs: Any) -> Iterator[str]:
             """Upper-case the text."""
             return text.upper()
     '''), encoding="utf-8")
-    config = tmp_path / "pyproject.toml"
-    config.write_text(textwrap.dedent('''
-        [tool.toolregistry]
-        [[tool.toolregistry.sources]]
-        kind = "python"
-        target = "served_tools:shout"
-    '''), encoding="utf-8")
+    config = _python_source_config(tmp_path, "served_tools:shout")
     port = procs.free_port()
     with procs.listening(
         [sys.executable, "-m", "toolregistry_mcp", "serve", "--transport", "streamable-http",
@@ -264,13 +266,7 @@ def test_serve_leaves_the_applications_collector_alone_and_the_cli_freezes(
             """How many objects the collector does not walk."""
             return gc.get_freeze_count()
     '''))
-    config = tmp_path / "pyproject.toml"
-    config.write_text(textwrap.dedent('''
-        [tool.toolregistry]
-        [[tool.toolregistry.sources]]
-        kind = "python"
-        target = "frozen_tools:frozen"
-    '''))
+    config = _python_source_config(tmp_path, "frozen_tools:frozen")
     script = tmp_path / "frozen_server.py"
     script.write_text(textwrap.dedent("""
         import sys
