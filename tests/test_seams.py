@@ -1278,3 +1278,33 @@ def test_hook_approval_queue_lists_decides_and_resumes_through_the_kernel() -> N
             alone.approvals.get("apr_x")
     finally:
         alone.close()
+
+
+def test_hook_output_limits_combines_the_answers_and_skips_a_failing_plugin() -> None:
+    from toolregistry.plugin import hookimpl, output_limits
+    from toolregistry.types import OutputLimits
+
+    class Answer:
+        def __init__(self, answer: OutputLimits | Exception | None) -> None:
+            self.answer = answer
+
+        @hookimpl
+        def output_limits(self, registry: ToolRegistry, tool: Any) -> OutputLimits | None:
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    def limits(*answers: OutputLimits | Exception | None) -> OutputLimits | None:
+        # one class per plugin: plugins are named after their class
+        plugins = [type(f"Answer{i}", (Answer,), {})(a) for i, a in enumerate(answers)]
+        registry = ToolRegistry(load_plugins=[], plugins=plugins)
+        registry.register(lambda: "x", name="t")
+        return output_limits(registry, registry["t"])
+
+    assert limits() is None
+    assert limits(None) is None
+    assert limits(OutputLimits(5000), OutputLimits(3000), None) == OutputLimits(3000)
+    assert limits(OutputLimits(5000), OutputLimits(None)) == OutputLimits(None)
+    with capture_logs() as logs:
+        assert limits(RuntimeError("broken"), OutputLimits(10)) == OutputLimits(10)
+    assert [e["hook"] for e in logs if e["event"] == "hook.failed"] == ["output_limits"]

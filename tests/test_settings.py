@@ -101,7 +101,6 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
     "handoff_pinning": ("false", "auto", True, False, "auto"),
     "process_namespaces": ('["heavy"]', "a, b", ["x"], frozenset({"heavy"}),
                            frozenset({"a", "b"})),
-    "switch_interval": ("0.001", "none", 0.0002, 0.001, None),
     "tool_discovery": ("{field-weights = {name = 2}}", "off", True,
                        {"field_weights": {"name": 2.0}}, False),
 }

@@ -21,7 +21,7 @@ from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
 from .hookspecs import UNOBSERVED
-from .types import ApprovalRequest, Decision, current_caller
+from .types import ApprovalRequest, Decision, OutputLimits, current_caller
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -73,6 +73,7 @@ class Hooks:
         self.has_on_change = bool(h.on_change.get_hookimpls())
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
         self.has_incoming_context = bool(h.incoming_context.get_hookimpls())
+        self.has_output_limits = bool(h.output_limits.get_hookimpls())
         self._schema_impls = tuple(h.schema_transform.get_hookimpls())
         self._direct_schema = compiler.caller("schema_transform", self._schema_impls)
         self._schema_interest = declaration_askers(h.schema_hooks.get_hookimpls())
@@ -292,6 +293,26 @@ class Hooks:
             except Exception as exc:
                 self._failed("approval_queue", exc, plugin=impl.plugin_name)
         return tuple(queues)
+
+    def output_limits(self, registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+        """The output-size limits a source should respect for ``tool``'s results: every
+        implementation's answer combined (:meth:`OutputLimits.combine`), or ``None``.
+
+        Error policy: an exception is logged (``hook.failed``) and that plugin's answer
+        ignored.
+        """
+        if not self.has_output_limits:
+            return None
+        answers: list[OutputLimits] = []
+        for impl in reversed(self._hook.output_limits.get_hookimpls()):
+            try:
+                answer = self._call_impl(impl, registry=registry, tool=tool)
+            except Exception as exc:
+                self._failed("output_limits", exc, plugin=impl.plugin_name, tool=tool.name)
+                continue
+            if answer is not None:
+                answers.append(answer)
+        return OutputLimits.combine(answers)
 
     @staticmethod
     def _call_impl(impl: HookImpl, **kwargs: Any) -> Any:

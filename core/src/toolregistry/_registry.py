@@ -10,7 +10,6 @@ prompts) and ``_registry_sources`` (source kinds: load, export, construction fro
 
 from __future__ import annotations
 
-import gc
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
 
-from . import _config, _gc, _source_options
+from . import _config, _source_options
 from ._log import log
 from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
@@ -74,7 +73,6 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         inline_calls: bool | None = None,
         handoff_pinning: bool | Literal["auto"] | None = None,
         process_namespaces: Iterable[str] | None = None,
-        switch_interval: float | Literal["none"] | None = None,
         plugins: Iterable[Any] = (),
     ) -> None:
         self.name = name
@@ -88,8 +86,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             default_timeout=default_timeout, max_workers=max_workers,
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
-            process_namespaces=process_namespaces, switch_interval=switch_interval,
-            handoff_pinning=handoff_pinning,
+            process_namespaces=process_namespaces, handoff_pinning=handoff_pinning,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
@@ -277,12 +274,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         """
         if obj is None:
             return self._decorator(name, namespace, description, metadata, replace)
-        paused = _gc.pause_one()  # a loop of register() calls: see _gc
-        try:
-            return self._register_one(obj, name, namespace, description, metadata, replace)
-        finally:
-            if paused:
-                gc.enable()
+        return self._register_one(obj, name, namespace, description, metadata, replace)
 
     def _decorator(self, name: str | None, namespace: str | None, description: str | None,
                    metadata: ToolMetadata | None, replace: bool) -> Callable[[F], F]:
@@ -347,11 +339,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             with _source_options.consumed():
                 return self._add(source.apply(tools, namespace), namespace=namespace,
                                  replace=replace)
-        if len(tools) < _gc.PAUSE_MIN:  # one register() call: no context manager to pay for
-            return self._add_tools(tools, namespace=namespace, replace=replace)
-        # many tools at once (a class, a loaded spec, register_tools): the collector waits
-        with _gc.paused(len(tools)):
-            return self._add_tools(tools, namespace=namespace, replace=replace)
+        return self._add_tools(tools, namespace=namespace, replace=replace)
 
     def _add_tools(self, tools: list[Tool], *, namespace: str | None, replace: bool
                    ) -> list[Tool]:
@@ -413,9 +401,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
 
         owner = cls if isinstance(cls, type) else type(cls)
         ns = owner.__name__ if namespace is True else (namespace or None)
-        with _gc.paused(len(vars(owner))):  # building the tools of a large class too
-            tools = tools_from_class(cls, include_private=include_private)
-            return self._add(tools, namespace=ns, replace=replace)
+        tools = tools_from_class(cls, include_private=include_private)
+        return self._add(tools, namespace=ns, replace=replace)
 
     # ------------------------------------------------------------------ execution
     def _get_executor(self) -> Executor:

@@ -95,9 +95,8 @@ class _KindMethod:
 
     A class attribute for every kind name a host learns (:func:`_plugins.on_kind_name`)
     rather than ``__getattr__``: with ``__getattr__`` on the class, every method call on a
-    registry -- a dozen in each registration, the plugins' included -- allocates a bound
-    method, and such allocations between two ``register()`` calls make the garbage
-    collector's young passes due there (see :mod:`toolregistry._gc`).
+    registry -- a dozen in each registration, the plugins' included -- would allocate a
+    bound method.
     """
 
     __slots__ = ("_async", "_kind", "_name")

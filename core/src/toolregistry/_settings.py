@@ -111,21 +111,6 @@ def _workers(value: Any, text: bool) -> int:
     return value
 
 
-def _switch_interval(value: Any, text: bool) -> float | None:
-    if isinstance(value, str) and value.strip().lower() == NO_TIMEOUT:
-        return None
-    if text:
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value) or not 0 <= value <= 1:
-        raise _Invalid('must be a number of seconds between 0 and 1, or "none" (0 or "none": '
-                       "leave the interpreter's switch interval alone)")
-    return float(value) or None
-
-
 def _names(value: Any, text: bool) -> frozenset[str]:
     if text:
         return frozenset(p.strip() for p in str(value).split(",") if p.strip())
@@ -217,12 +202,6 @@ class Settings:
     max_workers: int = _option(
         _auto_workers, _workers, name="max_workers", shown="max(32, CPUs + 4)",
         doc="threads for sync tools (>= 1)")
-    switch_interval: float | None = _option(
-        0.0005, _switch_interval, name="switch_interval", shown="0.0005",
-        doc="seconds: the interpreter's switch interval while more calls run on worker "
-            "threads than there are CPU slots, or calls of CPU-bound tools run (Python's is "
-            "5 ms), so callers and the event loop get the interpreter back sooner; put back "
-            'after; `0` or `"none"` leaves it alone (see Execution)')
     strict_plugins: bool = _option(
         False, _bool, name="strict_plugins", shown="false",
         doc="broken plugins, plugin conflicts and unknown options raise instead of warning")
@@ -247,11 +226,12 @@ class Settings:
             "tool that swallows the cancellation or blocks in a C call then answers late "
             "(see Execution)")
     handoff_pinning: bool | str = _option(
-        "auto", _pinning, name="handoff_pinning", shown="auto",
-        doc="on Linux, wake the worker that takes a call on the calling thread's CPU (it "
-            "takes back its own CPU mask before running the tool), which saves a wake-up of "
-            "an idle CPU (30-100 µs per call on a virtual machine); `auto`: only while some "
-            "CPU is idle; `true`: always; `false`: never (see Execution)")
+        False, _pinning, name="handoff_pinning", shown="false",
+        doc="opt-in: on Linux, wake the worker that takes a call on the calling thread's CPU "
+            "(it takes back its own CPU mask before running the tool), which saves a wake-up "
+            "of an idle CPU on a virtual machine; `auto`: only while some CPU is idle; "
+            "`true`: always; `false` (the default): never -- the only setting by which the "
+            "registry changes the CPU affinity of its own worker threads (see Execution)")
     sources: tuple[Mapping[str, Any], ...] = _option(
         (), _sources, name="sources", shown="[]", env=False, file_only=True,
         doc="tool sources for `from_config()` (below)")

@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from .events import ChangeEvent
     from .formats import ProviderFormat
     from .tool import Tool
-    from .types import ApprovalRequest, Decision, Job, PendingChange, ToolCall, ToolResult
+    from .types import (
+        ApprovalRequest,
+        Decision,
+        Job,
+        OutputLimits,
+        PendingChange,
+        ToolCall,
+        ToolResult,
+    )
 
 PROJECT_NAME = "toolregistry"
 
@@ -526,4 +534,19 @@ def review_change(registry: ToolRegistry, tool: str, version: str, action: str
     when it is not (the first ``True`` wins). Raise ``LookupError`` / ``ValueError`` naming
     what was wrong (no such pending version) when the action cannot be carried out. Called by
     ``registry.accept_change`` / ``registry.keep_change``; exceptions propagate to them.
+    """
+
+
+@hookspec
+def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+    """The output-size limits a source should respect for ``tool``'s results
+    (:class:`~toolregistry.types.OutputLimits`), or ``None`` for no opinion.
+
+    Asked by sources that cut long results themselves (a loader's own size limit, such as
+    the MCP plugin's ``max-result-chars``) through :func:`toolregistry.plugin.output_limits`,
+    only for a result long enough to matter, so that they need not know which plugin handles
+    long output: a plugin that takes long output whole (spooling it to a file) answers
+    ``OutputLimits(max_chars=None)`` for the tools it takes. The answers are combined: the
+    whole result when any says so, else the smallest limit. An exception is logged and that
+    plugin's answer ignored.
     """

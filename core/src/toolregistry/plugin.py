@@ -8,10 +8,10 @@ and the protocols of the objects some hooks return (``CallObserver``, ``BatchObs
 ``Runner``, ``OperationObserver``, ``ApprovalQueue`` / ``ApprovalRecord``; ``UNOBSERVED``,
 what a call observer returns to sit a call out; ``approval_id_of``, the approval id an item of
 a ``resume`` names), ``port_number`` (an argparse type for a command's ``--port``),
-``start_call`` (a call made on one thread, awaited on a loop), ``gc_paused`` (the
-cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
-tools at least), ``ConfigPath`` (the pydantic type of a settings option holding a path:
-relative to the configuration file's folder), and the context seams
+``start_call`` (a call made on one thread, awaited on a loop), ``output_limits`` (the
+output-size limits a source should respect for a tool), ``ConfigPath`` (the pydantic type of a
+settings option holding a path: relative to the configuration file's folder), and the context
+seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
 the values they exchange are in :mod:`toolregistry.types`.
@@ -21,8 +21,10 @@ It is light to import: loading a plugin must stay cheap.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._calling import calling_loop
@@ -36,8 +38,6 @@ from ._extensions import (
     SourceKind,
     port_number,
 )
-from ._gc import PAUSE_MIN as GC_PAUSE_MIN
-from ._gc import paused as gc_paused
 from ._log import log
 from ._names import normalize_name
 from ._redaction import value_shape
@@ -67,9 +67,10 @@ if TYPE_CHECKING:
         field,
         has_field,
     )
+    from .tool import Tool
+    from .types import OutputLimits
 
 __all__ = [
-    "GC_PAUSE_MIN",
     "UNOBSERVED",
     "Answer",
     "ApprovalQueue",
@@ -95,7 +96,6 @@ __all__ = [
     "calling_loop",
     "continuing",
     "field",
-    "gc_paused",
     "has_field",
     "hookimpl",
     "import_target",
@@ -104,6 +104,7 @@ __all__ = [
     "normalize_name",
     "operation",
     "outgoing_context",
+    "output_limits",
     "port_number",
     "source_options",
     "start_call",
@@ -136,6 +137,14 @@ def source_options() -> SourceOptions | None:
     return current()
 
 
+def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+    """The output-size limits a source should respect for ``tool``'s results, as the
+    installed plugins answer the ``output_limits`` hook (``None``: nobody has an opinion; the
+    source applies its own). A source that cuts long results asks this rather than
+    looking for the plugin that would keep them whole."""
+    return registry.plugins.hooks.output_limits(registry, tool)
+
+
 def import_target(target: str, where: str) -> Any:
     """Resolve ``pkg.mod:attr.sub`` (or a plain module path); errors name ``where``."""
     from ._sources import import_target as resolve
@@ -157,6 +166,21 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
         return getattr(importlib.import_module(module, package), name)
 
     return __getattr__
+
+
+GC_PAUSE_MIN = 256
+"""Deprecated with :func:`gc_paused`."""
+
+
+@contextlib.contextmanager
+def gc_paused(tools: int) -> Iterator[None]:
+    """Deprecated, does nothing: the kernel no longer switches the host's garbage collector
+    off, and neither should a plugin (a library leaves the interpreter as it found it).
+    Remove the ``with`` block."""
+    warnings.warn("toolregistry.plugin.gc_paused is deprecated and does nothing: the "
+                  "collector is left as the application set it; remove the with block",
+                  DeprecationWarning, stacklevel=3)
+    yield
 
 
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",

@@ -1,6 +1,6 @@
 """Value types that flow through a call: :class:`ToolCall`, :class:`ToolResult`, :class:`Image`,
 and the seams' values: :class:`Decision` and :class:`ApprovalRequest` (authorization),
-:class:`Job` (dispatch)."""
+:class:`Job` (dispatch), :class:`OutputLimits` (output size)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ __all__ = [
     "ErrorKind",
     "Image",
     "Job",
+    "OutputLimits",
     "PendingChange",
     "ProgressReporter",
     "ToolCall",
@@ -507,3 +508,27 @@ class PendingChange:
     kept: bool = False
     source: str | None = None
     plugin: str | None = None
+
+
+@frozen
+class OutputLimits:
+    """The output-size limits a source should respect for one tool's results (the
+    ``output_limits`` hook; asked through :func:`toolregistry.plugin.output_limits`).
+
+    ``max_chars``: the text of a result may be cut to this many characters; ``None``: keep
+    the whole result -- a plugin takes long output as it is (writes it to a file and returns
+    a head and a handle, pages it), so a source must not cut it first.
+    """
+
+    max_chars: int | None = None
+
+    @classmethod
+    def combine(cls, answers: Iterable[OutputLimits]) -> OutputLimits | None:
+        """Several plugins' answers as one: keep the whole result when any says so (a cut
+        cannot be undone), else the smallest limit; ``None`` when nobody answered."""
+        limits = list(answers)
+        if not limits:
+            return None
+        if any(limit.max_chars is None for limit in limits):
+            return cls(None)
+        return cls(min(limit.max_chars for limit in limits if limit.max_chars is not None))

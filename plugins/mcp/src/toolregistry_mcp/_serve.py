@@ -325,8 +325,17 @@ async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None
     url = f"{scheme}://{opts.host}:{opts.port}{opts.path}"
     log.info("mcp.serving", transport="streamable-http", url=url, tools=len(registry),
              auth=opts.auth)
+    server_ = uvicorn.Server(config)
     with frozen_heap():
-        await uvicorn.Server(config).serve()
+        try:
+            await server_.serve()
+        except asyncio.CancelledError:
+            # Cancelled (aserve's documented way to stop): close the listening sockets and
+            # connections as a signal would, rather than leave them to the collector.
+            if getattr(server_, "servers", None):
+                server_.should_exit = True
+                await server_.shutdown()
+            raise
 
 
 def serve(registry: ToolRegistry, transport: ServeTransport | None = None,

@@ -8,14 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import hookimpl
 
-from ._settings import PLUGIN_NAME
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from toolregistry import Tool, ToolRegistry
 
     from ._telemetry import BatchObserver, OperationObserver, Telemetry, ToolObserver
+
+PLUGIN_NAME = "otel"
+"""The entry-point name (here, not in ``_settings``: that module imports pydantic, which
+loading the plugin must not)."""
 
 
 def telemetry(registry: ToolRegistry) -> Telemetry:
