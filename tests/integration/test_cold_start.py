@@ -9,7 +9,10 @@ import subprocess
 import sys
 
 HEAVY = ("importlib.metadata", "pydantic", "asyncio", "numpy", "mcp", "httpx", "yaml",
-         "langchain_core", "opentelemetry", "ray", "email", "zipfile")
+         "langchain_core", "opentelemetry", "ray", "email", "zipfile",
+         # standard modules only some paths need: hashing a schema or an approval id,
+         # close-match suggestions, images
+         "hashlib", "difflib", "mimetypes", "base64")
 
 CODE = f"""
 import json, sys

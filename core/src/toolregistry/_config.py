@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -131,6 +130,8 @@ def load_config(path: str | Path | None = None, *, strict: bool | None = None) -
 
 
 def _read(file: Path) -> RegistryConfig:
+    import tomllib
+
     from ._settings import parse_file_options
 
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 
@@ -13,6 +12,8 @@ NAMESPACE_SEP = "-"
 
 
 def _digest(text: str) -> str:
+    import hashlib
+
     return hashlib.blake2s(text.encode("utf-8"), digest_size=4).hexdigest()
 
 

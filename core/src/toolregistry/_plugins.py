@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -197,6 +196,8 @@ class PluginHost:
         unknown = self._unknown_hooks(obj)
         if unknown:
             self.pm.unregister(obj)
+            import difflib
+
             hints = []
             for hook in unknown:
                 close = difflib.get_close_matches(hook, HOOK_NAMES, n=1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import hashlib
 import inspect
 import json
 import types
@@ -301,6 +300,8 @@ class Tool:
                 [self.description, self.parameters], sort_keys=True, ensure_ascii=False,
                 separators=(",", ":"), default=str,
             )
+            import hashlib
+
             self._schema_hash = hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
         return self._schema_hash
 

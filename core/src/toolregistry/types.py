@@ -4,11 +4,8 @@ and the seams' values: :class:`Decision` and :class:`ApprovalRequest` (authoriza
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import json
-import mimetypes
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -192,6 +189,8 @@ class Image:
         src = self.path or self.url or ""
         if src.startswith("data:"):
             return src[5:].split(";", 1)[0] or "image/png"
+        import mimetypes
+
         guess, _ = mimetypes.guess_type(src)
         return guess or "image/png"
 
@@ -202,11 +201,15 @@ class Image:
         if self.path is not None:
             return Path(self.path).read_bytes()
         if self.url and self.url.startswith("data:") and ";base64," in self.url:
+            import base64
+
             return base64.b64decode(self.url.split(",", 1)[1])
         return None
 
     def base64(self) -> str | None:
         """Base64 of the bytes when local, else ``None``."""
+        import base64
+
         raw = self.read_bytes()
         return base64.b64encode(raw).decode("ascii") if raw is not None else None
 
@@ -407,6 +410,8 @@ class ApprovalRequest:
             [tool, call_id, arguments, caller]
         canon = json.dumps(what, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                            default=str)
+        import hashlib
+
         return "apr_" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:24]
 
     def to_dict(self) -> dict[str, Any]:
