@@ -511,3 +511,35 @@ def test_incremental_updates_rank_like_a_fresh_build() -> None:
         # The same order but among equal scores, which keep each index's insertion order.
         assert sorted(got, key=lambda k: (-round(got[k], 9), k)) == sorted(
             want, key=lambda k: (-round(want[k], 9), k)), q
+
+
+# -- cost of turning discovery on ---------------------------------------------------------
+_LAZY_INDEX = """
+import json, sys
+from toolregistry import ToolRegistry
+
+def read_file(path: str) -> str:
+    '''Read a text file from disk.'''
+    return path
+
+registry = ToolRegistry(tool_discovery=True, load_plugins=["discovery"])
+registry.register(read_file)
+schemas = registry.get_schemas()
+before = "numpy" in sys.modules
+found = registry.invoke("discover_tools", {"query": "read a file"})
+print(json.dumps({"before": before, "after": "numpy" in sys.modules,
+                  "schemas": len(schemas), "found": found.text}))
+"""
+
+
+def test_discovery_builds_its_index_on_first_search(tmp_path: Any) -> None:
+    """Turning discovery on (e.g. to list schemas) builds no index: numpy loads with the
+    first search, which finds the tools registered meanwhile."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _LAZY_INDEX], capture_output=True, text=True,
+                          timeout=60, check=True, cwd=tmp_path)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["before"] is False and out["after"] is True, out
+    assert out["schemas"] == 2 and "read_file" in out["found"], out

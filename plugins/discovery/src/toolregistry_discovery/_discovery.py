@@ -7,17 +7,15 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from toolregistry.plugin import log, operation
 
 from ._analysis import analyze_query
-from ._fields import FIELDS, fold_name, tool_texts
-from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Texts
+from ._fields import DEFAULT_FIELD_WEIGHTS, FIELDS, fold_name, tool_texts
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry
 
+    from ._index import BM25FIndex, Texts
     from ._semantic import SemanticOptions, SemanticSearch
 
 __all__ = ["DISCOVER_TOOLS_NAME", "INFRASTRUCTURE_TOOLS", "ToolDiscoveryTool"]
@@ -62,6 +60,8 @@ class ToolDiscoveryTool:
 
     ``semantic`` (``True`` or a :class:`SemanticOptions`; needs the ``semantic`` extra)
     adds dense retrieval, fused with BM25F; tools are embedded when the index is built.
+    Without it, and with the default ``k1`` / ``b`` / ``delta``, the index (and numpy) is
+    built on first use: by a search, a suggestion or :attr:`index`.
     """
 
     def __init__(
@@ -78,7 +78,8 @@ class ToolDiscoveryTool:
         self._folded: tuple[int, dict[str, str]] | None = None
         self.field_weights = merge_field_weights(field_weights)
         assert tuple(self.field_weights) == FIELDS  # tool_texts() fills fields in this order
-        self._index = BM25FIndex(self.field_weights, k1=k1, b=b, delta=delta)
+        self._bm25 = (k1, b, delta)
+        self._index: BM25FIndex | None = None
         self._semantic: SemanticSearch | None = None
         if semantic:
             from ._semantic import SemanticOptions, SemanticSearch
@@ -89,7 +90,16 @@ class ToolDiscoveryTool:
                 raise TypeError(f"semantic must be True, False or a SemanticOptions, "
                                 f"got {semantic!r}")
             self._semantic = SemanticSearch(semantic)
-        self.rebuild_index()
+        if self._semantic is not None or self._bm25 != (1.5, 0.75, 1.0):
+            self.rebuild_index()  # embeds now; bad BM25 parameters are refused now
+
+    def _built(self) -> BM25FIndex:
+        index = self._index
+        if index is None:
+            self.rebuild_index()
+            index = self._index
+            assert index is not None
+        return index
 
     @property
     def registry(self) -> ToolRegistry:
@@ -98,8 +108,8 @@ class ToolDiscoveryTool:
 
     @property
     def index(self) -> BM25FIndex:
-        """The underlying BM25F index."""
-        return self._index
+        """The underlying BM25F index (built now if it was not yet)."""
+        return self._built()
 
     @property
     def semantic(self) -> SemanticSearch | None:
@@ -115,6 +125,11 @@ class ToolDiscoveryTool:
 
     def rebuild_index(self) -> None:
         """Re-index every enabled tool of the registry from scratch."""
+        if self._index is None:
+            from ._index import BM25FIndex
+
+            k1, b, delta = self._bm25
+            self._index = BM25FIndex(self.field_weights, k1=k1, b=b, delta=delta)
         self._index.clear()
         terms = self._index.term_ids
         tools = self._registry.get_tools()
@@ -132,8 +147,11 @@ class ToolDiscoveryTool:
     def refresh(self, names: Iterable[str]) -> None:
         """Bring the entries of ``names`` up to date: (re)index enabled tools, drop others.
 
-        Costs O(size of those tools), whatever the size of the registry.
+        Costs O(size of those tools), whatever the size of the registry; nothing while the
+        index is not built yet (it will read them then).
         """
+        if self._index is None:
+            return
         fresh: list[tuple[str, Texts]] = []
         for name in names:
             if name in INFRASTRUCTURE_TOOLS:
@@ -153,8 +171,9 @@ class ToolDiscoveryTool:
     def forget(self, names: Iterable[str]) -> None:
         """Drop ``names`` from the index."""
         names = list(names)
-        for name in names:
-            self._index.remove(name)
+        if self._index is not None:
+            for name in names:
+                self._index.remove(name)
         if self._semantic is not None:
             self._semantic.remove(names)
 
@@ -269,11 +288,11 @@ class ToolDiscoveryTool:
         best tools."""
         semantic = self._semantic
         if semantic is None:
-            return [(h.key, h.score, None) for h in self._index.search(query, limit)]
+            return [(h.key, h.score, None) for h in self._built().search(query, limit)]
         from ._semantic import fuse
 
         depth = max(50, 4 * limit)
-        lexical = [(h.key, h.score) for h in self._index.search(query, depth)]
+        lexical = [(h.key, h.score) for h in self._built().search(query, depth)]
         weight = semantic.options.weight
         # The dense side joins only for a query with a word that may anchor a hit (as for
         # BM25F) in a language the embedder covers: otherwise BM25F answers alone.
@@ -304,6 +323,8 @@ class ToolDiscoveryTool:
             else:
                 rank = hit.dense_rank
                 if rank is None and hit.similarity is not None:  # beyond the candidates
+                    import numpy as np
+
                     rank = int(np.count_nonzero(dense.similarities > hit.similarity)) + 1
                 detail.update(dense_rank=rank, dense_similarity=_round(hit.similarity, 4),
                               dense_z=_round(hit.z, 3))
@@ -314,7 +335,7 @@ class ToolDiscoveryTool:
         return out
 
     def _explain(self, key: str, query: str, hybrid: dict[str, Any] | None) -> dict[str, Any]:
-        lexical = self._index.explain(key, query)
+        lexical = self._built().explain(key, query)
         return lexical if hybrid is None else {**lexical, **hybrid}
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
@@ -337,7 +358,7 @@ class ToolDiscoveryTool:
             if by_fold[close] not in out:
                 out.append(by_fold[close])
         if len(out) < limit:
-            for hit in self._index.search(name, limit + len(out)):
+            for hit in self._built().search(name, limit + len(out)):
                 if hit.key not in out and self._live_tool(hit.key) is not None:
                     out.append(hit.key)
                 if len(out) >= limit:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from toolregistry import Tool
 
 from ._analysis import _ASCII_SEP, _ascii_words, analyze
 
-__all__ = ["FIELDS", "tool_fields", "tool_texts"]
+__all__ = ["DEFAULT_FIELD_WEIGHTS", "FIELDS", "tool_fields", "tool_texts"]
 
 _MAX_DEPTH = 4
 _NAME_FOLD = re.compile(r"[\s./\-]+")
@@ -76,7 +76,17 @@ def _same_words(original: str, name: str) -> bool:
 
 
 FIELDS = ("name", "description", "search_hint", "tags", "params", "param_descriptions")
-"""The index fields, in the order of :data:`~._index.DEFAULT_FIELD_WEIGHTS`."""
+"""The index fields, in the order of :data:`DEFAULT_FIELD_WEIGHTS`."""
+
+DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
+    "name": 3.0,
+    "description": 2.0,
+    "search_hint": 2.0,
+    "tags": 1.5,
+    "params": 1.0,
+    "param_descriptions": 0.5,
+}
+"""The spec's five fields and weights, plus parameter descriptions at a lower weight."""
 
 
 def tool_texts(tool: Tool, terms: Callable[[str], Iterable[Hashable]] = analyze

@@ -36,19 +36,10 @@ import numpy as np
 from attrs import frozen
 
 from ._analysis import Vocabulary, analyze, analyze_query, term_ids, texts_terms
+from ._fields import DEFAULT_FIELD_WEIGHTS
 from ._postings import Postings
 
 __all__ = ["DEFAULT_FIELD_WEIGHTS", "BM25FIndex", "Hit"]
-
-DEFAULT_FIELD_WEIGHTS: Mapping[str, float] = {
-    "name": 3.0,
-    "description": 2.0,
-    "search_hint": 2.0,
-    "tags": 1.5,
-    "params": 1.0,
-    "param_descriptions": 0.5,
-}
-"""The spec's five fields and weights, plus parameter descriptions at a lower weight."""
 
 _TEXT_CACHE = 1 << 16  # analysed texts kept per index (bounded: cleared when full)
 _SAT_CACHE = 1 << 20  # saturated frequencies (and times idf) kept per index: 8 MiB, then cleared

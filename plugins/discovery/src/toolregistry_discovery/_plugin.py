@@ -106,17 +106,20 @@ def make_discover_tool(discoverer: ToolDiscoveryTool) -> Tool:
 def _semantic_options(registry: ToolRegistry, asked: Any) -> SemanticOptions | None:
     """What ``enable_tool_discovery(semantic=...)`` asked for (``True``: as configured),
     else the configuration's ``semantic``."""
-    from ._semantic import SemanticOptions
     from ._settings import DiscoverySettings
 
-    if isinstance(asked, SemanticOptions):
-        return asked
     if asked is not None and not isinstance(asked, bool):
+        from ._semantic import SemanticOptions  # numpy: only when semantic search is asked
+
+        if isinstance(asked, SemanticOptions):
+            return asked
         raise TypeError(f"enable_tool_discovery(semantic=...) takes True, False or a "
                         f"SemanticOptions, got {asked!r}")
     settings = registry.plugin_settings(PLUGIN_NAME, DiscoverySettings)
     if asked is False or (asked is None and not settings.semantic):
         return None
+    from ._semantic import SemanticOptions
+
     options = settings.semantic_options()
     assert isinstance(options, SemanticOptions)
     return options
@@ -143,7 +146,8 @@ def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None,
         registry.add_closer(discoverer.close)  # the embedding cache's connection
     _state(registry)[_STATE_KEY] = discoverer
     registry.register(make_discover_tool(discoverer), replace=True)
-    log.info("discovery.enabled", registry=registry.name, tools=len(discoverer.index))
+    # The index is built by the first search (its size is logged then, ``discovery.indexed``).
+    log.info("discovery.enabled", registry=registry.name, tools=len(registry) - 1)
 
 
 def _disable(registry: ToolRegistry) -> None:
