@@ -308,6 +308,13 @@ class ToolObserver:
     def call_started(self, call: ToolCall) -> Any:
         tracer = _SWITCH.tracer
         if tracer is None:
+            if getattr(_trace_api, "_TRACER_PROVIDER", _UNKNOWN) is None and not _TRACER_ENV \
+                    and (not self.metrics or (
+                        _SWITCH.instruments is None and not _METER_ENV
+                        and getattr(_metrics_api, "_METER_PROVIDER", _UNKNOWN) is None)):
+                # No provider of either kind, read here rather than through _Switch's methods:
+                # what a call of an idle plugin costs.
+                return UNOBSERVED
             tracer = _SWITCH.tracing()
         instruments = None
         if self.metrics:
