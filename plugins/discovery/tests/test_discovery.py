@@ -543,3 +543,35 @@ def test_discovery_builds_its_index_on_first_search(tmp_path: Any) -> None:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["before"] is False and out["after"] is True, out
     assert out["schemas"] == 2 and "read_file" in out["found"], out
+
+
+def test_the_first_searches_from_several_threads_build_one_index() -> None:
+    import threading
+
+    class Slow(ToolDiscoveryTool):
+        builds = 0
+
+        def rebuild_index(self) -> None:
+            Slow.builds += 1
+            time.sleep(0.05)  # a build long enough for every thread to ask meanwhile
+            super().rebuild_index()
+
+    registry = ToolRegistry()
+    for i in range(300):
+        registry.register(_tool(f"tool_{i}", f"Tool {i} handles task {i % 17} for topic {i % 5}."))
+    d = Slow(registry)
+    barrier = threading.Barrier(8)
+    results: list[list[str]] = []
+
+    def search() -> None:
+        barrier.wait()
+        results.append([hit["name"] for hit in d.discover("task 3 topic 4", top_k=5)])
+
+    threads = [threading.Thread(target=search) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert Slow.builds == 1
+    assert len(results) == 8 and all(r == results[0] for r in results), results
+    assert len(results[0]) == 5 and len(d.index) == 300

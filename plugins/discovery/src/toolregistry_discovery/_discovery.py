@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,7 @@ class ToolDiscoveryTool:
         assert tuple(self.field_weights) == FIELDS  # tool_texts() fills fields in this order
         self._bm25 = (k1, b, delta)
         self._index: BM25FIndex | None = None
+        self._building = threading.Lock()  # one first build, whichever thread searches first
         self._semantic: SemanticSearch | None = None
         if semantic:
             from ._semantic import SemanticOptions, SemanticSearch
@@ -96,8 +98,10 @@ class ToolDiscoveryTool:
     def _built(self) -> BM25FIndex:
         index = self._index
         if index is None:
-            self.rebuild_index()
-            index = self._index
+            with self._building:
+                if self._index is None:
+                    self.rebuild_index()
+                index = self._index
             assert index is not None
         return index
 
