@@ -753,3 +753,73 @@ def test_entry_points_are_read_as_importlib_metadata_reads_them(
         assert ours == theirs, group
     plugins = {e[0]: e for e in json.loads(proc.stdout)["toolregistry.plugins"][0]}
     assert plugins["misspelt"][2] == "toolregistry-misspelt"  # the distribution's Name
+
+
+# --- plugin-order -------------------------------------------------------------------------------
+
+class Ordered:
+    """An in-process plugin called ``name`` that notes when its hooks run."""
+
+    def __init__(self, name: str, calls: list[str]) -> None:
+        self.__name__ = name
+        self.calls = calls
+
+    @hookimpl
+    def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:
+        self.calls.append(f"{self.__name__}.on_change")
+
+    @hookimpl
+    def schema_transform(self, registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
+                         api_format: str) -> None:
+        self.calls.append(f"{self.__name__}.schema_transform")
+
+    @hookimpl
+    def pre_invoke(self, registry: ToolRegistry, tool: Tool, call: Any) -> None:
+        self.calls.append(f"{self.__name__}.pre_invoke")
+
+
+@pytest.mark.parametrize("order", [["marker", "stamp"], ["stamp", "marker"]])
+def test_plugin_order_calls_the_named_plugins_first_named_first(order: list[str]) -> None:
+    calls: list[str] = []
+    plugins = [Ordered("marker", calls), Ordered("stamp", calls), Ordered("other", calls)]
+    with ToolRegistry(plugins=plugins, plugin_order=order) as reg:
+        reg.register(add)
+        reg.get_schemas()
+        reg.invoke("add", {"a": 1, "b": 2})
+    for hook in ("schema_transform", "pre_invoke"):
+        seen = [c.split(".")[0] for c in calls if c.endswith(f".{hook}")]
+        assert seen == [*order, "other"], (hook, seen)
+
+
+def test_plugin_order_from_the_file_and_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLREGISTRY_PLUGIN_ORDER", raising=False)
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry]\nplugin-order = ["marker", "stamp"]\n')
+    for env, expected in ((None, ["marker", "stamp"]), ("stamp,marker", ["stamp", "marker"])):
+        if env is not None:
+            monkeypatch.setenv("TOOLREGISTRY_PLUGIN_ORDER", env)
+        calls: list[str] = []
+        plugins = [Ordered("stamp", calls), Ordered("marker", calls)]
+        with ToolRegistry(plugins=plugins, config=config) as reg:
+            reg.register(add)
+        assert [c.split(".")[0] for c in calls] == expected
+
+
+class OrderedFirst(Ordered):
+    @hookimpl(tryfirst=True)
+    def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:
+        self.calls.append(f"{self.__name__}.on_change")
+
+
+def test_plugin_order_keeps_tryfirst() -> None:
+    calls: list[str] = []
+    plugins = [Ordered("marker", calls), OrderedFirst("stamp", calls)]
+    with ToolRegistry(plugins=plugins, plugin_order=["marker", "stamp"]) as reg:
+        reg.register(add)
+    assert calls == ["stamp.on_change", "marker.on_change"]
+
+
+def test_plugin_order_names_each_plugin_once() -> None:
+    with pytest.raises(ConfigError, match="plugin-order names marker more than once"):
+        ToolRegistry(plugin_order=["marker", "stamp", "marker"])

@@ -75,12 +75,13 @@ class PluginSettings:
     load: frozenset[str] | None = None
     strict: bool = False
     trace: bool = False
+    order: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, settings: Settings) -> PluginSettings:
         """The plugin part of resolved kernel settings."""
         return cls(settings.disable_plugins, settings.load_plugins, settings.strict_plugins,
-                   settings.trace_hooks)
+                   settings.trace_hooks, settings.plugin_order)
 
     @classmethod
     def resolve(
@@ -142,6 +143,7 @@ class PluginHost:
         self._load_entry_points()
         for obj in self.extra_plugins:
             self.add(obj)
+        self._apply_order()
         self.formats = self._format_table()
         self.hooks = Hooks(self)
 
@@ -184,6 +186,7 @@ class PluginHost:
         record = PluginRecord(pname, None, None, "loaded", module=getattr(obj, "__name__", None))
         self._register(record, obj)
         if hasattr(self, "hooks"):
+            self._apply_order()
             self.formats = self._format_table()
             self.hooks.refresh()
         return record
@@ -239,6 +242,16 @@ class PluginHost:
         self._objects[record.name] = obj
         log.debug("plugin.loaded", plugin=record.name, distribution=record.distribution,
                   version=record.version, hooks=record.hooks)
+
+    def _apply_order(self) -> None:
+        """Make the plugins named by ``plugin-order`` called first, first named first: pluggy
+        calls the implementations of a hook last registered first, so each named plugin is
+        registered again, the last named first. ``tryfirst`` / ``trylast`` markers and
+        wrappers keep their meaning."""
+        for name in reversed([n for n in self.settings.order if n in self._objects]):
+            obj = self._objects[name]
+            self.pm.unregister(obj)
+            self.pm.register(obj, name=name)
 
     def _format_table(self) -> FormatTable:
         """The built-in formats, then the plugins' in load order; a name claimed twice keeps

@@ -74,6 +74,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         handoff_pinning: bool | Literal["auto"] | None = None,
         process_namespaces: Iterable[str] | None = None,
         plugins: Iterable[Any] = (),
+        plugin_order: Iterable[str] | None = None,
     ) -> None:
         self.name = name
         if isinstance(config, _config.RegistryConfig):
@@ -87,6 +88,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
             process_namespaces=process_namespaces, handoff_pinning=handoff_pinning,
+            plugin_order=plugin_order,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
