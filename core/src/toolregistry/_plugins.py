@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ import pluggy
 from attrs import define, field, frozen
 
 from . import hookspecs
-from ._config import RegistryConfig, load_config, plugin_settings
+from ._config import ConfigWarning, RegistryConfig, load_config, plugin_settings
 from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
 from ._hooks import Hooks
@@ -144,6 +145,7 @@ class PluginHost:
         for obj in self.extra_plugins:
             self.add(obj)
         self._apply_order()
+        self._check_names()
         self.formats = self._format_table()
         self.hooks = Hooks(self)
 
@@ -242,6 +244,26 @@ class PluginHost:
         self._objects[record.name] = obj
         log.debug("plugin.loaded", plugin=record.name, distribution=record.distribution,
                   version=record.version, hooks=record.hooks)
+
+    def _check_names(self) -> None:
+        """Report a name of ``disable-plugins``, ``load-plugins`` or ``plugin-order`` that is
+        no installed plugin (a misspelling would otherwise change nothing, silently): a
+        ``ConfigWarning`` naming it and the installed plugins; strict mode: a ConfigError."""
+        installed = sorted({r.name for r in self.records.values()} | set(self._objects))
+        lists = (("disable-plugins", self.settings.disable),
+                 ("load-plugins", self.settings.load or ()),
+                 ("plugin-order", self.settings.order))
+        for option, names in lists:
+            for name in sorted(set(names) - set(installed)):
+                close = difflib.get_close_matches(name, installed, n=1)
+                msg = (f"{option} names {name!r}, which is not an installed plugin"
+                       + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + f"; installed: {', '.join(installed) or 'none'}")
+                if self.settings.strict:
+                    raise ConfigError(msg)
+                log.warning("plugin.unknown_name", option=option, name=name,
+                            installed=installed)
+                warnings.warn(msg, ConfigWarning, stacklevel=2)
 
     def _apply_order(self) -> None:
         """Make the plugins named by ``plugin-order`` called first, first named first: pluggy

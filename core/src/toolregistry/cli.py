@@ -168,6 +168,8 @@ def _main(argv: list[str]) -> int:
         parser = _parser(commands, host)
     except PluginError as exc:  # strict mode: a plugin's command is broken
         return _fail(str(exc).replace("\n", " "))
+    if host is not None:
+        _report_broken(host)
     missing = _missing_command(known.command, host, commands)
     if missing is not None:
         return _fail(missing)
@@ -182,6 +184,17 @@ def _main(argv: list[str]) -> int:
         return _fail(str(exc).replace("\n", " "))
     except KeyboardInterrupt:
         return 130
+
+
+def _report_broken(host: PluginHost) -> None:
+    """One line on stderr for each plugin left out, or whose commands are, whatever the
+    command: a broken plugin is never silent."""
+    for _, record in sorted(host.records.items()):
+        if record.error is None:
+            continue
+        status = " is left out" if record.status == "broken" else ""
+        print(f"toolregistry: plugin {record.name!r} ({record.distribution}){status}: "
+              f"{record.error} (see toolregistry plugins)".replace("\n", " "), file=sys.stderr)
 
 
 def _missing_command(name: str | None, host: PluginHost | None,
