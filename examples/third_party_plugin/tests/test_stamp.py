@@ -45,6 +45,18 @@ def test_a_bad_source_is_named() -> None:
         registry.register_from_constants(["answer"])
 
 
+def test_source_options_are_checked_by_the_kernel(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[[tool.toolregistry.sources]]\nkind = "constants"\n'
+                    'source = {answer = 42}\ndescription = "Always {name}."\n',
+                    encoding="utf-8")
+    with ToolRegistry.from_config(path, load_plugins=["stamp"]) as registry:
+        assert registry["answer"].description == "Always answer."
+    with ToolRegistry(load_plugins=["stamp"]) as registry, \
+            pytest.raises(ConfigError, match="description: Input should be a valid string"):
+        registry.register_from_constants({"answer": 42}, description=7)
+
+
 def test_a_bad_table_names_the_option(tmp_path: Path) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text('[tool.toolregistry.plugins.stamp]\ntext = ""\n', encoding="utf-8")

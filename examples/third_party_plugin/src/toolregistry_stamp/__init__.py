@@ -2,7 +2,8 @@
 
 - ``post_invoke`` stamps every result with the ``text`` of ``[tool.toolregistry.plugins.stamp]``
   and counts the stamps of each registry (:func:`stamps`);
-- ``loaders`` provides the ``constants`` source kind (``register_from_constants``);
+- ``loaders`` provides the ``constants`` source kind (``register_from_constants``), whose own
+  options the kernel validates with a model;
 - ``cli_commands`` adds ``toolregistry stamp-text``.
 
 The module only defines functions: the kernel imports it when it loads plugins, so it stays
@@ -66,13 +67,13 @@ def post_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall,
     return None
 
 
-def _load_constants(registry: ToolRegistry, source: Mapping[str, Any],
-                    **options: Any) -> list[Tool]:
+def _load_constants(registry: ToolRegistry, source: Mapping[str, Any], *,
+                    description: str = "The constant {name}.", **options: Any) -> list[Tool]:
     """One tool per ``name: value`` of ``source``, returning ``value``."""
     if not isinstance(source, Mapping):
         raise TypeError(f"constants: the source must be a table of name = value, got "
                         f"{source!r}")
-    tools = [Tool(name=name, description=f"The constant {name}.",
+    tools = [Tool(name=name, description=description.replace("{name}", name),
                   callable=lambda value=value: value)
              for name, value in source.items()]
     return registry.register_tools(tools, **options)
@@ -80,7 +81,9 @@ def _load_constants(registry: ToolRegistry, source: Mapping[str, Any],
 
 @hookimpl
 def loaders() -> list[SourceKind]:
-    return [SourceKind(name="constants", load=_load_constants)]
+    from ._settings import ConstantsOptions
+
+    return [SourceKind(name="constants", load=_load_constants, options=ConstantsOptions)]
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
