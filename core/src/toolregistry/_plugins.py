@@ -23,11 +23,10 @@ from .errors import ConfigError, MissingPluginError, PluginError
 from .formats import BUILTIN_FORMATS, FormatConflict, FormatTable, ProviderFormat
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
-HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
-              "loaders", "suggest_tools", "call_hooks", "schema_hooks", "provider_formats",
-              "settings_model", "cli_commands", "authorize", "authorized", "call_observer",
-              "batch_observer", "dispatch", "operation_observer", "incoming_context",
-              "pending_changes", "review_change", "approval_queue", "output_limits")
+HOOK_NAMES: tuple[str, ...] = tuple(
+    name for name, spec in vars(hookspecs).items()
+    if getattr(spec, f"{hookspecs.PROJECT_NAME}_spec", None) is not None)
+"""Every hook, in the order ``hookspecs`` defines them (each function marked as a spec)."""
 HOST_HOOKS = ("loaders", "provider_formats", "settings_model", "cli_commands")
 """Hooks the host asks one plugin at a time (not through the per-call façade): a failure is
 recorded on that plugin's record and logged, never raised into a call (strict mode: raised)."""
