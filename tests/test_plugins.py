@@ -863,3 +863,40 @@ def test_every_command_reports_a_broken_plugin(third_party: dict[str, Path],
                           "(see toolregistry plugins)"], (args, proc.stderr)
     # the command itself still runs: it reports the unknown tool
     assert proc.returncode == 2 and "no tool named 'nope'" in lines[-1]
+
+
+def test_the_kernel_offers_its_kind_and_formats_through_the_plugin_hooks() -> None:
+    from structlog.testing import capture_logs
+
+    from toolregistry.formats import BUILTIN_FORMATS
+    from toolregistry.formats.openai_chat import OpenAIChat
+
+    class Claimer:
+        """Claims the kernel's ``python`` kind and the ``openai-chat`` format."""
+
+        __name__ = "claimer"
+
+        @hookimpl
+        def loaders(self) -> list[SourceKind]:
+            return [SourceKind(name="python", load=lambda target: [])]
+
+        @hookimpl
+        def provider_formats(self) -> list[ProviderFormat]:
+            return [OpenAIChat()]
+
+    host = PluginHost(PluginSettings())
+    (kernel,) = host.pm.hook.loaders.get_hookimpls()
+    assert kernel.plugin_name == "toolregistry"
+    assert [k.name for (k,) in host.pm.hook.loaders()] == ["python"]
+    assert host.pm.hook.provider_formats() == [list(BUILTIN_FORMATS)]
+    assert host.provider("python") == "toolregistry"
+    assert "toolregistry" not in host.records  # not a plugin of `toolregistry plugins`
+    # The kernel's come first: a plugin claiming them too is a conflict, the kernel's are used.
+    with capture_logs() as logs:
+        host.add(Claimer())
+    assert host.provider("python") == "toolregistry"
+    assert host.formats.get("openai-chat") is BUILTIN_FORMATS[0]
+    assert [(e["event"], e.get("kind") or e.get("format")) for e in logs
+            if e["event"] == "plugin.conflict"] == [("plugin.conflict", "python"),
+                                                     ("plugin.conflict", "openai-chat")]
+    assert host.records["claimer"].status == "loaded"
