@@ -28,39 +28,44 @@ def _first_cells() -> Iterator[str]:
             yield line.split("|")[1]
 
 
-def mapped(modules: list[str], cells: Iterator[str]) -> set[str]:
-    """The modules that a module table names: a path under the package, a name no other module
-    has, or ``../name`` for a module of the package's top folder."""
+def mapped(modules: list[str], cells: Iterator[str]) -> tuple[set[str], list[str]]:
+    """The modules that a module table names (a path under the package, a name no other module
+    has, or ``../name`` for a module of the package's top folder), and the names that are none
+    of them."""
     by_name: dict[str, list[str]] = {}
     for module in modules:
         by_name.setdefault(module.rsplit("/", 1)[-1], []).append(module)
-    found = set()
+    found, unknown = set(), []
     for cell in cells:
         for item in re.findall(r"`([^`\s]+\.py)`", cell):
-            if item.startswith("../"):
-                found.add(item[3:])
-            elif "/" in item or item in modules:
-                found.add(item)
-            elif len(by_name.get(item, ())) == 1:
-                found.add(by_name[item][0])
-    return found & set(modules)
+            path = item[3:] if item.startswith("../") else item
+            if path in modules:
+                found.add(path)
+            elif len(by_name.get(path, ())) == 1:
+                found.add(by_name[path][0])
+            else:
+                unknown.append(item)
+    return found, unknown
 
 
 def test_module_map_resolution() -> None:
     modules = ["__init__.py", "_plugins.py", "formats/__init__.py", "formats/_base.py",
                "_execution/_sync.py", "_execution/__init__.py"]
     cells = iter([" `_sync.py` ", " `formats/_base.py`, `_base.py` ", " `../_plugins.py` ",
-                  " `__init__.py` "])
-    assert mapped(modules, cells) == {"_execution/_sync.py", "formats/_base.py", "_plugins.py",
-                                      "__init__.py"}
+                  " `__init__.py` ", " `_gone.py`, `formats/_sync.py` "])
+    assert mapped(modules, cells) == (
+        {"_execution/_sync.py", "formats/_base.py", "_plugins.py", "__init__.py"},
+        ["_gone.py", "formats/_sync.py"])
 
 
 def test_every_kernel_module_is_in_the_module_map() -> None:
     modules = _kernel_modules()
     assert len(modules) > 40
-    missing = sorted(set(modules) - mapped(modules, _first_cells()))
+    found, unknown = mapped(modules, _first_cells())
+    missing = sorted(set(modules) - found)
     assert not missing, (f"docs/architecture.md: no row of a module table names "
                          f"{', '.join(missing)} (core/src/toolregistry/)")
+    assert not unknown, f"docs/architecture.md: module tables name no such module: {unknown}"
 
 
 def test_every_plugin_is_in_the_distributions_table() -> None:
