@@ -885,10 +885,10 @@ def test_the_kernel_offers_its_kind_and_formats_through_the_plugin_hooks() -> No
             return [OpenAIChat()]
 
     host = PluginHost(PluginSettings())
-    (kernel,) = host.pm.hook.loaders.get_hookimpls()
-    assert kernel.plugin_name == "toolregistry"
-    assert [k.name for (k,) in host.pm.hook.loaders()] == ["python"]
-    assert host.pm.hook.provider_formats() == [list(BUILTIN_FORMATS)]
+    loaders = {i.plugin_name: i.function for i in host.pm.hook.loaders.get_hookimpls()}
+    assert [k.name for k in loaders["toolregistry"]()] == ["python"]
+    offers = {i.plugin_name: i.function for i in host.pm.hook.provider_formats.get_hookimpls()}
+    assert offers["toolregistry"]() == list(BUILTIN_FORMATS)
     assert host.provider("python") == "toolregistry"
     assert "toolregistry" not in host.records  # not a plugin of `toolregistry plugins`
     # The kernel's come first: a plugin claiming them too is a conflict, the kernel's are used.
