@@ -661,8 +661,8 @@ def test_hook_provider_formats(recorder: tuple[Recorder, ToolRegistry]) -> None:
 
 
 def test_every_hook_has_a_test() -> None:
-    hooks = [n for n in dir(specs) if getattr(getattr(specs, n), "toolregistry_spec", None)]
-    assert sorted(hooks) == sorted(toolregistry._plugins.HOOK_NAMES)
+    hooks = [n for n, f in vars(specs).items() if getattr(f, "toolregistry_spec", None)]
+    assert tuple(hooks) == toolregistry._plugins.HOOK_NAMES  # every spec, in their order
     from tests import test_context, test_seams  # the seams are tested there
 
     tested = {*globals(), *vars(test_seams), *vars(test_context)}
@@ -863,3 +863,40 @@ def test_every_command_reports_a_broken_plugin(third_party: dict[str, Path],
                           "(see toolregistry plugins)"], (args, proc.stderr)
     # the command itself still runs: it reports the unknown tool
     assert proc.returncode == 2 and "no tool named 'nope'" in lines[-1]
+
+
+def test_the_kernel_offers_its_kind_and_formats_through_the_plugin_hooks() -> None:
+    from structlog.testing import capture_logs
+
+    from toolregistry.formats import BUILTIN_FORMATS
+    from toolregistry.formats.openai_chat import OpenAIChat
+
+    class Claimer:
+        """Claims the kernel's ``python`` kind and the ``openai-chat`` format."""
+
+        __name__ = "claimer"
+
+        @hookimpl
+        def loaders(self) -> list[SourceKind]:
+            return [SourceKind(name="python", load=lambda target: [])]
+
+        @hookimpl
+        def provider_formats(self) -> list[ProviderFormat]:
+            return [OpenAIChat()]
+
+    host = PluginHost(PluginSettings())
+    loaders = {i.plugin_name: i.function for i in host.pm.hook.loaders.get_hookimpls()}
+    assert [k.name for k in loaders["toolregistry"]()] == ["python"]
+    offers = {i.plugin_name: i.function for i in host.pm.hook.provider_formats.get_hookimpls()}
+    assert offers["toolregistry"]() == list(BUILTIN_FORMATS)
+    assert host.provider("python") == "toolregistry"
+    assert "toolregistry" not in host.records  # not a plugin of `toolregistry plugins`
+    # The kernel's come first: a plugin claiming them too is a conflict, the kernel's are used.
+    with capture_logs() as logs:
+        host.add(Claimer())
+    assert host.provider("python") == "toolregistry"
+    assert host.formats.get("openai-chat") is BUILTIN_FORMATS[0]
+    assert [(e["event"], e.get("kind") or e.get("format")) for e in logs
+            if e["event"] == "plugin.conflict"] == [("plugin.conflict", "python"),
+                                                     ("plugin.conflict", "openai-chat")]
+    assert host.records["claimer"].status == "loaded"

@@ -12,7 +12,7 @@ from typing import Any
 import pluggy
 from attrs import define, field, frozen
 
-from . import hookspecs
+from . import _kernel, hookspecs
 from ._config import ConfigWarning, RegistryConfig, load_config, plugin_settings
 from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
@@ -20,18 +20,17 @@ from ._hooks import Hooks
 from ._log import log
 from ._settings import Settings
 from .errors import ConfigError, MissingPluginError, PluginError
-from .formats import BUILTIN_FORMATS, FormatConflict, FormatTable, ProviderFormat
+from .formats import FormatConflict, FormatTable, ProviderFormat
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
-HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
-              "loaders", "suggest_tools", "call_hooks", "schema_hooks", "provider_formats",
-              "settings_model", "cli_commands", "authorize", "authorized", "call_observer",
-              "batch_observer", "dispatch", "operation_observer", "incoming_context",
-              "pending_changes", "review_change", "approval_queue", "output_limits")
+HOOK_NAMES: tuple[str, ...] = tuple(
+    name for name, spec in vars(hookspecs).items()
+    if getattr(spec, f"{hookspecs.PROJECT_NAME}_spec", None) is not None)
+"""Every hook, in the order ``hookspecs`` defines them (each function marked as a spec)."""
 HOST_HOOKS = ("loaders", "provider_formats", "settings_model", "cli_commands")
 """Hooks the host asks one plugin at a time (not through the per-call façade): a failure is
 recorded on that plugin's record and logged, never raised into a call (strict mode: raised)."""
-KERNEL = "toolregistry"
+KERNEL = _kernel.NAME
 """The provider named for what the kernel itself offers (the ``python`` source kind)."""
 
 # Install hints: an absent plugin cannot describe itself, so for the first-party source kinds
@@ -134,13 +133,16 @@ class PluginHost:
             self.pm.trace.root.setwriter(lambda msg: log.debug("hook.trace", message=msg))
             self.pm.enable_tracing()
         self.records: dict[str, PluginRecord] = {}
-        self.kinds: dict[str, tuple[str, SourceKind]] = {"python": (KERNEL, _python_kind())}
+        self.kinds: dict[str, tuple[str, SourceKind]] = {}
         self._objects: dict[str, Any] = {}
         self._models: dict[str, Any] = {}
         self._provided_formats: list[tuple[str, list[ProviderFormat]]] = []
         # Kept so that they outlive the host: get_host() caches hosts by the ids of these
         # objects, and a broken one is unregistered from the plugin manager.
         self.extra_plugins = tuple(extra_plugins)
+        # The kernel's own kinds and formats, offered the way plugins offer theirs, first.
+        self._register(PluginRecord(KERNEL, None, None, "loaded", module=_kernel.__name__),
+                       _kernel, listed=False)
         self._load_entry_points()
         for obj in self.extra_plugins:
             self.add(obj)
@@ -193,7 +195,7 @@ class PluginHost:
             self.hooks.refresh()
         return record
 
-    def _register(self, record: PluginRecord, obj: Any) -> None:
+    def _register(self, record: PluginRecord, obj: Any, *, listed: bool = True) -> None:
         try:
             self.pm.register(obj, name=record.name)
         except Exception as exc:  # pluggy validation: bad argument names, bad markers
@@ -240,6 +242,8 @@ class PluginHost:
                              exc=exc)
                 return
             self._provided_formats.append((record.name, formats))
+        if not listed:
+            return
         self.records[record.name] = record
         self._objects[record.name] = obj
         log.debug("plugin.loaded", plugin=record.name, distribution=record.distribution,
@@ -276,9 +280,9 @@ class PluginHost:
             self.pm.register(obj, name=name)
 
     def _format_table(self) -> FormatTable:
-        """The built-in formats, then the plugins' in load order; a name claimed twice keeps
+        """The kernel's formats, then the plugins' in load order; a name claimed twice keeps
         its first owner (a ``plugin.conflict`` event names both; strict mode: an error)."""
-        table = FormatTable(BUILTIN_FORMATS)
+        table = FormatTable()
         for plugin, formats in self._provided_formats:
             for fmt in formats:
                 try:
@@ -437,12 +441,6 @@ class PluginHost:
     def report(self) -> list[dict[str, Any]]:
         """JSON-ready records, sorted by name (what ``toolregistry plugins`` prints)."""
         return [r.to_dict() for _, r in sorted(self.records.items())]
-
-
-def _python_kind() -> SourceKind:
-    from ._sources import load_python
-
-    return SourceKind(name="python", load=load_python, target="target")
 
 
 _hosts: dict[tuple[PluginSettings, tuple[int, ...]], PluginHost] = {}

@@ -245,7 +245,7 @@ def _server_class() -> type[Server[Any]]:
     The registry announces every change, on every transport. The SDK's streamable-HTTP
     session manager builds each session's ``initialize`` answer from
     ``create_initialization_options()`` with no arguments, so the default is where the
-    capability must be said (issue 15.5: HTTP advertised ``listChanged: false``).
+    capability must be said (otherwise HTTP sessions advertise ``listChanged: false``).
     """
     from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.models import InitializationOptions
