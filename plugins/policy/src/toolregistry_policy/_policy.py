@@ -22,6 +22,7 @@ from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQL
 from ._audit import AuditLog
 from ._blocking import EditGrants, Verdict, ask_handler, load_handler
 from ._budgets import Budgets, ToolBudget
+from ._counts import StoreCounts
 from ._decider import ToolPolicy
 from ._resume import claim, granted, pending_result
 from ._rules import Compiled, Rule, compile_rules, tool_facts
@@ -56,6 +57,7 @@ class Policy:
         self.audit = AuditLog(settings.audit_size)
         self.store: ApprovalStore = MemoryStore()
         self._code_rules: list[Rule | Mapping[str, Any]] | None = None
+        self._shared_counts: StoreCounts | None = None
         self._hidden: set[str] = set()  # tools this policy disabled (hide_denied)
         self._hiding = threading.local()
         self.settings = settings
@@ -72,15 +74,18 @@ class Policy:
         rules = self._code_rules if self._code_rules is not None else settings.rules
         compiled = compile_rules(rules, self._base())
         budgets = Budgets(settings.budgets)
+        if not budgets.empty:
+            budgets.shared = self._counts(settings)
         if handler is None and settings.handler is not None:
             handler = load_handler(settings.handler)
         if store is None and settings.store is not None and (
                 init or settings.store != self.settings.store):
-            path = Path(settings.store).expanduser()
-            base = self._base()
-            if not path.is_absolute() and base is not None:
-                path = base / path
-            sqlite = SQLiteStore(path)
+            url = self._registry.store_url(settings.store)
+            assert url is not None
+            if url.kind != "sqlite":
+                raise ConfigError(f"[tool.toolregistry.plugins.policy] store: approvals are "
+                                  f"kept in a SQLite file; {url} is not one")
+            sqlite = SQLiteStore(url.path)
             self._registry.add_closer(sqlite.close)
             store = sqlite
         self.audit.resize(settings.audit_size)
@@ -99,6 +104,21 @@ class Policy:
             version = int(self._registry.get_setting("policy", 0)) + 1
             self._registry.set_setting("policy", version)
             self.hide_denied()
+
+    def _counts(self, settings: PolicySettings) -> StoreCounts | None:
+        """The budgets' counters on the store (the policy's ``store``, else the registry's),
+        opened once per URL; ``None``: counted in this process."""
+        url = self._registry.store_url(settings.store)
+        if url is None:
+            return None
+        opened = self._shared_counts
+        if opened is None or opened.store.url != url:
+            from toolregistry.plugin import open_store
+
+            store = open_store(url)
+            self._registry.add_closer(store.close)
+            opened = self._shared_counts = StoreCounts(store)
+        return opened
 
     def configure(self, *, rules: Iterable[Rule | Mapping[str, Any]] | None = None,
                   handler: Callable[[ApprovalRequest], Any] | str | object | None = _KEEP,
