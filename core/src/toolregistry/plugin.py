@@ -13,7 +13,7 @@ tools at least), and the context seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
-``StoreURL``, ``open_store``, ``Store``, ``masked_url``: a shared database for state that
+``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``: a shared database for state that
 workers and hosts share), loaded on first use.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
@@ -53,7 +53,7 @@ from .hookspecs import (
 if TYPE_CHECKING:
     from ._execution._async import StartedCall
     from ._registry import ToolRegistry
-    from ._store import Store, StoreURL, masked_url, open_store, store_url
+    from ._store import Store, StoreURL, masked_url, open_store, parse_store_url, store_url
     from .formats import (
         Answer,
         ChoiceMode,
@@ -100,6 +100,7 @@ __all__ = [
     "open_store",
     "operation",
     "outgoing_context",
+    "parse_store_url",
     "port_number",
     "start_call",
     "store_url",
@@ -147,6 +148,7 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
 
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
                  "has_field")
-_STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "store_url")
+_STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
+                "store_url")
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
                                       **dict.fromkeys(_STORE_NAMES, "toolregistry._store")})
