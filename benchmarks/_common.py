@@ -228,6 +228,17 @@ def wall(cmd: Sequence[str], env: dict[str, str] | None = None,
     return elapsed, res.stdout
 
 
+def cpu(cmd: Sequence[str], env: dict[str, str] | None = None,
+        cwd: str | Path = REPO) -> float:
+    """CPU time (user + system) of one fresh process, as the parent sees its child's."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall(cmd, env=env, cwd=cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 # ----------------------------------------------------------------------------- in-worker helpers
 def rss_bytes() -> int:
     """Current resident set size (Linux ``/proc``; falls back to the peak elsewhere)."""

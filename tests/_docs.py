@@ -27,7 +27,7 @@ def quoted(page: str, start: str) -> str:
 def config_example(folder: Path) -> Path:
     """docs/configuration.md's example project written into ``folder``: ``my_tools.py`` (its
     first Python block) and ``pyproject.toml`` (its TOML block with sources)."""
-    (folder / "my_tools.py").write_text(blocks("configuration.md", "python")[0])
+    (folder / "my_tools.py").write_text(next(b for b in blocks("configuration.md", "python") if "class Calculator" in b))
     (toml,) = [b for b in blocks("configuration.md", "toml") if "[[tool.toolregistry.sources]]" in b]
     (folder / "pyproject.toml").write_text(toml)
     return folder / "pyproject.toml"

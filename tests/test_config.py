@@ -233,7 +233,11 @@ def test_python_module_source_keeps_tool_decorated_functions(tmp_path: Path) -> 
     ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
      'namespace = true\n', r"namespace must be a string, got True \(true names a class's"),
     ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:JSONDecoder"\n'
-     'namespace = 1.5\n', r"namespace must be a string or true \(the class's name\), got 1.5"),
+     'namespace = 1.5\n', r"namespace must be a string, got 1.5 \(true: the source's own name"),
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
+     'defer = "yes"\n', r"python source 'json:loads': defer must be true or false, got 'yes'"),
+    ('[[tool.toolregistry.sources]]\nkind = "python"\ntarget = "json:loads"\n'
+     'include = 3\n', r"python source 'json:loads': include must be a tool name or glob"),
 ])
 def test_bad_sources_are_named(tmp_path: Path, body: str, message: str) -> None:
     cfg = write(tmp_path, "[tool.toolregistry]\n" + body)
@@ -536,3 +540,118 @@ def test_a_class_source_named_after_its_class(tmp_path: Path) -> None:
     with ToolRegistry.from_config(cfg) as registry:
         assert registry.list_tools() == ["Greeter-hello"]
     sys.modules.pop("ns_tools")
+
+
+class _PathsModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    folder: str | None = None
+    port: int = 0
+    nested: dict[str, Any] = {}
+
+
+def test_env_vars_are_expanded_in_every_table(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TR_TIMEOUT", "12")
+    monkeypatch.setenv("TR_SANDBOX", "/srv/sandbox")
+    monkeypatch.setenv("TR_PORT", "8123")
+    monkeypatch.delenv("TOOLREGISTRY_DEFAULT_TIMEOUT", raising=False)
+    cfg = write(tmp_path, """
+        [tool.toolregistry]
+        default-timeout = "${TR_TIMEOUT}"
+
+        [tool.toolregistry.plugins.paths]
+        folder = "${TR_SANDBOX}/scratch"
+        port = "${TR_PORT}"
+        nested = { rules = [{ inside = ["${TR_SANDBOX}/x", "$${TR_SANDBOX}"] }] }
+    """)
+    assert ToolRegistry(config=cfg).default_timeout == 12
+    settings = plugin_settings("paths", _PathsModel, load_config(cfg))
+    assert settings.folder == "/srv/sandbox/scratch" and settings.port == 8123
+    assert settings.nested == {"rules": [{"inside": ["/srv/sandbox/x", "${TR_SANDBOX}"]}]}
+
+
+def test_an_unset_variable_in_a_plugin_table_names_the_table(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.delenv("TR_UNSET", raising=False)
+    cfg = write(tmp_path, '[tool.toolregistry.plugins.paths]\nfolder = "${TR_UNSET}"\n')
+    config = load_config(cfg)  # not needed by the kernel: no error until the plugin reads it
+    with pytest.raises(ConfigError, match=r"plugins\.paths\].*folder: environment variable "
+                                          r"TR_UNSET is not set"):
+        plugin_settings("paths", _PathsModel, config)
+
+
+def test_config_paths_are_relative_to_the_configuration_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolregistry.plugin import ConfigPath
+
+    class Model(BaseModel):
+        directory: ConfigPath | None = None
+        store: ConfigPath = "default.db"
+        url: ConfigPath = "x"
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    cfg = write(conf, """
+        [tool.toolregistry.plugins.paths]
+        directory = "spool"
+        url = "sqlite:///rel.db"
+    """)
+    monkeypatch.chdir(tmp_path)
+    settings = plugin_settings("paths", Model, load_config(cfg))
+    assert settings.directory == str(conf / "spool")
+    assert settings.url == "sqlite:///rel.db"
+    # In code, a relative path means the working directory, as everywhere in Python.
+    assert Model(directory="spool").directory == "spool"
+    assert Model(directory="~/s").directory == str(Path.home() / "s")
+
+
+def test_every_kind_takes_the_common_source_options(tmp_path: Path) -> None:
+    (tmp_path / "common_tools_mod.py").write_text(textwrap.dedent('''
+        def shout(text: str) -> str:
+            """Shout."""
+            return text.upper()
+
+        def whisper(text: str) -> str:
+            """Whisper."""
+            return text.lower()
+
+        def secret(text: str) -> str:
+            """Not for the model."""
+            return text
+    '''))
+    (tmp_path / "notes.txt").write_text("buy milk\ncall mom\nfix bike\n", encoding="utf-8")
+    cfg = write(tmp_path, """
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "common_tools_mod"
+        namespace = "py"
+        defer = true
+        tags = ["read_only", "text"]
+        exclude = ["secret"]
+
+        [[tool.toolregistry.sources]]
+        kind = "notes"
+        file = "notes.txt"
+        include = ["buy", "c*"]
+        exclude = "call"
+        defer = true
+        tags = "chores"
+    """)
+    plugin = Notes()
+    with ToolRegistry.from_config(cfg, plugins=[plugin]) as reg:
+        assert sorted(reg.list_tools()) == ["buy", "py-shout", "py-whisper"]
+        assert plugin.loaded[0][1] == {}  # the kernel applied them: the loader saw none
+        shout = reg.get_tool("py-shout")
+        assert shout is not None and shout.metadata.defer
+        assert {str(t) for t in shout.metadata.tags} == {"read_only"}
+        assert shout.metadata.custom_tags == {"text"}
+        buy = reg.get_tool("buy")
+        assert buy is not None and buy.metadata.defer and buy.metadata.custom_tags == {"chores"}
+        assert [s["function"]["name"] for s in reg.get_schemas(include_deferred=False)] == []
+        # in code the same, for every kind; the loader's own registrations only
+        reg.register_from_notes(str(tmp_path / "notes.txt"), namespace="n", include="fix")
+        assert "n-fix" in reg.list_tools() and "n-buy" not in reg.list_tools()
+        reg.register_from_notes(str(tmp_path / "notes.txt"), namespace="m", exclude="m-b*")
+        assert "m-call" in reg.list_tools() and "m-buy" not in reg.list_tools()

@@ -106,7 +106,7 @@ def test_the_cli_commands_example_of_hooks_md(tmp_path_factory: pytest.TempPathF
     site = install_dist(tmp_path_factory.mktemp("counter"), "toolregistry-counter",
                         {"counter": ("tr_counter", code)})
     project = tmp_path_factory.mktemp("project")
-    (project / "my_tools.py").write_text(blocks("configuration.md", "python")[0])
+    (project / "my_tools.py").write_text(next(b for b in blocks("configuration.md", "python") if "class Calculator" in b))
     cfg = project / "pyproject.toml"
     cfg.write_text(textwrap.dedent("""
         [[tool.toolregistry.sources]]

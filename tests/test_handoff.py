@@ -187,10 +187,18 @@ def test_a_refused_pin_turns_pinning_off_for_the_pool(
     assert os.strerror(code) in off[0]["error"]
 
 
-def test_by_default_the_tool_runs_with_the_workers_own_mask_too(setaffinity: Recorder) -> None:
-    """``"auto"``: pinned or not depending on the machine's load, the tool never sees it."""
+def test_by_default_nothing_is_pinned(setaffinity: Recorder) -> None:
+    """Pinning is opt-in: by default no thread's CPU affinity is ever changed."""
     with ToolRegistry(load_plugins=[]) as registry:
-        assert registry.settings.handoff_pinning == "auto"
+        assert registry.settings.handoff_pinning is False
+        assert masks(tools(registry), 50) == {MASK}
+        assert registry._executor is not None and not registry._executor.pool.pinning.on
+    assert not setaffinity.calls
+
+
+def test_auto_pinning_keeps_the_tool_on_the_workers_own_mask(setaffinity: Recorder) -> None:
+    """``"auto"``: pinned or not depending on the machine's load, the tool never sees it."""
+    with ToolRegistry(load_plugins=[], handoff_pinning="auto") as registry:
         assert masks(tools(registry), 50) == {MASK}
 
 

@@ -721,3 +721,35 @@ def test_a_blocked_plugin_is_named_as_blocked(monkeypatch: pytest.MonkeyPatch) -
         ToolRegistry(think_augment=True)
     if _installed("think"):
         assert info.value.blocked and "blocked by configuration" in str(info.value)
+
+
+def test_gc_paused_is_deprecated_and_leaves_the_collector_alone() -> None:
+    import gc
+
+    from toolregistry.plugin import gc_paused
+
+    with pytest.warns(DeprecationWarning, match="gc_paused is deprecated"), gc_paused(10_000):
+        assert gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_entry_points_are_read_as_importlib_metadata_reads_them(
+        third_party: dict[str, Path]) -> None:
+    """The kernel reads entry points without importing ``importlib.metadata`` (a fifth of the
+    cost of creating a registry); it finds what that finds, names and versions included."""
+    code = (
+        "import json, sys, attrs\n"
+        "from toolregistry._entrypoints import _from_importlib, entry_points\n"
+        "assert 'importlib.metadata' not in sys.modules\n"
+        "out = {}\n"
+        "for group in ('toolregistry.plugins', 'console_scripts', 'pytest11'):\n"
+        "    ours = sorted(attrs.astuple(e) for e in entry_points(group))\n"
+        "    theirs = sorted(attrs.astuple(e) for e in _from_importlib(group))\n"
+        "    out[group] = [ours, theirs]\n"
+        "print(json.dumps(out))\n")
+    proc = _run(code, *third_party.values())
+    assert proc.returncode == 0, proc.stderr
+    for group, (ours, theirs) in json.loads(proc.stdout).items():
+        assert ours == theirs, group
+    plugins = {e[0]: e for e in json.loads(proc.stdout)["toolregistry.plugins"][0]}
+    assert plugins["misspelt"][2] == "toolregistry-misspelt"  # the distribution's Name

@@ -4,11 +4,13 @@ their deadline, through the dispatch seam, with the results, errors and messages
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,28 @@ def wants_context(ctx: ToolContext) -> str:
 
 def unpicklable_result() -> Any:
     return lambda: None
+
+
+REQUEST: contextvars.ContextVar[str | None] = contextvars.ContextVar("request", default=None)
+
+
+def inject_request(carrier: MutableMapping[str, str]) -> None:
+    value = REQUEST.get()
+    if value:
+        carrier["x-request-id"] = value
+
+
+@contextlib.contextmanager
+def continue_request(carrier: Mapping[str, str]) -> Iterator[None]:
+    token = REQUEST.set(carrier.get("x-request-id"))
+    try:
+        yield
+    finally:
+        REQUEST.reset(token)
+
+
+def request_id() -> str | None:
+    return REQUEST.get()
 
 
 @pytest.fixture
@@ -236,3 +260,23 @@ def test_namespaces_from_the_setting_and_the_thread_opt_out() -> None:
 def test_isolation_must_be_process_thread_or_none() -> None:
     with pytest.raises(ValueError, match='isolation must be "process", "thread" or None'):
         ToolMetadata(isolation="ray")  # type: ignore[arg-type]
+
+
+def test_a_carrier_with_a_continuer_reaches_the_worker_process() -> None:
+    from toolregistry import _context
+    from toolregistry.plugin import add_carrier
+
+    saved = _context._carriers, _context._continuers
+    reg = ToolRegistry()
+    try:
+        add_carrier(inject_request, continue_request)
+        reg.register(request_id, metadata=ISOLATED)
+        token = REQUEST.set("abc")
+        try:
+            assert reg.invoke("request_id", {}).value == "abc"
+        finally:
+            REQUEST.reset(token)
+        assert reg.invoke("request_id", {}).value is None  # nothing current, nothing carried
+    finally:
+        reg.close()
+        _context._carriers, _context._continuers = saved

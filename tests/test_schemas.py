@@ -14,7 +14,6 @@ from structlog.testing import capture_logs
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry, ToolTag
 from toolregistry._schema import _fast_schema, _pydantic_schema, inspect_function
-from toolregistry.errors import ToolRegistrationError
 from toolregistry.formats import API_FORMATS
 
 from ._corpus import CORPUS
@@ -201,75 +200,6 @@ def test_a_function_without_a_name_is_named_after_its_type() -> None:
     assert Tool.from_function(tool, name="given").name == "given"
 
 
-def test_a_loop_of_register_calls_runs_young_passes_once_per_bound() -> None:
-    import gc
-
-    from toolregistry import _gc
-
-    def make(i: int) -> Any:
-        def tool(city: str, days: int = 1) -> str:
-            """Weather.
-
-            Args:
-                city: Where.
-            """
-            return city
-
-        tool.__name__ = tool.__qualname__ = f"tool_{i}"
-        return tool
-
-    fns = [make(i) for i in range(6000)]  # some 40,000 objects to register
-    reg = ToolRegistry()
-    waiting: list[tuple[int, int]] = []
-
-    def seen(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            waiting.append((info["generation"], gc.get_count()[0]))
-
-    gc.collect()
-    gc.callbacks.append(seen)
-    try:
-        for fn in fns:  # nothing else allocated here: the passes due are made in the calls
-            reg.register(fn)
-    finally:
-        gc.callbacks.remove(seen)
-    assert gc.isenabled() and len(reg) == 6000
-    # every 700 objects without the pause (some 60 passes, 6 of generation 1)
-    assert 1 <= len(waiting) <= 3 and {g for g, _ in waiting} == {0}
-    assert all(n <= _gc.DEFER_MAX + 100 for _, n in waiting)  # the bound holds
-    gc.disable()  # the application's choice is left alone
-    try:
-        reg.register(make(6000))
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-    with pytest.raises(ToolRegistrationError):  # a failing call turns it on again too
-        reg.register(make(6000))
-    assert gc.isenabled()
-
-
-def test_many_tools_at_once_pause_the_collector_and_restore_it() -> None:
-    import gc
-
-    from toolregistry.errors import ToolNameCollisionError
-
-    methods = {f"m{i}": staticmethod(lambda x=i: x) for i in range(300)}
-    Many = type("Many", (), methods)
-    assert gc.isenabled()
-    reg = ToolRegistry()
-    reg.register_from_class(Many)
-    assert gc.isenabled() and len(reg) == 300
-    with pytest.raises(ToolNameCollisionError):  # fails halfway: the collector is back on
-        reg.register_from_class(Many)
-    assert gc.isenabled()
-    gc.disable()  # the application's choice is left alone
-    try:
-        reg.register_from_class(Many, namespace="again")
-        assert not gc.isenabled() and len(reg) == 600
-    finally:
-        gc.enable()
-
-
 def test_docstring_descriptions_reach_the_schema() -> None:
     def google(city: str, days: int = 1) -> str:
         """Forecast.
@@ -327,40 +257,6 @@ def test_schemas_are_cached_until_a_change() -> None:
     reg.update_tool_metadata("f01", description_hint=None) if False else None
     reg.disable("f02")
     assert len(reg.get_schemas()) == 1
-
-
-def test_a_large_cold_emission_pauses_the_collector_and_restores_it() -> None:
-    # Collections during a cold emission traverse every registered tool; it runs without them
-    # (at most the one young collection that was due when the collector came back on) and
-    # leaves the collector as it found it: on stays on, off stays off.
-    import gc
-
-    reg = ToolRegistry()
-    params = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-    reg.register_tools(Tool(name=f"t{i}", description="d", parameters=params,
-                            callable=lambda **kw: 0) for i in range(2000))
-    seen: list[int] = []
-
-    def watch(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    assert gc.isenabled()
-    gc.callbacks.append(watch)
-    try:
-        schemas = reg.get_schemas("openai-chat", strict=True)  # a private copy per tool
-        during = list(seen)
-        assert gc.isenabled()
-        gc.disable()
-        try:
-            assert len(reg.get_schemas("gemini")) == 2000
-            assert not gc.isenabled()
-        finally:
-            gc.enable()
-    finally:
-        gc.callbacks.remove(watch)
-    assert len(schemas) == 2000
-    assert len(during) <= 1, during
 
 
 def test_copy_json_copies_every_container() -> None:

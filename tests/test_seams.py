@@ -23,7 +23,7 @@ from structlog.testing import capture_logs
 from toolregistry import Tool, ToolCall, ToolContext, ToolMetadata, ToolRegistry, ToolResult
 from toolregistry.errors import ToolCallError, ToolTimeoutError
 from toolregistry.plugin import UNOBSERVED, hookimpl
-from toolregistry.types import ApprovalRequest, Decision, Job, PendingChange
+from toolregistry.types import ApprovalRequest, Decision, Job, PendingChange, current_caller
 
 
 def chat(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
@@ -550,7 +550,7 @@ class Books:
         self.told.append((tool.name, call.id, decision.kind, decision.rule))
 
 
-def test_authorized_is_told_the_decision_that_stands_once_per_call() -> None:
+def test_hook_authorized_is_told_the_decision_that_stands_once_per_call() -> None:
     books = Books()
     reg = ToolRegistry(plugins=[Gate(), books])
     def count(n: int = 1) -> int:
@@ -1137,3 +1137,174 @@ def test_hook_review_change_accepts_and_keeps_through_the_registry() -> None:
         assert registry.pending_changes() == []
     finally:
         registry.close()
+
+
+# -- approval_queue: the kernel's pending approvals -------------------------------------------
+
+class _Held:
+    """One call held by :class:`_Holder` and what became of it (an ``ApprovalRecord``)."""
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        self.request = request
+        self.id, self.tool = request.id, request.tool
+        self.status = "pending"
+        self.approver: str | None = None
+        self.note: str | None = None
+        self.effective_arguments = dict(request.arguments)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"request": self.request.to_dict(), "status": self.status}
+
+
+class _Holder:
+    """An authorizing plugin with a queue of its own: holds every call of ``send`` under
+    ids it chooses, lets a resumed call through by the grant it carries."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, _Held] = {}
+        self.registry: ToolRegistry | None = None
+
+    @hookimpl
+    def authorize(self, tool: Tool, call: ToolCall) -> Decision | None:
+        if tool.name != "send":
+            return None
+        grant = self.held.get(call.extra.get("holder.grant", ""))
+        if grant is not None and grant.status == "running":
+            return Decision.allow()
+        approval_id = f"held_{len(self.held)}"
+        self.held[approval_id] = _Held(ApprovalRequest(
+            approval_id, tool.name, dict(call.arguments or {}), call.id,
+            caller=current_caller()))
+        return Decision.pending("a person decides", approval_id=approval_id)
+
+    @hookimpl
+    def approval_queue(self, registry: ToolRegistry) -> _Holder:
+        self.registry = registry
+        return self
+
+    def approvals(self, status: str | None = None) -> list[_Held]:
+        return [h for h in self.held.values() if status is None or h.status == status]
+
+    def __contains__(self, approval_id: object) -> bool:
+        return approval_id in self.held
+
+    def get(self, approval_id: str) -> _Held:
+        return self.held[approval_id]  # KeyError: a LookupError
+
+    def decide(self, approval_id: str, decision: str, *, by: str | None = None,
+               note: str | None = None, arguments: Any = None) -> _Held:
+        held = self.held[approval_id]
+        held.status = "approved" if decision == "approve" else "denied"
+        held.approver, held.note = by, note
+        return held
+
+    def resume(self, items: Sequence[Any], *, context: Any = None,
+               timeout: float | None = None) -> list[ToolResult]:
+        from toolregistry.plugin import approval_id_of
+
+        assert self.registry is not None
+        out = []
+        for item in items:
+            held = self.held[str(approval_id_of(item))]
+            held.status = "running"
+            call = ToolCall(held.tool, dict(held.request.arguments), held.request.call_id,
+                            extra={"holder.grant": held.id})
+            [result] = self.registry.execute_tool_calls([call], context=context)
+            held.status = "done"
+            out.append(result)
+        return out
+
+    async def aresume(self, items: Sequence[Any], *, context: Any = None,
+                      timeout: float | None = None) -> list[ToolResult]:
+        return self.resume(items, context=context, timeout=timeout)
+
+
+class _Broken:
+    @hookimpl
+    def approval_queue(self) -> object:
+        return object()  # not a queue: logged, left out
+
+
+def test_hook_approval_queue_lists_decides_and_resumes_through_the_kernel() -> None:
+    from toolregistry.types import calling_for
+
+    holder = _Holder()
+    # (the policy plugin, when installed, would add a queue of its own)
+    reg = ToolRegistry(plugins=[holder, _Broken()], disable_plugins=["policy"])
+    sent: list[str] = []
+
+    @reg.register
+    def send(to: str) -> str:
+        sent.append(to)
+        return f"sent to {to}"
+
+    @reg.register
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    try:
+        with calling_for("client-7"):
+            held, added = reg.execute_tool_calls([chat("send", {"to": "x"}, "c1"),
+                                                  chat("add", {"a": 1, "b": 2}, "c2")])
+        approvals = reg.approvals
+        with capture_logs() as logs:
+            assert approvals.available and [a.id for a in approvals.list()] == ["held_0"]
+        assert any(e.get("hook") == "approval_queue" for e in logs)  # the broken one
+        assert held.approval is not None and held.approval.id in approvals
+        assert held.approval.caller == "client-7"
+        assert approvals.get("held_0").request.caller == "client-7"
+        with pytest.raises(ValueError, match="'approve' or 'deny'"):
+            approvals.decide("held_0", "maybe")
+        with pytest.raises(LookupError, match="unknown approval id 'nope'"):
+            approvals.decide("nope", "approve")
+        assert approvals.decide("held_0", "approve", by="ann").approver == "ann"
+        assert approvals.list() == [] and approvals.list("approved")[0].id == "held_0"
+        with pytest.raises(LookupError):  # one unknown item: nothing runs
+            approvals.resume([held, "nope"])
+        assert sent == []
+        final = approvals.resume([held, added])
+        assert [r.content for r in final] == ["sent to x", "3"] and final[1] is added
+        assert sent == ["x"] and holder.held["held_0"].status == "done"
+        again = reg.invoke("send", {"to": "y"}, call_id="c3")
+        approvals.decide(again.approval.id, "approve")  # type: ignore[union-attr]
+        [ran] = asyncio.run(approvals.aresume([again.approval.to_dict()]))  # type: ignore[union-attr]
+        assert ran.content == "sent to y"
+    finally:
+        reg.close()
+    alone = ToolRegistry(disable_plugins=["policy"])
+    try:
+        assert not alone.approvals.available and alone.approvals.list() == []
+        with pytest.raises(LookupError, match="install toolregistry-policy"):
+            alone.approvals.get("apr_x")
+    finally:
+        alone.close()
+
+
+def test_hook_output_limits_combines_the_answers_and_skips_a_failing_plugin() -> None:
+    from toolregistry.plugin import hookimpl, output_limits
+    from toolregistry.types import OutputLimits
+
+    class Answer:
+        def __init__(self, answer: OutputLimits | Exception | None) -> None:
+            self.answer = answer
+
+        @hookimpl
+        def output_limits(self, registry: ToolRegistry, tool: Any) -> OutputLimits | None:
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    def limits(*answers: OutputLimits | Exception | None) -> OutputLimits | None:
+        # one class per plugin: plugins are named after their class
+        plugins = [type(f"Answer{i}", (Answer,), {})(a) for i, a in enumerate(answers)]
+        registry = ToolRegistry(load_plugins=[], plugins=plugins)
+        registry.register(lambda: "x", name="t")
+        return output_limits(registry, registry["t"])
+
+    assert limits() is None
+    assert limits(None) is None
+    assert limits(OutputLimits(5000), OutputLimits(3000), None) == OutputLimits(3000)
+    assert limits(OutputLimits(5000), OutputLimits(None)) == OutputLimits(None)
+    with capture_logs() as logs:
+        assert limits(RuntimeError("broken"), OutputLimits(10)) == OutputLimits(10)
+    assert [e["hook"] for e in logs if e["event"] == "hook.failed"] == ["output_limits"]

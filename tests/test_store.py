@@ -34,9 +34,12 @@ def test_relative_sqlite_path_is_taken_from_the_config_folder(
         url = reg.store_url()
         assert url is not None and url.kind == "sqlite"
         assert url.path == cfg.parent / "state" / "shared.db"
-        # A plugin's own setting overrides it, and a bare path is a SQLite file.
-        own = store_url(reg, "own.db")
+        # A plugin's own setting overrides it: a URL relative to the file's folder, a bare
+        # path (a ConfigPath: resolved when read from the file) from the working directory.
+        own = store_url(reg, "sqlite:///own.db")
         assert own is not None and own.path == cfg.parent / "own.db"
+        bare = store_url(reg, "own.db")
+        assert bare is not None and bare.path == tmp_path / "own.db"
     finally:
         reg.close()
 

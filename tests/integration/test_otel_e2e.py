@@ -35,8 +35,13 @@ SERVED = textwrap.dedent('''
     import sys
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    trace.set_tracer_provider(TracerProvider())
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
 
     from toolregistry import ToolRegistry
     from toolregistry_mcp import serve
@@ -52,6 +57,14 @@ SERVED = textwrap.dedent('''
         return {"trace_id": format(ctx.trace_id, "032x"),
                 "parent_span_id": format(parent.span_id, "016x") if parent else None,
                 "span_name": getattr(span, "name", None)}
+
+    @registry.register
+    def server_spans() -> list:
+        """The spans this process finished: name, kind, id, parent id."""
+        return [{"name": s.name, "kind": s.kind.name,
+                 "span_id": format(s.context.span_id, "016x"),
+                 "parent_span_id": format(s.parent.span_id, "016x") if s.parent else None}
+                for s in exporter.get_finished_spans()]
 
     if sys.argv[1:2] == ["--http"]:
         serve(registry, "streamable-http", port=int(sys.argv[2]))
@@ -88,12 +101,22 @@ def _check_continuity(registry: ToolRegistry, tool: str) -> None:
     # directly, or under the MCP SDK's own client span ("MCP send tools/call ...", which
     # recent SDKs emit as a child of the current span, ours)
     assert seen["trace_id"] == format(turn.get_span_context().trace_id, "032x")
+    assert seen["span_name"] == "execute_tool seen_trace"
+    # ... as a child of the MCP SDK's own SERVER span of the request (its middleware, on by
+    # default), which continues the caller's trace itself
+    served = registry.invoke(tool.replace("seen_trace", "server_spans"), {})
+    assert served.ok, served.text
+    listed = served.value if isinstance(served.value, list) else json.loads(served.text)
+    server = {s["span_id"]: s for s in listed}
+    sdk_span = server[seen["parent_span_id"]]
+    assert sdk_span["kind"] == "SERVER" and sdk_span["name"].startswith("tools/call"), sdk_span
+    # whose parent is ours: directly, or the MCP SDK's own client span ("MCP send tools/call
+    # ...", which recent SDKs emit as a child of the current span, ours)
     spans = {format(s.context.span_id, "016x"): s for s in EXPORTER.get_finished_spans()}
-    parent = spans[seen["parent_span_id"]]
+    parent = spans[sdk_span["parent_span_id"]]
     if parent is not client_span:
         assert parent.parent is not None, parent.name
         assert parent.parent.span_id == client_span.context.span_id, parent.name
-    assert seen["span_name"] == "execute_tool seen_trace"
 
 
 def test_trace_continues_into_an_mcp_server_over_stdio(served_script: Path) -> None:
@@ -103,7 +126,7 @@ def test_trace_continues_into_an_mcp_server_over_stdio(served_script: Path) -> N
                                    namespace="srv")
         load = [s for s in EXPORTER.get_finished_spans() if s.name == "mcp.load"]
         assert load and load[-1].attributes["mcp.transport"] == "stdio"
-        assert load[-1].attributes["toolregistry.tools"] == 1
+        assert load[-1].attributes["toolregistry.tools"] == 2
         assert load[-1].kind is trace.SpanKind.CLIENT
         _check_continuity(registry, "srv-seen_trace")
     finally:

@@ -8,8 +8,12 @@ application's loop refuse such calls at once). :func:`calling_loop` tells the to
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["calling_loop", "note_calling_loop"]
 
@@ -27,6 +31,7 @@ def calling_loop() -> asyncio.AbstractEventLoop | None:
 def note_calling_loop(context: contextvars.Context) -> None:
     """The kernel, on the caller's thread, before handing a sync call to another thread that
     runs it in ``context``."""
-    loop = asyncio.events._get_running_loop()
+    aio = sys.modules.get("asyncio")  # not imported: no loop runs (and plugins load light)
+    loop = aio.events._get_running_loop() if aio is not None else None
     if loop is not None:
         context.run(_CALLING_LOOP.set, loop)

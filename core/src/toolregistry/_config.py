@@ -17,7 +17,7 @@ from attrs import field, frozen
 
 from .errors import ConfigError
 
-__all__ = ["ConfigWarning", "RegistryConfig", "load_config", "plugin_settings"]
+__all__ = ["ConfigWarning", "RegistryConfig", "load_config", "plugin_settings", "resolve_path"]
 
 T = TypeVar("T")
 
@@ -63,8 +63,16 @@ class RegistryConfig:
         return tables
 
     def plugin_table(self, name: str) -> dict[str, Any]:
-        """One plugin's table, keys normalised (empty when absent)."""
-        return normalise_keys(self.plugin_tables.get(name, {}))
+        """One plugin's table, keys normalised, ``${VAR}`` expanded (empty when absent)."""
+        table = normalise_keys(self.plugin_tables.get(name, {}))
+        expanded: dict[str, Any] = expand_env(
+            table, f"[tool.toolregistry.plugins.{name}] ({self.path or 'no file'})")
+        return expanded
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder relative paths in this configuration are resolved against."""
+        return self.path.parent if self.path is not None else None
 
     @property
     def where(self) -> str:
@@ -139,7 +147,14 @@ def _read(file: Path) -> RegistryConfig:
     written = {_norm(k): k for k in table}
     table = normalise_keys(table)
     where = f"[tool.toolregistry] in {file}"
-    values = parse_file_options(table, where)
+    # Sources and plugin tables are expanded when they are used: a variable only one
+    # source or one (perhaps absent) plugin needs is not required by the rest.
+    expanded = {k: v if k in _EXPANDED_LATER else expand_env(v, f"{where}: {written[k]}")
+                for k, v in table.items()}
+    # A value that came from the environment is read as the environment variable would be.
+    texts = {k for k, v in expanded.items() if isinstance(v, str) and v != table[k]}
+    table = expanded
+    values = parse_file_options(table, where, texts)
     unknown = tuple(sorted(written[k] for k in set(table) - set(values)))
     return RegistryConfig(file, table, values, unknown)
 
@@ -178,14 +193,21 @@ def report_unknown(where: str, unknown: list[str], known: list[str], *, strict: 
     warnings.warn(msg, ConfigWarning, stacklevel=3)
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_EXPANDED_LATER = frozenset({"sources", "plugins"})
 
 
 def expand_env(value: Any, where: str) -> Any:
-    """Replace ``${VAR}`` in strings (recursively in lists and tables) by environment values."""
+    """Replace ``${VAR}`` in strings (recursively in lists and tables) by environment values;
+    ``$${VAR}`` is the text ``${VAR}``. The one expansion rule of every table."""
     if isinstance(value, str):
+        if "$" not in value:
+            return value
+
         def sub(m: re.Match[str]) -> str:
-            name = m.group(1)
+            name = m.group(2)
+            if m.group(1):
+                return "${" + name + "}"
             if name not in os.environ:
                 raise ConfigError(f"{where}: environment variable {name} is not set")
             return os.environ[name]
@@ -196,6 +218,21 @@ def expand_env(value: Any, where: str) -> Any:
     if isinstance(value, dict):
         return {k: expand_env(v, f"{where}.{k}") for k, v in value.items()}
     return value
+
+
+CONFIG_FOLDER = "toolregistry.config_folder"
+"""The key of the pydantic validation context that holds the configuration's folder."""
+
+
+def resolve_path(value: str, folder: Path | None) -> str:
+    """A path from the configuration: ``~`` expanded, and a relative one taken against
+    ``folder`` (the configuration file's folder) when there is one. URLs are left alone."""
+    if "://" in value:
+        return value
+    path = Path(value).expanduser()
+    if folder is not None and not path.is_absolute():
+        path = folder / path
+    return str(path)
 
 
 def plugin_settings(
@@ -236,7 +273,7 @@ def _validate_table(name: str, model: type[T], cfg: RegistryConfig, strict: bool
                        strict=strict or getattr(model, "unknown_options", "warn") == "error")
         table = {k: v for k, v in table.items() if k in known}
     try:
-        return model.model_validate(table)
+        return model.model_validate(table, context={CONFIG_FOLDER: cfg.folder})
     except ValidationError as exc:
         raise ConfigError.from_validation(
             f"[tool.toolregistry.plugins.{name}] ({cfg.path or 'no file'})", exc,

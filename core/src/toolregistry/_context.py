@@ -21,20 +21,51 @@ if TYPE_CHECKING:
 __all__ = ["add_carrier", "add_log_context", "continuing", "operation", "outgoing_context"]
 
 Injector = Callable[[MutableMapping[str, str]], None]
+Continuer = Callable[[Mapping[str, str]], contextlib.AbstractContextManager[Any]]
 _carriers: tuple[Injector, ...] = ()
+_continuers: tuple[Continuer, ...] = ()
 _failed: set[int] = set()
 
 
-def add_carrier(injector: Injector) -> None:
+def add_carrier(injector: Injector, continuer: Continuer | None = None) -> None:
     """From now on, :func:`outgoing_context` asks ``injector`` to add its entries (e.g. W3C
     ``traceparent`` / ``tracestate`` of the current span) to what outgoing requests carry.
+
+    ``continuer(carrier)``, when given, is the way back: a context manager in which what
+    ``carrier`` holds is current. The kernel enters it in its worker processes (process
+    isolation) around each call, so it must be a module-level function (it travels by
+    reference).
 
     Process-wide and idempotent (the same function is added once). An injector reads what is
     current in the calling context; an exception is logged once and skipped.
     """
-    global _carriers
+    global _carriers, _continuers
     if injector not in _carriers:
         _carriers = (*_carriers, injector)
+    if continuer is not None and continuer not in _continuers:
+        _continuers = (*_continuers, continuer)
+
+
+def carried() -> tuple[dict[str, str], tuple[Continuer, ...]]:
+    """What a call shipped to another process takes along from the current context: the
+    :func:`outgoing_context` and the continuers that make it current there."""
+    if not _continuers:
+        return {}, ()
+    return outgoing_context(), _continuers
+
+
+def continued(carrier: Mapping[str, str], continuers: tuple[Continuer, ...]
+              ) -> contextlib.ExitStack:
+    """The continuers entered with ``carrier`` (in another process); one that fails is
+    skipped (logged)."""
+    stack = contextlib.ExitStack()
+    if carrier:
+        for continuer in continuers:
+            try:
+                stack.enter_context(continuer(carrier))
+            except Exception as exc:
+                log.warning("continuer.failed", error=f"{type(exc).__name__}: {exc}")
+    return stack
 
 
 def outgoing_context() -> dict[str, str]:

@@ -57,7 +57,11 @@ class SourceKind:
     ``source`` is always accepted too); ``paths`` names the options that are file paths,
     resolved against the configuration file's folder when relative (URLs are left alone).
     ``aload`` is the async twin used by ``aload`` / ``aregister_from_<name>`` (without it, the
-    sync loader runs in a worker thread). ``export`` turns registry tools into this kind's own
+    sync loader runs in a worker thread). Every kind takes the common options ``namespace``,
+    ``replace``, ``defer``, ``tags``, ``include`` and ``exclude``, checked by the kernel: the
+    loader gets ``namespace`` and ``replace``, and those of the others named in ``handles``
+    (it implements them itself, e.g. filtering before it connects); the kernel applies the
+    rest to the tools the loader registers. ``export`` turns registry tools into this kind's own
     objects (``registry.export(name, ...)``).
     """
 
@@ -67,6 +71,7 @@ class SourceKind:
     target: str = "source"
     paths: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
     export: Exporter | None = None
+    handles: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
 
 
 class CommandContext:

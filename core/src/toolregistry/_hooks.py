@@ -21,7 +21,7 @@ from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
 from .hookspecs import UNOBSERVED
-from .types import ApprovalRequest, Decision
+from .types import ApprovalRequest, Decision, OutputLimits, current_caller
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -32,13 +32,20 @@ if TYPE_CHECKING:
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
-    from .hookspecs import BatchObserver, CallObserver, OperationObserver, Runner
+    from .hookspecs import (
+        ApprovalQueue,
+        BatchObserver,
+        CallObserver,
+        OperationObserver,
+        Runner,
+    )
     from .tool import Tool
     from .types import PendingChange, ToolCall, ToolResult
 
 __all__ = ["Deciding", "Hooks"]
 
 _ALLOWED = Decision.allow()  # what stands when no implementation had an opinion
+_QUEUE_METHODS = ("approvals", "__contains__", "get", "decide", "resume", "aresume")
 
 
 class Hooks:
@@ -66,6 +73,7 @@ class Hooks:
         self.has_on_change = bool(h.on_change.get_hookimpls())
         self.has_suggest = bool(h.suggest_tools.get_hookimpls())
         self.has_incoming_context = bool(h.incoming_context.get_hookimpls())
+        self.has_output_limits = bool(h.output_limits.get_hookimpls())
         self._schema_impls = tuple(h.schema_transform.get_hookimpls())
         self._direct_schema = compiler.caller("schema_transform", self._schema_impls)
         self._schema_interest = declaration_askers(h.schema_hooks.get_hookimpls())
@@ -118,11 +126,7 @@ class Hooks:
         declared = self.call_hooks(registry, tool) if self._interest else {}
 
         def concerned(name: str) -> list[HookImpl]:
-            every = getattr(self._hook, name).get_hookimpls()
-            if declared:
-                every = [impl for impl in every
-                         if name in declared.get(id(impl.plugin), (name,))]
-            return every  # type: ignore[no-any-return]
+            return self._concerned(name, declared)
 
         caller = self._compiler.caller
         return ToolHooks(caller("pre_invoke", concerned("pre_invoke")),
@@ -131,6 +135,21 @@ class Hooks:
                          self.call_observer(registry, tool, concerned("call_observer")),
                          self.dispatch(registry, tool, concerned("dispatch")),
                          caller("authorized", concerned("authorized")))
+
+    def _concerned(self, name: str, declared: dict[int, frozenset[str]]) -> list[HookImpl]:
+        every = getattr(self._hook, name).get_hookimpls()
+        if declared:
+            every = [impl for impl in every if name in declared.get(id(impl.plugin), (name,))]
+        return every  # type: ignore[no-any-return]
+
+    def observers_of(self, registry: ToolRegistry, tool: Tool) -> tuple[CallObserver, ...]:
+        """The call observers of ``tool`` alone, without compiling its other hooks: for a
+        call that ends before it has a plan (a stand-in of a tool that is not registered).
+
+        Error policy: that of :meth:`call_observer`.
+        """
+        declared = self.call_hooks(registry, tool) if self._interest else {}
+        return self.call_observer(registry, tool, self._concerned("call_observer", declared))
 
     def call_observer(self, registry: ToolRegistry, tool: Tool, impls: Sequence[HookImpl]
                       ) -> tuple[CallObserver, ...]:
@@ -253,6 +272,47 @@ class Hooks:
             except Exception as exc:
                 self._failed("incoming_context", exc, plugin=impl.plugin_name)
         return managers
+
+    def approval_queue(self, registry: ToolRegistry) -> tuple[ApprovalQueue, ...]:
+        """The approval queues of ``registry``'s authorizing plugins, in pluggy's call order.
+
+        Error policy: an exception, or a queue without the methods of an ``ApprovalQueue``,
+        is logged (``hook.failed``) and that plugin's queue is left out.
+        """
+        queues: list[ApprovalQueue] = []
+        for impl in reversed(self._hook.approval_queue.get_hookimpls()):
+            try:
+                queue = self._call_impl(impl, registry=registry)
+                if queue is None:
+                    continue
+                missing = [m for m in _QUEUE_METHODS if not callable(getattr(queue, m, None))]
+                if missing:
+                    raise TypeError(f"{type(queue).__name__} is not an ApprovalQueue (no "
+                                    f"{', '.join(missing)})")
+                queues.append(queue)
+            except Exception as exc:
+                self._failed("approval_queue", exc, plugin=impl.plugin_name)
+        return tuple(queues)
+
+    def output_limits(self, registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+        """The output-size limits a source should respect for ``tool``'s results: every
+        implementation's answer combined (:meth:`OutputLimits.combine`), or ``None``.
+
+        Error policy: an exception is logged (``hook.failed``) and that plugin's answer
+        ignored.
+        """
+        if not self.has_output_limits:
+            return None
+        answers: list[OutputLimits] = []
+        for impl in reversed(self._hook.output_limits.get_hookimpls()):
+            try:
+                answer = self._call_impl(impl, registry=registry, tool=tool)
+            except Exception as exc:
+                self._failed("output_limits", exc, plugin=impl.plugin_name, tool=tool.name)
+                continue
+            if answer is not None:
+                answers.append(answer)
+        return OutputLimits.combine(answers)
 
     @staticmethod
     def _call_impl(impl: HookImpl, **kwargs: Any) -> Any:
@@ -432,9 +492,10 @@ class Hooks:
                                 f"the call to {name!r} was denied: {why}. It did not run; do "
                                 "not call it again with these arguments.", reason=call.reason)
         arguments = dict(call.arguments or {})
+        caller = current_caller()
         request = ApprovalRequest(
-            decision.approval_id or ApprovalRequest.stable_id(name, call.id, arguments),
-            name, arguments, call.id, call.reason, decision.reason, decision.rule)
+            decision.approval_id or ApprovalRequest.stable_id(name, call.id, arguments, caller),
+            name, arguments, call.id, call.reason, decision.reason, decision.rule, caller)
         why = f" ({decision.reason})" if decision.reason else ""
         result = error_result(call.id, name, "approval_required",
                               f"the call to {name!r} waits for a person's approval{why}; it "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.metadata as md
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -14,6 +13,7 @@ from attrs import define, field, frozen
 
 from . import hookspecs
 from ._config import RegistryConfig, load_config, plugin_settings
+from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
 from ._hooks import Hooks
 from ._log import log
@@ -26,7 +26,7 @@ HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_c
               "loaders", "suggest_tools", "call_hooks", "schema_hooks", "provider_formats",
               "settings_model", "cli_commands", "authorize", "authorized", "call_observer",
               "batch_observer", "dispatch", "operation_observer", "incoming_context",
-              "pending_changes", "review_change")
+              "pending_changes", "review_change", "approval_queue", "output_limits")
 HOST_HOOKS = ("loaders", "provider_formats", "settings_model", "cli_commands")
 """Hooks the host asks one plugin at a time (not through the per-call façade): a failure is
 recorded on that plugin's record and logged, never raised into a call (strict mode: raised)."""
@@ -148,13 +148,10 @@ class PluginHost:
     # -- loading ------------------------------------------------------------------------
     def _load_entry_points(self) -> None:
         seen: dict[str, str | None] = {}
-        eps = sorted(
-            md.entry_points(group=ENTRY_POINT_GROUP),
-            key=lambda ep: (ep.name, ep.dist.name if ep.dist else ""),
-        )
+        eps = sorted(entry_points(ENTRY_POINT_GROUP), key=lambda ep: (ep.name, ep.dist or ""))
         for ep in eps:
-            dist = ep.dist.name if ep.dist else None
-            version = ep.dist.version if ep.dist else None
+            dist = ep.dist
+            version = ep.version
             if ep.name in seen:
                 if seen[ep.name] == dist:
                     continue  # the same distribution seen twice on sys.path

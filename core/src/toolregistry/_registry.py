@@ -10,7 +10,6 @@ prompts) and ``_registry_sources`` (source kinds: load, export, construction fro
 
 from __future__ import annotations
 
-import gc
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
 
-from . import _config, _gc
+from . import _config, _source_options
 from ._log import log
 from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
@@ -35,6 +34,7 @@ from .formats._emit import Emitter
 from .tool import Tool, ToolMetadata
 
 if TYPE_CHECKING:
+    from ._approvals import Approvals
     from ._execution import Executor, RetryPolicy
     from ._store import StoreURL
     from .types import ToolCall, ToolResult
@@ -74,7 +74,6 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         inline_calls: bool | None = None,
         handoff_pinning: bool | Literal["auto"] | None = None,
         process_namespaces: Iterable[str] | None = None,
-        switch_interval: float | Literal["none"] | None = None,
         store: str | None = None,
         plugins: Iterable[Any] = (),
     ) -> None:
@@ -89,8 +88,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             default_timeout=default_timeout, max_workers=max_workers,
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
-            process_namespaces=process_namespaces, switch_interval=switch_interval,
-            handoff_pinning=handoff_pinning, store=store,
+            process_namespaces=process_namespaces, handoff_pinning=handoff_pinning,
+            store=store,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
@@ -158,6 +157,15 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             cached = self._op_observers = (self._hooks.version,
                                            self._hooks.operation_observer(self))
         return cached[1]
+
+    @property
+    def approvals(self) -> Approvals:
+        """The calls held for a person's approval by the registry's authorizing plugins:
+        ``list()``, ``get(id)``, ``decide(id, "approve" | "deny", by=, note=)``,
+        ``resume(items)`` (see docs/hooks.md, "approval_queue")."""
+        from ._approvals import Approvals
+
+        return Approvals(self, self._hooks)
 
     @property
     def plugins(self) -> PluginHost:
@@ -277,12 +285,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         """
         if obj is None:
             return self._decorator(name, namespace, description, metadata, replace)
-        paused = _gc.pause_one()  # a loop of register() calls: see _gc
-        try:
-            return self._register_one(obj, name, namespace, description, metadata, replace)
-        finally:
-            if paused:
-                gc.enable()
+        return self._register_one(obj, name, namespace, description, metadata, replace)
 
     def _decorator(self, name: str | None, namespace: str | None, description: str | None,
                    metadata: ToolMetadata | None, replace: bool) -> Callable[[F], F]:
@@ -342,11 +345,12 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         return tool.evolve(**changes) if changes else tool
 
     def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
-        if len(tools) < _gc.PAUSE_MIN:  # one register() call: no context manager to pay for
-            return self._add_tools(tools, namespace=namespace, replace=replace)
-        # many tools at once (a class, a loaded spec, register_tools): the collector waits
-        with _gc.paused(len(tools)):
-            return self._add_tools(tools, namespace=namespace, replace=replace)
+        source = _source_options.current()
+        if source is not None:  # a source kind's loader registering its tools
+            with _source_options.consumed():
+                return self._add(source.apply(tools, namespace), namespace=namespace,
+                                 replace=replace)
+        return self._add_tools(tools, namespace=namespace, replace=replace)
 
     def _add_tools(self, tools: list[Tool], *, namespace: str | None, replace: bool
                    ) -> list[Tool]:
@@ -408,9 +412,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
 
         owner = cls if isinstance(cls, type) else type(cls)
         ns = owner.__name__ if namespace is True else (namespace or None)
-        with _gc.paused(len(vars(owner))):  # building the tools of a large class too
-            tools = tools_from_class(cls, include_private=include_private)
-            return self._add(tools, namespace=ns, replace=replace)
+        tools = tools_from_class(cls, include_private=include_private)
+        return self._add(tools, namespace=ns, replace=replace)
 
     # ------------------------------------------------------------------ execution
     def _get_executor(self) -> Executor:

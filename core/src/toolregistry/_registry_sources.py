@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _config
+from . import _config, _source_options
 from ._log import log
 from ._plugins import PluginSettings, get_host, on_kind_name
 from ._registry_base import RegistryBase
@@ -28,15 +28,22 @@ class RegistrySources(RegistryBase):
     """Loading and exporting tools through the plugins' source kinds."""
 
     def load(self, kind: str, source: Any, **options: Any) -> list[Tool]:
-        """Register the tools of ``source`` through the plugin that provides ``kind``."""
-        result = self._host.source_kind(kind).load(self, source, **options)
+        """Register the tools of ``source`` through the plugin that provides ``kind``, with
+        the common source options (``namespace``, ``replace``, ``defer``, ``tags``,
+        ``include``, ``exclude``) checked and applied alike for every kind."""
+        source_kind = self._host.source_kind(kind)
+        passed, common = _source_options.split(source_kind, options, _where(kind, source))
+        with _source_options.applying(common):
+            result = source_kind.load(self, source, **passed)
         return list(result or [])
 
     async def aload(self, kind: str, source: Any, **options: Any) -> list[Tool]:
         """Async twin of :meth:`load` (the kind's async loader when it has one)."""
         source_kind = self._host.source_kind(kind)
         if source_kind.aload is not None:
-            result = await source_kind.aload(self, source, **options)
+            passed, common = _source_options.split(source_kind, options, _where(kind, source))
+            with _source_options.applying(common):
+                result = await source_kind.aload(self, source, **passed)
             return list(result or [])
         import asyncio
 
@@ -88,9 +95,8 @@ class _KindMethod:
 
     A class attribute for every kind name a host learns (:func:`_plugins.on_kind_name`)
     rather than ``__getattr__``: with ``__getattr__`` on the class, every method call on a
-    registry -- a dozen in each registration, the plugins' included -- allocates a bound
-    method, and such allocations between two ``register()`` calls make the garbage
-    collector's young passes due there (see :mod:`toolregistry._gc`).
+    registry -- a dozen in each registration, the plugins' included -- would allocate a
+    bound method.
     """
 
     __slots__ = ("_async", "_kind", "_name")
@@ -187,7 +193,7 @@ def load_source(registry: ToolRegistry, index: int, source: dict[str, Any]) -> N
             elif option in options:
                 options[option] = _relative_to(folder, options[option])
     try:
-        kind.load(registry, target, **options)
+        registry.load(kind_name, target, **options)
     except MissingPluginError:
         raise
     except ConfigError as exc:
@@ -197,10 +203,12 @@ def load_source(registry: ToolRegistry, index: int, source: dict[str, Any]) -> N
                           f"{type(exc).__name__}: {exc}") from exc
 
 
+def _where(kind: str, source: Any) -> str:
+    return f"{kind} source {source!r}" if isinstance(source, str) else f"a {kind} source"
+
+
 def _relative_to(folder: Path, value: Any) -> Any:
-    """A relative file path in the configuration, against the configuration's folder (URLs
-    and absolute paths unchanged)."""
-    if not isinstance(value, str) or "://" in value or Path(value).is_absolute():
-        return value
-    return str(folder / value)
+    """A file path in the configuration (see :func:`_config.resolve_path`); other values
+    unchanged."""
+    return _config.resolve_path(value, folder) if isinstance(value, str) else value
 

@@ -19,9 +19,8 @@ Rules (see docs/execution.md):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
-
-import pydantic_core
 
 from .types import Image, ToolResult
 
@@ -33,12 +32,21 @@ _IMAGE_MAGIC = (
     (b"GIF87a", "image/gif"),
     (b"GIF89a", "image/gif"),
 )
-_to_json = pydantic_core.to_json
+_to_json: Callable[..., bytes] | None = None  # pydantic_core's, imported by the first result
 
 
 def to_json_text(value: Any) -> str:
     """JSON text of ``value`` with non-ASCII kept readable (``ensure_ascii=False``)."""
-    return _to_json(value, fallback=str, serialize_unknown=True).decode("utf-8")
+    to_json = _to_json or _load_to_json()
+    return to_json(value, fallback=str, serialize_unknown=True).decode("utf-8")
+
+
+def _load_to_json() -> Callable[..., bytes]:
+    global _to_json
+    from pydantic_core import to_json
+
+    _to_json = to_json
+    return to_json
 
 
 def _image_of_bytes(data: bytes) -> Image | None:

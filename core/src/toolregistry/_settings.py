@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -109,21 +109,6 @@ def _workers(value: Any, text: bool) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _Invalid("must be an integer >= 1")
     return value
-
-
-def _switch_interval(value: Any, text: bool) -> float | None:
-    if isinstance(value, str) and value.strip().lower() == NO_TIMEOUT:
-        return None
-    if text:
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value) or not 0 <= value <= 1:
-        raise _Invalid('must be a number of seconds between 0 and 1, or "none" (0 or "none": '
-                       "leave the interpreter's switch interval alone)")
-    return float(value) or None
 
 
 def _names(value: Any, text: bool) -> frozenset[str]:
@@ -232,12 +217,6 @@ class Settings:
     max_workers: int = _option(
         _auto_workers, _workers, name="max_workers", shown="max(32, CPUs + 4)",
         doc="threads for sync tools (>= 1)")
-    switch_interval: float | None = _option(
-        0.0005, _switch_interval, name="switch_interval", shown="0.0005",
-        doc="seconds: the interpreter's switch interval while more calls run on worker "
-            "threads than there are CPU slots, or calls of CPU-bound tools run (Python's is "
-            "5 ms), so callers and the event loop get the interpreter back sooner; put back "
-            'after; `0` or `"none"` leaves it alone (see Execution)')
     strict_plugins: bool = _option(
         False, _bool, name="strict_plugins", shown="false",
         doc="broken plugins, plugin conflicts and unknown options raise instead of warning")
@@ -262,11 +241,12 @@ class Settings:
             "tool that swallows the cancellation or blocks in a C call then answers late "
             "(see Execution)")
     handoff_pinning: bool | str = _option(
-        "auto", _pinning, name="handoff_pinning", shown="auto",
-        doc="on Linux, wake the worker that takes a call on the calling thread's CPU (it "
-            "takes back its own CPU mask before running the tool), which saves a wake-up of "
-            "an idle CPU (30-100 µs per call on a virtual machine); `auto`: only while some "
-            "CPU is idle; `true`: always; `false`: never (see Execution)")
+        False, _pinning, name="handoff_pinning", shown="false",
+        doc="opt-in: on Linux, wake the worker that takes a call on the calling thread's CPU "
+            "(it takes back its own CPU mask before running the tool), which saves a wake-up "
+            "of an idle CPU on a virtual machine; `auto`: only while some CPU is idle; "
+            "`true`: always; `false` (the default): never -- the only setting by which the "
+            "registry changes the CPU affinity of its own worker threads (see Execution)")
     store: str | None = _option(
         None, _store, name="store", shown="none",
         doc="where stateful plugins keep what workers and hosts share (approvals, budgets, "
@@ -346,8 +326,11 @@ def parse_value(name: str, info: OptionInfo, value: Any, where: str, *, text: bo
         raise ConfigError(f"{where}: {name.replace('_', '-')} {exc}, got {value!r}") from None
 
 
-def parse_file_options(table: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The kernel options present in a ``[tool.toolregistry]`` table (keys normalised), parsed."""
+def parse_file_options(table: Mapping[str, Any], where: str,
+                       texts: Collection[str] = ()) -> dict[str, Any]:
+    """The kernel options present in a ``[tool.toolregistry]`` table (keys normalised), parsed
+    (those named in ``texts`` as text, as from the environment: their ``${VAR}`` was
+    expanded)."""
     options = Settings.options()
-    return {name: parse_value(name, options[name], value, where, text=False)
+    return {name: parse_value(name, options[name], value, where, text=name in texts)
             for name, value in table.items() if name in options}

@@ -107,15 +107,20 @@ def store_url(registry: ToolRegistry, override: str | None = None) -> StoreURL |
     """The store a plugin of ``registry`` keeps its shared state in: ``override`` (the
     plugin's own setting: a store URL, or a bare path meaning a SQLite file), else the
     kernel's ``store`` option, else ``None`` (the plugin keeps its state in this process).
-    ``${VAR}`` is replaced by that environment variable; a relative SQLite path written in
-    the configuration file is taken from the file's folder (else the working directory)."""
+    ``${VAR}`` is replaced by that environment variable; a relative ``sqlite:///`` path is
+    taken from the configuration file's folder, a bare relative path from the working
+    directory (plugins declare path options as ``ConfigPath``, which resolves a file's
+    values against its folder)."""
     from ._config import expand_env
 
     config_dir = registry.config.path.parent if registry.config.path is not None else None
     if override is not None:
         text = expand_env(str(override), "store")
         if "://" not in text:
+            # A path option: a configuration file's value comes resolved against its folder
+            # (ConfigPath), one given in code is taken from the working directory.
             text = "sqlite:///" + text
+            config_dir = None
         where = "store"
     else:
         text = registry.settings.store

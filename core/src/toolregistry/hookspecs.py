@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from .events import ChangeEvent
     from .formats import ProviderFormat
     from .tool import Tool
-    from .types import Decision, Job, PendingChange, ToolCall, ToolResult
+    from .types import (
+        ApprovalRequest,
+        Decision,
+        Job,
+        OutputLimits,
+        PendingChange,
+        ToolCall,
+        ToolResult,
+    )
 
 PROJECT_NAME = "toolregistry"
 
@@ -91,6 +99,9 @@ class CallObserver(Protocol):
     ``result.duration``, outcome in ``result.outcome``: ``ok``, an error kind, ``denied``,
     ``approval_required``). Whatever ``call_started`` returns comes back as ``token``; an
     observer that returns :data:`UNOBSERVED` sits the call out (no ``call_finished``).
+    A call that ends before it starts (it could not be read, names no tool or a disabled one)
+    is told with both at once; naming no registered tool, the observer is one given for a
+    stand-in ``Tool`` of that name (``provenance.detail == "not registered"``).
     Exceptions from either are logged once per observer and never fail the call.
     """
 
@@ -140,6 +151,88 @@ class Runner(Protocol):
 
     def cancel(self, job: Job, future: concurrent.futures.Future[Any]) -> None:
         """Stop ``job``: its deadline passed or its caller gave up."""
+
+
+class ApprovalRecord(Protocol):
+    """One call an authorizing plugin holds for a person, and what became of it (what an
+    :class:`ApprovalQueue` lists).
+
+    ``status``: ``pending`` (waiting for a person), ``approved`` / ``denied`` (decided, not
+    yet resumed), ``running``, ``done`` (ran, or its denial was given to the model).
+    ``request`` is the :class:`~toolregistry.types.ApprovalRequest` the pending result
+    carried; ``approver`` and ``note`` who decided and why; ``effective_arguments`` what the
+    call runs with (a person may have changed the model's).
+    """
+
+    @property
+    def id(self) -> str:
+        """The approval id (``request.id``)."""
+
+    @property
+    def tool(self) -> str:
+        """The tool the call is for."""
+
+    @property
+    def request(self) -> ApprovalRequest:
+        """What the held call asks."""
+
+    @property
+    def status(self) -> str:
+        """``pending``, ``approved``, ``denied``, ``running`` or ``done``."""
+
+    @property
+    def approver(self) -> str | None:
+        """Who decided."""
+
+    @property
+    def note(self) -> str | None:
+        """Why (a denial's note is what the model reads)."""
+
+    @property
+    def effective_arguments(self) -> dict[str, Any]:
+        """The arguments the call runs with."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the record."""
+
+
+class ApprovalQueue(Protocol):
+    """The calls one authorizing plugin holds for a person's approval in one registry
+    (returned by the ``approval_queue`` hook); the kernel's ``registry.approvals`` lists,
+    decides and resumes through it, so that other plugins (code mode, the inspector) never
+    use the authorizing plugin directly.
+
+    Every method is safe to call from any thread and any process that shares the plugin's
+    store. A decision is taken once; a decided call runs once, when resumed.
+    """
+
+    def approvals(self, status: str | None = None) -> Sequence[ApprovalRecord]:
+        """The calls held (or those in one ``status``), oldest first."""
+
+    def __contains__(self, approval_id: object) -> bool:
+        """Whether this queue holds an approval with this id."""
+
+    def get(self, approval_id: str) -> ApprovalRecord:
+        """The approval with this id (a ``LookupError`` when the queue has none)."""
+
+    def decide(self, approval_id: str, decision: str, *, by: str | None = None,
+               note: str | None = None, arguments: Mapping[str, Any] | None = None
+               ) -> ApprovalRecord:
+        """Approve (``decision="approve"``, with changed ``arguments`` if given) or deny
+        (``"deny"``; ``note`` is what the model reads) a pending call: the record as decided.
+        A ``LookupError`` when it is unknown or decided already; a ``ValueError`` when the
+        changed arguments do not fit the tool."""
+
+    def resume(self, items: Sequence[Any], *, context: Mapping[str, Any] | None = None,
+               timeout: float | None = None) -> list[ToolResult]:
+        """Run the decided calls among ``items`` (approval ids, pending results, their
+        ``ApprovalRequest`` or its dict) once each: one result per item, in order (an
+        undecided one stays pending). An unknown or used id is a ``LookupError``, and then
+        nothing runs."""
+
+    async def aresume(self, items: Sequence[Any], *, context: Mapping[str, Any] | None = None,
+                      timeout: float | None = None) -> list[ToolResult]:
+        """Async twin of :meth:`resume`."""
 
 
 @hookspec(firstresult=True)
@@ -391,6 +484,20 @@ def operation_observer(registry: ToolRegistry) -> OperationObserver | None:
 
 
 @hookspec
+def approval_queue(registry: ToolRegistry) -> ApprovalQueue | None:
+    """The calls this plugin holds for a person's approval in ``registry`` (an
+    :class:`ApprovalQueue`), or ``None``: it holds none.
+
+    An authorizing plugin that answers ``Decision.pending`` implements it so that whoever
+    decides (the inspector, code mode, an MCP input request, a LangGraph interrupt, the
+    application through ``registry.approvals``) lists, decides and resumes its held calls
+    through the kernel, never through the plugin itself. Called whenever
+    ``registry.approvals`` is used (not per call). An exception is logged and that plugin's
+    queue is left out.
+    """
+
+
+@hookspec
 def incoming_context(registry: ToolRegistry, carrier: Mapping[str, str]
                      ) -> AbstractContextManager[Any] | None:
     """A context manager that makes ``carrier`` (what a remote caller sent along with a
@@ -427,4 +534,19 @@ def review_change(registry: ToolRegistry, tool: str, version: str, action: str
     when it is not (the first ``True`` wins). Raise ``LookupError`` / ``ValueError`` naming
     what was wrong (no such pending version) when the action cannot be carried out. Called by
     ``registry.accept_change`` / ``registry.keep_change``; exceptions propagate to them.
+    """
+
+
+@hookspec
+def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+    """The output-size limits a source should respect for ``tool``'s results
+    (:class:`~toolregistry.types.OutputLimits`), or ``None`` for no opinion.
+
+    Asked by sources that cut long results themselves (a loader's own size limit, such as
+    the MCP plugin's ``max-result-chars``) through :func:`toolregistry.plugin.output_limits`,
+    only for a result long enough to matter, so that they need not know which plugin handles
+    long output: a plugin that takes long output whole (spooling it to a file) answers
+    ``OutputLimits(max_chars=None)`` for the tools it takes. The answers are combined: the
+    whole result when any says so, else the smallest limit. An exception is logged and that
+    plugin's answer ignored.
     """

@@ -5,11 +5,13 @@ events, the kernel helpers.
 for a provider format, ``ProviderFormat`` and what crosses it (``RawCall``, ``Answer``,
 ``Definition``, ``ChoiceMode``, the ``field`` / ``has_field`` readers), loaded on first use,
 and the protocols of the objects some hooks return (``CallObserver``, ``BatchObserver``,
-``Runner``, ``OperationObserver``; ``UNOBSERVED``, what a call observer returns to sit a call
-out), ``port_number`` (an argparse type for a command's ``--port``), ``start_call`` (a call
-made on one thread, awaited on a loop), ``gc_paused`` (the
-cyclic collector paused around work on many tools, as the kernel does; ``GC_PAUSE_MIN``
-tools at least), and the context seams
+``Runner``, ``OperationObserver``, ``ApprovalQueue`` / ``ApprovalRecord``; ``UNOBSERVED``,
+what a call observer returns to sit a call out; ``approval_id_of``, the approval id an item of
+a ``resume`` names), ``port_number`` (an argparse type for a command's ``--port``),
+``start_call`` (a call made on one thread, awaited on a loop), ``output_limits`` (the
+output-size limits a source should respect for a tool), ``ConfigPath`` (the pydantic type of a
+settings option holding a path: relative to the configuration file's folder), and the context
+seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
@@ -21,8 +23,10 @@ It is light to import: loading a plugin must stay cheap.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._calling import calling_loop
@@ -36,23 +40,26 @@ from ._extensions import (
     SourceKind,
     port_number,
 )
-from ._gc import PAUSE_MIN as GC_PAUSE_MIN
-from ._gc import paused as gc_paused
 from ._log import log
 from ._names import normalize_name
 from ._redaction import value_shape
 from .hookspecs import (
     UNOBSERVED,
+    ApprovalQueue,
+    ApprovalRecord,
     BatchObserver,
     CallObserver,
     OperationObserver,
     Runner,
     hookimpl,
 )
+from .types import approval_id_of
 
 if TYPE_CHECKING:
+    from ._config_path import ConfigPath
     from ._execution._async import StartedCall
     from ._registry import ToolRegistry
+    from ._source_options import SourceOptions
     from ._store import Store, StoreURL, masked_url, open_store, parse_store_url, store_url
     from .formats import (
         Answer,
@@ -63,17 +70,21 @@ if TYPE_CHECKING:
         field,
         has_field,
     )
+    from .tool import Tool
+    from .types import OutputLimits
 
 __all__ = [
-    "GC_PAUSE_MIN",
     "UNOBSERVED",
     "Answer",
+    "ApprovalQueue",
+    "ApprovalRecord",
     "AsyncLoader",
     "BatchObserver",
     "CallObserver",
     "ChoiceMode",
     "Command",
     "CommandContext",
+    "ConfigPath",
     "Definition",
     "Exporter",
     "Loader",
@@ -86,10 +97,10 @@ __all__ = [
     "StoreURL",
     "add_carrier",
     "add_log_context",
+    "approval_id_of",
     "calling_loop",
     "continuing",
     "field",
-    "gc_paused",
     "has_field",
     "hookimpl",
     "import_target",
@@ -100,8 +111,10 @@ __all__ = [
     "open_store",
     "operation",
     "outgoing_context",
+    "output_limits",
     "parse_store_url",
     "port_number",
+    "source_options",
     "start_call",
     "store_url",
     "value_shape",
@@ -121,6 +134,24 @@ def start_call(registry: ToolRegistry, name: str,
     result once, or call its ``cancel()`` when it will not be awaited."""
     return registry._get_executor().start(name, arguments, context=context, timeout=timeout,
                                           call_id=call_id)
+
+
+def source_options() -> SourceOptions | None:
+    """While a source kind's loader runs: the common source options the kernel applies to
+    the tools it registers (``defer``, ``tags``, ``include`` / ``exclude`` the kind does not
+    implement itself), or ``None``. A loader that registers more of the source's tools later
+    (a server's changed tool list) applies them too: ``options.apply(tools)``."""
+    from ._source_options import current
+
+    return current()
+
+
+def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+    """The output-size limits a source should respect for ``tool``'s results, as the
+    installed plugins answer the ``output_limits`` hook (``None``: nobody has an opinion; the
+    source applies its own). A source that cuts long results asks this rather than
+    looking for the plugin that would keep them whole."""
+    return registry.plugins.hooks.output_limits(registry, tool)
 
 
 def import_target(target: str, where: str) -> Any:
@@ -146,9 +177,25 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
     return __getattr__
 
 
+GC_PAUSE_MIN = 256
+"""Deprecated with :func:`gc_paused`."""
+
+
+@contextlib.contextmanager
+def gc_paused(tools: int) -> Iterator[None]:
+    """Deprecated, does nothing: the kernel no longer switches the host's garbage collector
+    off, and neither should a plugin (a library leaves the interpreter as it found it).
+    Remove the ``with`` block."""
+    warnings.warn("toolregistry.plugin.gc_paused is deprecated and does nothing: the "
+                  "collector is left as the application set it; remove the with block",
+                  DeprecationWarning, stacklevel=3)
+    yield
+
+
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
                  "has_field")
 _STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
                 "store_url")
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
-                                      **dict.fromkeys(_STORE_NAMES, "toolregistry._store")})
+                                      **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
+                                      "ConfigPath": "toolregistry._config_path"})

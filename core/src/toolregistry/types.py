@@ -1,6 +1,6 @@
 """Value types that flow through a call: :class:`ToolCall`, :class:`ToolResult`, :class:`Image`,
 and the seams' values: :class:`Decision` and :class:`ApprovalRequest` (authorization),
-:class:`Job` (dispatch)."""
+:class:`Job` (dispatch), :class:`OutputLimits` (output size)."""
 
 from __future__ import annotations
 
@@ -31,12 +31,16 @@ __all__ = [
     "ErrorKind",
     "Image",
     "Job",
+    "OutputLimits",
     "PendingChange",
     "ProgressReporter",
     "ToolCall",
     "ToolContext",
     "ToolResult",
     "answering_in",
+    "approval_id_of",
+    "calling_for",
+    "current_caller",
     "reporting_progress",
 ]
 
@@ -81,6 +85,31 @@ def answering_in(api_format: str) -> Iterator[None]:
         yield
     finally:
         _caller_format.reset(token)
+
+
+_caller: ContextVar[str | None] = ContextVar("toolregistry_caller", default=None)
+
+
+@contextlib.contextmanager
+def calling_for(caller: str | None) -> Iterator[None]:
+    """Calls started inside the block are made for ``caller``: who asked for them (a served
+    client's session or token, an application's user), as an opaque string.
+
+    Authorizers that hold calls for a person key the approvals by it: an approval runs only
+    a call from the caller it was given for (``ApprovalRequest.caller``). Servers set it
+    around a request's calls (the MCP plugin's ``serve`` does); ``None``: nobody in
+    particular.
+    """
+    token = _caller.set(caller)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
+
+
+def current_caller() -> str | None:
+    """Whom the calls being made now are for (:func:`calling_for`; ``None``: nobody named)."""
+    return _caller.get()
 
 
 ErrorKind = Literal[
@@ -356,7 +385,8 @@ class ApprovalRequest:
     ``id`` is stable: the same call (tool, call id, arguments) always gets the same id unless
     the deciding plugin chose one. ``arguments`` are the call's arguments as validated against
     (after ``pre_invoke`` and safe coercion); ``reason`` is the model's rationale for the call
-    (``toolcall_reason`` with the think plugin); ``message`` says why approval is needed.
+    (``toolcall_reason`` with the think plugin); ``message`` says why approval is needed;
+    ``caller`` whom the call was made for (:func:`calling_for`).
     """
 
     id: str
@@ -366,19 +396,24 @@ class ApprovalRequest:
     reason: str | None = None
     message: str | None = None
     rule: str | None = None
+    caller: str | None = None
 
     @staticmethod
-    def stable_id(tool: str, call_id: str | None, arguments: Mapping[str, Any]) -> str:
-        """The id a call gets when its decision did not choose one."""
-        canon = json.dumps([tool, call_id, arguments], sort_keys=True, ensure_ascii=False,
-                           separators=(",", ":"), default=str)
+    def stable_id(tool: str, call_id: str | None, arguments: Mapping[str, Any],
+                  caller: str | None = None) -> str:
+        """The id a call gets when its decision did not choose one: the same for the same
+        tool, call id, arguments and caller."""
+        what: list[Any] = [tool, call_id, arguments] if caller is None else \
+            [tool, call_id, arguments, caller]
+        canon = json.dumps(what, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                           default=str)
         return "apr_" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:24]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (arguments as the model sent them)."""
         return {"id": self.id, "tool": self.tool, "arguments": dict(self.arguments),
                 "call_id": self.call_id, "reason": self.reason, "message": self.message,
-                "rule": self.rule}
+                "rule": self.rule, "caller": self.caller}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
@@ -391,7 +426,28 @@ class ApprovalRequest:
             raise ValueError("an approval request's arguments must be an object")
         return cls(str(data["id"]), str(data["tool"]), dict(data["arguments"]),
                    data.get("call_id"), data.get("reason"), data.get("message"),
-                   data.get("rule"))
+                   data.get("rule"), data.get("caller"))
+
+
+def approval_id_of(item: Any) -> str | None:
+    """The approval id an item of ``resume`` names: an id, a pending result, an
+    :class:`~toolregistry.types.ApprovalRequest`, an approval record, or the dict of a request
+    or a record; ``None`` for a result that is not pending (passed through as it is)."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, ToolResult):
+        return item.approval.id if item.pending and item.approval is not None else None
+    if isinstance(item, ApprovalRequest):
+        return item.id
+    if isinstance(item, Mapping):
+        data = item.get("request", item)
+        approval_id = data.get("id") if isinstance(data, Mapping) else None
+        if isinstance(approval_id, str):
+            return approval_id
+    elif isinstance(getattr(item, "request", None), ApprovalRequest):
+        return str(item.request.id)
+    raise TypeError(f"resume() takes results, approval ids, ApprovalRequest objects or their "
+                    f"dicts; got {type(item).__name__}")
 
 
 @frozen
@@ -452,3 +508,27 @@ class PendingChange:
     kept: bool = False
     source: str | None = None
     plugin: str | None = None
+
+
+@frozen
+class OutputLimits:
+    """The output-size limits a source should respect for one tool's results (the
+    ``output_limits`` hook; asked through :func:`toolregistry.plugin.output_limits`).
+
+    ``max_chars``: the text of a result may be cut to this many characters; ``None``: keep
+    the whole result -- a plugin takes long output as it is (writes it to a file and returns
+    a head and a handle, pages it), so a source must not cut it first.
+    """
+
+    max_chars: int | None = None
+
+    @classmethod
+    def combine(cls, answers: Iterable[OutputLimits]) -> OutputLimits | None:
+        """Several plugins' answers as one: keep the whole result when any says so (a cut
+        cannot be undone), else the smallest limit; ``None`` when nobody answered."""
+        limits = list(answers)
+        if not limits:
+            return None
+        if any(limit.max_chars is None for limit in limits):
+            return cls(None)
+        return cls(min(limit.max_chars for limit in limits if limit.max_chars is not None))

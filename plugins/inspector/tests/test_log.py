@@ -80,7 +80,8 @@ def test_every_outcome_is_logged_with_what_the_call_was(registry: ToolRegistry) 
     assert results[3].pending
     log = execution_log(registry)
     entries = {e.call_id: e for e in log.entries()}
-    assert set(entries) == {"1", "2", "3", "4"}  # an unknown tool is no tool's call
+    assert set(entries) == {"1", "2", "3", "4", "5"}  # an unknown tool's call too
+    assert (entries["5"].tool, entries["5"].outcome) == ("nope", "unknown_tool")
     ok, failed, denied, pending = (entries[k] for k in "1234")
     assert (ok.tool, ok.outcome, ok.ok, ok.error) == ("add", "ok", True, None)
     assert ok.arguments == {"a": "<int>", "b": "<int>"}

@@ -121,6 +121,34 @@ def test_fifty_megabyte_result_is_truncated(registry: ToolRegistry, spec: Any) -
             in result.text
 
 
+@pytest.mark.parametrize(("answer", "length"), [(None, 1024 * 1024), (2000, 2000)],
+                         ids=["whole", "shorter"])
+def test_the_output_limits_seam_decides_where_results_are_cut(
+        tmp_path: Path, spec: Any, no_orphans: None, answer: int | None, length: int) -> None:
+    """A plugin that keeps long output whole (or wants it shorter) says so through the
+    kernel's ``output_limits`` seam; the MCP plugin asks it and names no other plugin."""
+    from toolregistry.plugin import hookimpl
+    from toolregistry.types import OutputLimits
+
+    class Limits:
+        @hookimpl
+        def output_limits(self, registry: ToolRegistry, tool: Any) -> OutputLimits | None:
+            return OutputLimits(answer) if tool.name == "big" else None
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.toolregistry.plugins.mcp]\nshutdown-grace = 0.3\n",
+                      encoding="utf-8")
+    with ToolRegistry(config=config, load_plugins=["mcp"], plugins=[Limits()]) as registry:
+        registry.register_from_mcp(spec(), include=["big"])
+        text = registry.invoke("big", {"mb": 1}).text
+    if answer is None:
+        assert len(text) == length and "[truncated" not in text
+    else:
+        assert text.startswith("x" * length + "\n")
+        assert f"the result had {1024 * 1024:,} characters" in text
+        assert len(text) < length + 400
+
+
 def test_message_over_the_bound_is_an_error_then_recovers(tmp_path: Path, spec: Any,
                                                           no_orphans: None) -> None:
     config = tmp_path / "pyproject.toml"

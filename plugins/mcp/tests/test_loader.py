@@ -334,3 +334,18 @@ def test_client_shared_by_event_loops_and_threads(spec: Any, children_gone: Any)
     asyncio.run(close())
     assert client.closed
     children_gone()
+
+
+def test_defer_and_tags_hold_for_tools_a_refresh_adds(registry: ToolRegistry,
+                                                     spec: Any) -> None:
+    added = registry.register_from_mcp(spec(), namespace="s", defer=True, tags=["remote"],
+                                       exclude="s-unmutate")
+    assert added and all(t.metadata.defer and "remote" in t.metadata.custom_tags for t in added)
+    assert "s-unmutate" not in registry
+    assert registry.invoke("s-mutate", {}).content == "mutated"
+    deadline = time.monotonic() + 10
+    while "s-newcomer" not in registry:
+        assert time.monotonic() < deadline, "tools/list_changed was not applied"
+        time.sleep(0.02)
+    newcomer = registry["s-newcomer"]
+    assert newcomer.metadata.defer and "remote" in newcomer.metadata.custom_tags

@@ -116,6 +116,14 @@ def test_round_trip_through_a_served_mcp_source(registry: ToolRegistry,
     assert image.ok and image.images
 
 
+def _python_source_config(folder: Path, target: str) -> Path:
+    """A ``pyproject.toml`` in ``folder`` whose one source is the Python ``target``."""
+    config = folder / "pyproject.toml"
+    config.write_text("[tool.toolregistry]\n[[tool.toolregistry.sources]]\n"
+                      f'kind = "python"\ntarget = "{target}"\n', encoding="utf-8")
+    return config
+
+
 @pytest.fixture
 def http_served(tmp_path: Path, procs: Any) -> Iterator[str]:
     module = tmp_path / "served_tools.py"
@@ -124,13 +132,7 @@ def http_served(tmp_path: Path, procs: Any) -> Iterator[str]:
             """Upper-case the text."""
             return text.upper()
     '''), encoding="utf-8")
-    config = tmp_path / "pyproject.toml"
-    config.write_text(textwrap.dedent('''
-        [tool.toolregistry]
-        [[tool.toolregistry.sources]]
-        kind = "python"
-        target = "served_tools:shout"
-    '''), encoding="utf-8")
+    config = _python_source_config(tmp_path, "served_tools:shout")
     port = procs.free_port()
     with procs.listening(
         [sys.executable, "-m", "toolregistry_mcp", "serve", "--transport", "streamable-http",
@@ -226,15 +228,20 @@ def test_build_server_in_process() -> None:
     reg.close()
 
 
-def test_serving_freezes_the_heap_built_before_and_gives_it_back() -> None:
+def test_serving_freezes_the_heap_built_before_and_gives_it_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """What was built before serving started is out of the collector's sight while a server
     runs (full collections under load skip it), and given back when the last server stops --
     servers side by side included, and a server that fails."""
     import gc
 
+    from toolregistry_mcp import _heap
     from toolregistry_mcp._heap import frozen_heap
 
     assert gc.get_freeze_count() == 0
+    with frozen_heap():  # an application's process: left alone
+        assert gc.get_freeze_count() == 0
+    monkeypatch.setattr(_heap, "_owned", True)  # as the CLI's own_process() does
     # (Frozen objects still die by reference counting: the count only tells frozen or not.)
     with frozen_heap():
         assert gc.get_freeze_count() > 1000  # the modules, the registry, ...
@@ -247,29 +254,43 @@ def test_serving_freezes_the_heap_built_before_and_gives_it_back() -> None:
     assert gc.get_freeze_count() == 0
 
 
-def test_a_served_registry_runs_with_the_heap_frozen(procs: Any, tmp_path: Path) -> None:
-    """``serve`` (and so ``toolregistry serve``) serves inside ``frozen_heap``."""
+def test_serve_leaves_the_applications_collector_alone_and_the_cli_freezes(
+        procs: Any, tmp_path: Path) -> None:
+    """``serve()`` called by an application does not freeze its heap (a library leaves the
+    interpreter as it found it); ``python -m toolregistry_mcp serve``, whose process the CLI
+    owns, serves inside ``frozen_heap``."""
+    (tmp_path / "frozen_tools.py").write_text(textwrap.dedent('''
+        import gc
+
+        def frozen() -> int:
+            """How many objects the collector does not walk."""
+            return gc.get_freeze_count()
+    '''))
+    config = _python_source_config(tmp_path, "frozen_tools:frozen")
     script = tmp_path / "frozen_server.py"
     script.write_text(textwrap.dedent("""
-        import gc
         import sys
 
         from toolregistry import ToolRegistry
         from toolregistry_mcp import serve
 
+        from frozen_tools import frozen
+
         registry = ToolRegistry()
-
-        @registry.register
-        def frozen() -> int:
-            \"\"\"How many objects the collector does not walk.\"\"\"
-            return gc.get_freeze_count()
-
+        registry.register(frozen)
         serve(registry, "streamable-http", port=int(sys.argv[1]))
     """))
-    port = procs.free_port()
-    with procs.listening([sys.executable, str(script), str(port)], port, "/mcp",
-                         cwd=tmp_path) as url, ToolRegistry(load_plugins=["mcp"]) as client:
-        client.register_from_mcp(url)
-        result = client.invoke("frozen", {})
-        assert result.ok, result.content
-        assert int(result.value) > 1000
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    counts = []
+    for command in ([str(script)], ["-m", "toolregistry_mcp", "serve", "--transport",
+                                    "streamable-http", "--config", str(config), "--port"]):
+        port = procs.free_port()
+        with procs.listening([sys.executable, *command, str(port)], port, "/mcp",
+                             cwd=tmp_path, env=env) as url, \
+                ToolRegistry(load_plugins=["mcp"]) as client:
+            client.register_from_mcp(url)
+            result = client.invoke("frozen", {})
+            assert result.ok, result.content
+            counts.append(int(result.value))
+    assert counts[0] == 0
+    assert counts[1] > 1000

@@ -264,6 +264,19 @@ def test_a_busy_port_is_refused_before_any_worker_starts(tmp_path: Path, procs: 
                  rf"cannot listen on 127.0.0.1:{port}")
 
 
+def test_the_serve_table_expands_variables(tmp_path: Path, procs: Any, no_orphans: None,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("SERVE_PORT", str(port))
+        _refused(tmp_path, BASE + 'stateless = true\nworkers = 2\nport = "${SERVE_PORT}"\n',
+                 rf"cannot listen on 127.0.0.1:{port}")
+
+
 def test_serve_of_a_registry_object_refuses_workers(tmp_path: Path) -> None:
     from toolregistry_mcp import serve
 

@@ -95,11 +95,13 @@ def test_failures_set_error_type_and_status(spans: InMemorySpanExporter) -> None
     reg = make_registry()
     reg.invoke("fail", {"message": "boom"})
     reg.invoke("add", {"a": "not a number", "b": 2})
-    reg.invoke("nope", {})  # unknown: not a call of any tool, not observed
-    failed, invalid = spans.get_finished_spans()
+    reg.invoke("nope", {})  # unknown: a span of its own too
+    failed, invalid, unknown = spans.get_finished_spans()
     assert failed.attributes["error.type"] == "execution"
     assert failed.status.status_code is StatusCode.ERROR and "boom" in failed.status.description
     assert invalid.attributes["error.type"] == "invalid_arguments"
+    assert unknown.name == "execute_tool nope"
+    assert unknown.attributes["error.type"] == "unknown_tool"
 
 
 def config(tmp_path: Path, table: str) -> str:
@@ -154,6 +156,57 @@ def test_one_parent_span_per_batch_and_context_in_every_path(
             assert seen["trace_id"] == format(root_ctx.trace_id, "032x")
             own = [s for s in children if s.context.span_id == int(seen["span_id"], 16)]
             assert own and own[0].name.startswith("execute_tool ")
+
+
+def test_calls_refused_before_validation_are_spans_and_counted(
+        spans: InMemorySpanExporter) -> None:
+    reg = make_registry()
+    broken = {"id": "2", "type": "function",
+              "function": {"name": "add", "arguments": '{"a": 1,'}}  # malformed JSON
+    calls = [chat("add", {"a": 1, "b": 1}, "1"), broken, chat("nope", {}, "3")]
+    for run in (reg.execute_tool_calls, lambda c: asyncio.run(reg.aexecute_tool_calls(c))):
+        spans.clear()
+        results = run(calls)
+        assert [r.outcome for r in results] == ["ok", "malformed_arguments", "unknown_tool"]
+        finished = spans.get_finished_spans()
+        [batch] = by_name(finished, "execute_tool_batch")
+        assert batch.attributes["toolregistry.batch.size"] == 3
+        assert batch.attributes["toolregistry.batch.errors"] == 2
+        children = {s.attributes["gen_ai.tool.call.id"]: s for s in finished
+                    if s.parent is not None and s.parent.span_id == batch.context.span_id}
+        assert sorted(children) == ["1", "2", "3"]
+        assert children["2"].name == "execute_tool add"
+        assert children["2"].attributes["error.type"] == "malformed_arguments"
+        assert children["3"].name == "execute_tool nope"
+        assert children["3"].attributes["error.type"] == "unknown_tool"
+        assert children["3"].status.status_code is StatusCode.ERROR
+    spans.clear()
+    assert reg.invoke("nope", {}, call_id="4").outcome == "unknown_tool"
+    assert reg.invoke("add", '{"a":', call_id="5").outcome == "malformed_arguments"
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in spans.get_finished_spans()) \
+        == ["4", "5"]
+    from toolregistry_otel._telemetry import IN_FLIGHT
+
+    assert not any(dict(key)["gen_ai.tool.name"] == "nope" for key in IN_FLIGHT.calls)
+    reg.close()
+
+
+def test_process_isolated_tools_continue_the_callers_trace(spans: InMemorySpanExporter
+                                                            ) -> None:
+    from toolregistry import ToolMetadata
+
+    with ToolRegistry() as reg:
+        reg.register(current_trace, name="isolated",
+                     metadata=ToolMetadata(isolation="process"))
+        with tracer.start_as_current_span("agent turn") as root:
+            [sync] = reg.execute_tool_calls([chat("isolated", {}, "p1")])
+            asynced = asyncio.run(reg.ainvoke("isolated", {}, call_id="p2"))
+        own = {s.attributes["gen_ai.tool.call.id"]: s for s in spans.get_finished_spans()
+               if s.name == "execute_tool isolated"}
+    for result, call_id in ((sync, "p1"), (asynced, "p2")):
+        seen = result.value
+        assert seen["trace_id"] == format(root.get_span_context().trace_id, "032x")
+        assert seen["span_id"] == format(own[call_id].context.span_id, "016x")
 
 
 def test_caller_context_reaches_worker_threads_and_the_private_loop(

@@ -3,9 +3,14 @@ decodes the protobuf payload as a collector would."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,10 +36,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
         self.server.paths.append(self.path)
-        self.server.requests.append(request)
+        if self.path == "/v1/traces":
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            self.server.requests.append(request)
         payload = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
@@ -95,3 +101,59 @@ def test_spans_reach_an_otlp_http_receiver(receiver: Receiver, extra: list[Any])
     (batch,) = [s for s in spans if s.name == "execute_tool_batch"]
     assert {by_call[c][0].parent_span_id for c in by_call} == {batch.span_id}
     assert len({s.trace_id for s in spans}) == 1
+
+
+AGENT = textwrap.dedent("""
+    import sys
+    from toolregistry import ToolRegistry
+
+    registry = ToolRegistry(config=sys.argv[1])
+
+    @registry.register
+    def lookup(city: str) -> str:
+        \"\"\"Look a city up.\"\"\"
+        return city.upper()
+
+    print(registry.invoke("lookup", {"city": "oslo"}, call_id="c1").text)
+    registry.close()
+""")
+
+
+def _run_agent(tmp_path: Path, table: str) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "pyproject.toml"
+    config.write_text(f"[tool.toolregistry.plugins.otel]\n{table}\n", "utf-8")
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT, "utf-8")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OTEL_", "TOOLREGISTRY_"))}
+    return subprocess.run([sys.executable, str(script), str(config)], capture_output=True,
+                          text=True, timeout=120, env=env, check=True)
+
+
+def test_the_table_sets_up_the_sdk_with_an_otlp_exporter(receiver: Receiver,
+                                                         tmp_path: Path) -> None:
+    port = receiver.server_address[1]
+    proc = _run_agent(tmp_path, f'exporter = "otlp"\nendpoint = "http://127.0.0.1:{port}"\n'
+                                'service-name = "my-agent"')
+    assert proc.stdout == "OSLO\n"
+    assert "/v1/traces" in receiver.paths and "/v1/metrics" in receiver.paths
+    spans = [(rs, span) for request in receiver.requests for rs in request.resource_spans
+             for ss in rs.scope_spans for span in ss.spans]
+    [resource_spans] = [rs for rs, s in spans if s.name == "execute_tool lookup"]
+    resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+    assert resource["service.name"] == "my-agent"
+
+
+def test_the_table_sets_up_the_sdk_with_a_console_exporter(tmp_path: Path) -> None:
+    proc = _run_agent(tmp_path, 'exporter = "console"\nmetrics = false')
+    assert proc.stdout == "OSLO\n"  # stdout is left alone (an MCP stdio channel)
+    assert '"name": "execute_tool lookup"' in proc.stderr
+
+
+def test_an_application_provider_is_kept(spans: Any, tmp_path: Path) -> None:
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry.plugins.otel]\nexporter = "console"\n', "utf-8")
+    with ToolRegistry(config=config) as reg:
+        reg.register(len, name="size")
+        reg.invoke("size", {"obj": "abc"})
+    assert [s.name for s in spans.get_finished_spans()] == ["execute_tool size"]

@@ -1,11 +1,13 @@
 """Approval: deferred (pending results, the approvals store, approve / deny / edit, resume,
-another process deciding), blocking (sync, async and failing handlers, the terminal
-handler), on every call path, and the answer messages of every provider format."""
+whose call an approval is, another process deciding), blocking (sync, async and failing
+handlers, the terminal handler), on every call path, and the answer messages of every
+provider format."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -16,7 +18,7 @@ import pytest
 
 import toolregistry_policy as tp
 from toolregistry import ToolRegistry
-from toolregistry.types import ApprovalRequest
+from toolregistry.types import ApprovalRequest, calling_for
 
 SENT: list[tuple[str, str]] = []
 
@@ -112,7 +114,7 @@ def test_edited_arguments_are_checked_and_used(registry: ToolRegistry) -> None:
 
 def test_a_stateless_loop_runs_the_same_batch_again(registry: ToolRegistry) -> None:
     """The same calls again after the decision: the approved one runs once, the denied one
-    gets the reason, and a third run runs nothing twice."""
+    gets the reason, and a third run is asked again (nothing runs twice)."""
     policy = tp.get_policy(registry)
     results = registry.execute_tool_calls(CALLS)
     assert results[0].approval.id == registry.execute_tool_calls(CALLS)[0].approval.id
@@ -122,8 +124,9 @@ def test_a_stateless_loop_runs_the_same_batch_again(registry: ToolRegistry) -> N
     second = registry.execute_tool_calls(CALLS)
     assert [r.outcome for r in second] == ["ok", "ok", "denied"]
     third = registry.execute_tool_calls(CALLS)
-    assert [r.outcome for r in third] == ["denied", "ok", "denied"]
-    assert "does not run twice" in third[0].text
+    assert [r.outcome for r in third] == ["approval_required", "ok", "approval_required"]
+    assert {r.approval.id for r in third if r.approval} & {
+        results[0].approval.id, results[2].approval.id} == set()
     assert SENT == [("ceo@example.com", "hi")]
 
 
@@ -207,6 +210,113 @@ def test_approvals_serialize(registry: ToolRegistry) -> None:
         "sent to ceo@example.com"
 
 
+# -- whose call an approval is: every held call its own; re-sent only by the same caller --
+
+MAIL = {"to": "ceo@example.com", "body": "hi"}
+
+
+def test_calls_without_a_call_id_each_get_their_own_approval(registry: ToolRegistry) -> None:
+    policy = tp.get_policy(registry)
+    first = registry.invoke("send_mail", MAIL)
+    second = registry.invoke("send_mail", MAIL)
+    assert first.pending and second.pending
+    assert first.approval.id != second.approval.id
+    assert [a.id for a in policy.pending()] == [first.approval.id, second.approval.id]
+    policy.approve(first.approval.id, approver="ann")
+    # Nothing ties an identical call without a call id or a caller to the approved one.
+    third = registry.invoke("send_mail", MAIL)
+    assert third.pending and third.approval.id not in (first.approval.id, second.approval.id)
+    assert SENT == []
+    [ran] = policy.resume([first.approval.id])
+    assert ran.text == "sent to ceo@example.com" and SENT == [("ceo@example.com", "hi")]
+    # A later identical request is asked again, not refused for good.
+    later = registry.invoke("send_mail", MAIL)
+    assert later.pending, later.text
+    assert policy.get(second.approval.id).status == "pending"
+
+
+def test_an_approval_runs_only_for_the_caller_it_was_given_for(registry: ToolRegistry) -> None:
+    policy = tp.get_policy(registry)
+    with calling_for("client-a"):
+        asked = registry.invoke("send_mail", MAIL)
+        assert registry.invoke("send_mail", MAIL).approval.id == asked.approval.id  # re-sent
+    assert asked.approval.caller == "client-a"
+    policy.approve(asked.approval.id, approver="ann")
+    with calling_for("client-b"):
+        other = registry.invoke("send_mail", MAIL)
+    assert other.pending and other.approval.id != asked.approval.id and SENT == []
+    assert registry.invoke("send_mail", MAIL).pending  # no caller: not client A's call
+    with calling_for("client-a"):
+        ran = registry.invoke("send_mail", MAIL)
+        assert ran.ok and ran.text == "sent to ceo@example.com"
+        later = registry.invoke("send_mail", MAIL)
+    assert later.pending and later.approval.id != asked.approval.id, later.text
+    assert SENT == [("ceo@example.com", "hi")]
+    assert policy.get(asked.approval.id).status == "done"
+    assert policy.get(other.approval.id).status == "pending"
+
+
+def test_a_re_sent_call_id_runs_once_then_is_asked_again(registry: ToolRegistry) -> None:
+    """The stateless loop: the same call (same call id) sent again after the decision runs
+    on its approval once; sent once more, it is a new request for a person."""
+    policy = tp.get_policy(registry)
+    call = [{"id": "call_1", "name": "send_mail", "arguments": MAIL}]
+    [held] = registry.execute_tool_calls(call)
+    assert registry.execute_tool_calls(call)[0].approval.id == held.approval.id
+    policy.approve(held.approval.id)
+    assert registry.execute_tool_calls(call)[0].ok
+    [again] = registry.execute_tool_calls(call)
+    assert again.pending and again.approval.id != held.approval.id, again.text
+    assert SENT == [("ceo@example.com", "hi")]
+
+
+def test_two_approvals_sharing_a_call_id_resume_into_their_own_slots(
+        registry: ToolRegistry) -> None:
+    """Two turns both used ``call_1``: resumed together, each slot gets its own call's result
+    and each run is audited under its own approval."""
+    policy = tp.get_policy(registry)
+    [a] = registry.execute_tool_calls(
+        [{"id": "call_1", "name": "send_mail", "arguments": {"to": "a@example.com", "body": "1"}}])
+    [b] = registry.execute_tool_calls(
+        [{"id": "call_1", "name": "send_mail", "arguments": {"to": "b@example.com", "body": "2"}}])
+    assert a.approval.id != b.approval.id
+    policy.approve(a.approval.id, approver="ann")
+    policy.approve(b.approval.id, approver="bob")
+    final = policy.resume([a, b])
+    assert [r.text for r in final] == ["sent to a@example.com", "sent to b@example.com"]
+    assert [r.call_id for r in final] == ["call_1", "call_1"]
+    assert sorted(SENT) == [("a@example.com", "1"), ("b@example.com", "2")]
+    for approval, approver, to in ((a, "ann", "a@example.com"), (b, "bob", "b@example.com")):
+        ran = [(r.decision, r.approver) for r in policy.audit.query(
+            approval_id=approval.approval.id) if r.decision == "allow"]
+        assert ran == [("allow", approver)]
+        done = policy.get(approval.approval.id)
+        assert done.status == "done" and done.result == f"sent to {to}"
+
+
+def test_a_store_file_from_before_keys_is_used_and_asks_again(registry: ToolRegistry,
+                                                               tmp_path: Path) -> None:
+    """A SQLite file written before approvals had keys (a call that ran under the id its
+    tool, call id and arguments gave): opened again, the same request is asked, not
+    refused for good, and the file gains what new approvals need."""
+    path = tmp_path / "approvals.db"
+    old_id = ApprovalRequest.stable_id("send_mail", "call_1", MAIL)
+    done = tp.Approval(ApprovalRequest(old_id, "send_mail", MAIL, "call_1"), status="done",
+                       outcome="ok")
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE approvals (id TEXT PRIMARY KEY, status TEXT NOT NULL, "
+                   "created REAL NOT NULL, data TEXT NOT NULL)")
+        db.execute("INSERT INTO approvals VALUES (?, ?, ?, ?)",
+                   (old_id, "done", done.created, json.dumps(done.to_dict())))
+    db.close()
+    tp.configure(registry, store=path)
+    call = [{"id": "call_1", "name": "send_mail", "arguments": MAIL}]
+    [asked] = registry.execute_tool_calls(call)
+    assert asked.pending and asked.approval.id != old_id, asked.text
+    assert registry.execute_tool_calls(call)[0].approval.id == asked.approval.id
+    assert tp.get_policy(registry).get(old_id).status == "done"
+
+
 # -- another process decides -------------------------------------------------------------
 
 TOOLS_MODULE = '''
@@ -266,10 +376,11 @@ def test_a_decision_in_another_process(tmp_path: Path, monkeypatch: pytest.Monke
         assert policy.get(pending.approval.id).status == "done"
         with pytest.raises(tp.ApprovalError, match="used already"):
             policy.resume([pending])
-        # The same call again in this process: it ran elsewhere, it does not run twice.
+        # The same call again in this process: it ran elsewhere, so this is a new request
+        # (asked again, not run on the used approval, not refused for good).
         again = registry.execute_tool_calls(
             [{"id": "m1", "name": "send_mail", "arguments": {"to": "a@example.com", "body": "x"}}])
-        assert again[0].outcome == "denied"
+        assert again[0].pending and again[0].approval.id != pending.approval.id
         assert sent.read_text().splitlines() == ["a@example.com"]
     finally:
         registry.close()

@@ -445,3 +445,36 @@ def test_number_rules_read_decimals_and_url_rules_read_url_objects() -> None:
         assert reg.invoke("get", {"url": "http://example.com/"}).ok
     finally:
         reg.close()
+
+
+def test_env_vars_and_relative_store_in_the_table(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox = tmp_path / "sandbox"
+    (sandbox / "scratch").mkdir(parents=True)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("SANDBOX", str(sandbox))
+    (conf / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.toolregistry.plugins.policy]
+        default = "deny"
+        store = "approvals.db"
+
+        [[tool.toolregistry.plugins.policy.rules]]
+        tools = ["fs-write"]
+        decision = "allow"
+        arguments = { path = { inside = ["${SANDBOX}/scratch"] } }
+
+        [[tool.toolregistry.plugins.policy.rules]]
+        tools = ["fs-read"]
+        decision = "ask"
+    """), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the store is relative to the file, not the working folder
+    reg = ToolRegistry(config=conf / "pyproject.toml")
+    try:
+        reg.register_tools(_tools())
+        assert _outcome(reg, "fs-write", path=str(sandbox / "scratch" / "f")) == "ok"
+        assert _outcome(reg, "fs-write", path=str(tmp_path / "f")) == "denied"
+        assert reg.invoke("fs-read", {"path": "x"}).pending
+        assert (conf / "approvals.db").exists() and not (tmp_path / "approvals.db").exists()
+    finally:
+        reg.close()

@@ -85,3 +85,23 @@ def test_without_ray_the_error_names_the_distribution_to_install() -> None:
                          timeout=120)
     assert out.stdout.strip() == ("running tool 'heavy' on Ray needs the 'ray' plugin: install "
                                   "toolregistry-ray"), out.stderr
+
+
+def _setup_worker() -> None:
+    """A worker_process_setup_hook (ray.init takes a callable there)."""
+
+
+def test_init_options_may_hold_callables() -> None:
+    import ray
+
+    registry = ToolRegistry()
+    try:
+        backend = toolregistry_ray.enable_ray(registry, init_options={
+            "runtime_env": {"worker_process_setup_hook": _setup_worker}})
+        assert backend.settings.init_options["runtime_env"]["worker_process_setup_hook"] \
+            is _setup_worker
+        again = toolregistry_ray.enable_ray(registry, tools=["x"])  # a change recompiles
+        assert again is toolregistry_ray.get_ray(registry) and again is not backend
+        assert not ray.is_initialized()  # a local Ray starts at the first call only
+    finally:
+        registry.close()

@@ -762,3 +762,17 @@ def test_what_docs_configuration_md_says_about_the_spool_table(
         exec(compile(example, "configuration.md:plugin_settings", "exec"),
              {"registry": registry})
     assert capsys.readouterr().out == "8000\n"
+
+
+def test_the_directory_is_relative_to_the_file_and_may_name_a_variable(
+        make_registry: MakeRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("SPOOL_SUB", "spooled")
+    registry = make_registry(directory="${SPOOL_SUB}/here")  # in tmp_path/cfg1
+    registry.register_tools([Tool(name="big", callable=lambda: lines(2000), metadata=SPOOL)])
+    assert registry.invoke("big", {}).metadata["spool"]
+    directory = ts.spool_directory(registry)
+    assert directory is not None and directory.parent == tmp_path / "cfg1" / "spooled" / "here"
+    assert list(work.iterdir()) == []

@@ -276,6 +276,28 @@ def test_description_from_the_plugin_table(tmp_path: Path) -> None:
     assert DEFAULT_DESCRIPTION != "Say why."
 
 
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "gemini"])
+def test_required_from_the_plugin_table(tmp_path: Path, fmt: str) -> None:
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text(textwrap.dedent("""
+        [tool.toolregistry]
+        think-augment = true
+
+        [tool.toolregistry.plugins.think]
+        required = true
+    """))
+    with ToolRegistry(config=cfg) as reg:
+        reg.register(my_simple_function)
+        params = params_of(reg.get_schemas(fmt)[0], fmt)
+        assert params["required"][-1] == "toolcall_reason"
+        strict = params_of(reg.get_schemas("openai-chat", strict=True)[0], "openai-chat")
+        assert strict["properties"]["toolcall_reason"]["type"] == "string"  # not nullable
+        missing = reg.invoke("my_simple_function", {"x": 1})
+        assert missing.is_error and "toolcall_reason is required" in missing.text
+        ok = reg.invoke("my_simple_function", {"x": 1, "toolcall_reason": "why"})
+        assert not ok.is_error and ok.reason == "why"
+
+
 def test_blocked_by_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     from toolregistry.errors import MissingPluginError
 

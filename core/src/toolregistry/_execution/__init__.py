@@ -22,7 +22,9 @@ runs), ``_plan`` (what is kept per tool), ``_validation`` (coercion, error text)
 ``_async`` (scheduling for each API), ``_policies`` (retries, exclusive tools), ``_threads``
 (the worker pool), ``_cpuslots`` (its CPU slots and the watch over running calls), ``_work``
 (a pooled call and a worker), ``_loop`` (the private loop), ``_affinity`` (waking a worker on
-its caller's CPU), ``_processes`` (worker processes), ``_switch`` (the switch interval).
+its caller's CPU, opt-in), ``_processes`` (worker processes). Nothing here changes the
+interpreter's or the process's state (switch interval, collector, affinity of the caller's
+threads).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Waking a worker on its caller's CPU (Linux): the pool's hand-off, made cheap.
+"""Waking a worker on its caller's CPU (Linux): the pool's hand-off, made cheap -- opt-in
+(``handoff-pinning``, off by default: the affinity of threads is the application's business).
 
 A sync call with a deadline crosses to a worker thread and back. When the worker sleeps on the
 other CPU, each crossing wakes a halted CPU -- on a virtual machine an inter-processor
@@ -14,9 +15,8 @@ put it on the idle one.
 
 That pays only while some CPU is idle (a halted CPU is what makes the wake-up dear). When every
 CPU is busy, a wake-up elsewhere is cheap anyway, and waiting for the caller's CPU alone costs
-more (measured at load 7 on 2 CPUs: +9 us per call, a p99 four times longer). So by default
-(``"auto"``) a worker is pinned only while fewer tasks are runnable than there are CPUs, as
-``/proc/loadavg`` says (read at most every 10 ms).
+more. So with ``"auto"`` a worker is pinned only while fewer tasks are runnable than there are
+CPUs, as ``/proc/loadavg`` says (read at most every 10 ms).
 
 Where there is no ``os.sched_setaffinity`` or ``sched_getcpu`` (macOS, Windows) nothing is
 pinned; a failing system call (refused in a container) switches pinning off for the pool,

@@ -13,7 +13,7 @@ back wait in order; a call whose deadline passes while it waits ends without run
 on time. A CPU-bound tool that is seen waiting instead (I/O) is unmarked. Calls a tool makes
 from a worker are never held back (its caller holds a slot). The same look stops running calls
 whose deadline passed, in one go, without waiting for their callers to get the interpreter.
-While the pool is crowded the interpreter's switch interval is lowered (``_switch``).
+The interpreter's switch interval is the application's: it is never changed here.
 
 :class:`CpuSlots` is the base class of :class:`~._threads.WorkerPool`: its methods run on the
 pool's own paths (admission under the pool's lock, the watch on its spawner thread) with no
@@ -30,7 +30,6 @@ from collections.abc import Callable
 
 from toolregistry._log import log
 
-from . import _switch
 from ._work import _RUNNING, Work, _Worker
 
 __all__ = ["CpuSlots"]
@@ -53,11 +52,7 @@ class CpuSlots:
     _backlog: collections.deque[Work]
     interrupt_many: Callable[[list[Work]], None]
 
-    def __init__(self, cpu_slots: int | None, switch_interval: float | None) -> None:
-        # The interpreter's switch interval while calls of CPU-bound tools run (None: left
-        # alone; see _switch).
-        self.switch_interval = switch_interval
-        self._ledger_key = id(self)
+    def __init__(self, cpu_slots: int | None) -> None:
         self.cpu_slots = cpu_slots if cpu_slots is not None else max(1, (os.cpu_count() or 2) - 1)
         self.heavy_keys: set[str] = set()  # tools seen keeping a CPU busy
         self._held: collections.deque[Work] = collections.deque()  # waiting for a CPU slot
@@ -65,20 +60,6 @@ class CpuSlots:
         self._running = 0
         self._samples: dict[_Worker, tuple[Work, float, int]] = {}
         self._sampled_at = self._process_at = 0.0
-
-    def _follow_switch(self) -> None:
-        """The switch interval follows whether the pool is crowded (called after each call's
-        start and end, and each look at the running calls; inline checks: it is on every
-        call's path)."""
-        if self.switch_interval is not None and (
-                self._heavy_running > 0 or self._running > self.cpu_slots
-        ) != (self._ledger_key in _switch.ASKED):
-            _switch.follow(self, self.switch_interval, self._crowded)
-
-    def _crowded(self) -> bool:
-        """More calls run than there are CPU slots, or calls of CPU-bound tools run: threads
-        may be waiting for the interpreter while others keep it."""
-        return self._heavy_running > 0 or self._running > self.cpu_slots
 
     # -- admission (under the lock) -------------------------------------------------------
     def _admit(self, work: Work) -> bool:
@@ -188,7 +169,6 @@ class CpuSlots:
                 self._held = collections.deque(kept)
                 self._backlog.extendleft(reversed(freed))
         self._samples = samples
-        self._follow_switch()  # tools marked (or unmarked) CPU-bound just now
 
     def _mark_heavy(self, key: str) -> None:
         """Under the lock: calls of tool ``key`` keep a CPU busy; its running calls take CPU

@@ -65,7 +65,6 @@ class Executor:
                 if self._pool is None:
                     settings = self._registry.settings
                     self._pool = WorkerPool(settings.max_workers,
-                                            switch_interval=settings.switch_interval,
                                             pinning=settings.handoff_pinning)
                 pool = self._pool
         return pool

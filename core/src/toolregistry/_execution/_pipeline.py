@@ -192,6 +192,33 @@ class CallPipeline:
             return error_result(call.id, name, "disabled", text)
         return plan
 
+    def refused(self, call: ToolCall | None, result: ToolResult) -> None:
+        """Tell the call observers of a call that ended before its observers started (it
+        could not be read, names no tool or a disabled one) that it ended with ``result``:
+        those of the tool it names, else those the plugins give for a stand-in ``Tool`` of
+        that name (``provenance.detail`` ``"not registered"``), so every call is seen."""
+        if call is None:
+            call = ToolCall(result.name, None, result.call_id)
+        registry = self._registry
+        tool = registry.get_tool(result.name) if result.name else None
+        if tool is not None:
+            plan = self._plans.get(result.name)
+            observers = (plan if plan is not None and plan.tool is tool
+                         else self._plan(result.name, tool)).hooks.observers
+        else:
+            from toolregistry.tool import Provenance, Tool
+
+            try:
+                stand_in = Tool(name=result.name or "unknown", description="",
+                                provenance=Provenance("manual", "not registered"))
+            except Exception:  # a name no tool may have: nobody can observe it
+                return
+            observers = self._hooks.observers_of(registry, stand_in)
+        if observers:
+            here = contextvars.copy_context()
+            tokens = here.run(self._hooks.calls_started, observers, call)
+            here.run(self._hooks.calls_finished, observers, call, result, tokens)
+
     def _unknown(self, call: ToolCall) -> ToolResult:
         name = call.name
         try:
@@ -213,6 +240,7 @@ class CallPipeline:
         context holds a batch observer's values (the call must run in its own context)."""
         plan = self.lookup(call)
         if isinstance(plan, ToolResult):
+            self.refused(call, plan)
             return plan
         here = contextvars.copy_context()
         observers = plan.hooks.observers
@@ -388,6 +416,7 @@ class CallPipeline:
             call.arguments = parse_arguments(arguments, call)
         except CallParseError as exc:
             result = error_result(call_id, name, exc.kind, str(exc))
+            self.refused(call, result)
             log_result(result)
             return result
         prep = self._prepare_one(call, context, timeout, async_path)
@@ -421,6 +450,7 @@ class CallPipeline:
         for call in parsed:
             if isinstance(call, ToolResult):
                 item: Prepared | ToolResult = call
+                self.refused(None, call)
             elif closed:
                 item = self._closed_result(call.id, call.name)
             else:

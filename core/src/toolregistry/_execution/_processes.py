@@ -28,6 +28,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from toolregistry._context import carried
 from toolregistry._log import log
 from toolregistry.errors import ToolCallError, ToolTimeoutError
 from toolregistry.types import ToolContext
@@ -43,15 +44,18 @@ __all__ = ["ProcessRunner"]
 
 def _child_main(conn: Connection) -> None:
     """A worker process: run the calls it is sent, one at a time, until its pipe closes."""
+    from toolregistry._context import continued
+
     while True:
         try:
-            fn, args, kwargs, is_async = conn.recv()
+            fn, args, kwargs, is_async, carrier, continuers = conn.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
         try:
-            value = fn(*args, **kwargs)
-            if is_async:
-                value = asyncio.run(value)
+            with continued(carrier, continuers):  # the caller's trace, as far as it travels
+                value = fn(*args, **kwargs)
+                if is_async:
+                    value = asyncio.run(value)
             out: tuple[Any, ...] = ("ok", value)
         except ToolCallError as exc:  # keeps its kind and its words
             out = ("tool_error", str(exc), exc.kind, isinstance(exc, ToolTimeoutError))
@@ -244,7 +248,9 @@ class ProcessRunner:
                 return worker
             self._running[id(future)] = worker
         try:
-            worker.conn.send((job.fn, job.args, dict(job.kwargs), job.is_async))
+            carrier, continuers = job.context.run(carried)
+            worker.conn.send((job.fn, job.args, dict(job.kwargs), job.is_async, carrier,
+                              continuers))
             remaining = None if job.deadline is None else max(0.0, job.deadline - time.monotonic())
             answered = worker.conn.poll(remaining)
             out = worker.conn.recv() if answered else None

@@ -25,7 +25,6 @@ from typing import Any
 from toolregistry._log import log
 from toolregistry.errors import ToolCancelled
 
-from . import _switch
 from ._affinity import Pinning
 from ._cpuslots import _WATCH, CpuSlots
 from ._work import _CANCELLED, _DONE, _INTERRUPTED, _PENDING, _RUNNING, Work, _Worker
@@ -82,15 +81,14 @@ class WorkerPool(CpuSlots):
     (Linux), ``submit`` wakes the worker on the caller's CPU, which the worker leaves at once
     for its own CPU mask (see ``_affinity``): a wake-up across CPUs costs a VM 30-100 us.
 
-    **CPU slots** (``cpu_slots``, ``switch_interval``; see ``_cpuslots``): calls of tools seen
+    **CPU slots** (``cpu_slots``; see ``_cpuslots``): calls of tools seen
     keeping a CPU busy take turns in fewer slots than there are CPUs, and the spawner thread
     watches the running calls' CPU time while the pool is crowded, also stopping calls past
     their deadline at once.
     """
 
     def __init__(self, max_workers: int, idle_timeout: float = 30.0,
-                 cpu_slots: int | None = None, switch_interval: float | None = None,
-                 pinning: bool | str = "auto") -> None:
+                 cpu_slots: int | None = None, pinning: bool | str = False) -> None:
         self._max = max_workers
         self._idle_timeout = idle_timeout
         self.lock = _thread.allocate_lock()
@@ -100,7 +98,7 @@ class WorkerPool(CpuSlots):
         self._shutdown = False
         self._spawner: threading.Thread | None = None
         self._spawn_wanted = threading.Event()
-        super().__init__(cpu_slots, switch_interval)
+        super().__init__(cpu_slots)
         self.pinning = Pinning(pinning)
 
     # -- submitting -----------------------------------------------------------------------
@@ -380,7 +378,6 @@ class WorkerPool(CpuSlots):
                 work.state = _CANCELLED
         if started:
             try:
-                self._follow_switch()
                 work.result = work.context.run(work.fn, *work.args, **work.kwargs)
             except BaseException as exc:
                 work.error = exc
@@ -408,7 +405,6 @@ class WorkerPool(CpuSlots):
                     work.error = ToolCancelled("timed out")
         # All the bookkeeping before the answer: what runs after it competes with the woken
         # caller for the interpreter lock (and makes it sleep again until this thread blocks).
-        self._follow_switch()
         callback = work.callback
         work.done.release()
         if callback is not None:
@@ -465,7 +461,6 @@ class WorkerPool(CpuSlots):
             backlog = list(self._backlog) + list(self._held)
             self._backlog.clear()
             self._held.clear()
-        _switch.release(self)
         for worker in idle:
             try:
                 os.write(worker.wfd, _QUIT)

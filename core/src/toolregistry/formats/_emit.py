@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolregistry import _gc
 from toolregistry._log import log
 from toolregistry.tool import ToolTag
 
@@ -85,8 +84,7 @@ class Emitter:
                     continue
             selected.append(tool)
         degraded: dict[str, list[str]] = {}
-        with _gc.paused(len(selected)):
-            out = [self.tool(tool, fmt, strict, settings_version, degraded) for tool in selected]
+        out = [self.tool(tool, fmt, strict, settings_version, degraded) for tool in selected]
         if degraded:  # one event per emission, not one per tool (large specs lose a lot)
             log.warning("schema.degraded", api_format=fmt.name, tools=len(degraded),
                         tool=next(iter(degraded)), lost=degraded)

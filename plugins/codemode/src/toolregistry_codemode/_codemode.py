@@ -408,19 +408,18 @@ class CodeMode:
     async def _decide(self, paused: PausedRun, context: Mapping[str, Any] | None
                       ) -> dict[str, ToolResult]:
         """Each held call's result now: ran, denied, or still pending."""
-        # The policy plugin publishes its queue for other plugins under its plugin state. It
-        # resumes the calls it holds (each runs once, as its person decided); a call another
-        # authorizing plugin held is asked again, as that plugin expects.
-        policy: Any = self.registry.plugin_state("policy").get("policy")
-        aresume: Any = getattr(policy, "aresume", None)
-        queued = [h for h in paused.held if aresume is not None and h.approval.id in policy]
+        # The kernel's pending approvals resume the calls an authorizing plugin queued (each
+        # runs once, as its person decided); a call held by a plugin without a queue is asked
+        # again, as that plugin expects.
+        approvals = self.registry.approvals
+        queued = [h for h in paused.held if h.approval.id in approvals]
         again = [h for h in paused.held if h not in queued]
         asked = asyncio.gather(*(
             self.registry.ainvoke(h.tool, dict(h.arguments), context=context,
                                   call_id=h.call_id) for h in again))
         if queued:
             from_queue, from_tools = await asyncio.gather(
-                aresume([h.approval.id for h in queued], context=context), asked)
+                approvals.aresume([h.approval.id for h in queued], context=context), asked)
             results = [*from_queue, *from_tools]
         else:
             results = list(await asked)

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from toolregistry import ToolRegistry
     from toolregistry.events import ChangeEvent
 
-from ._settings import PLUGIN_NAME
+PLUGIN_NAME = "codemode"
+"""The entry-point name (here, not in ``_settings``: that module imports pydantic, which
+loading the plugin must not)."""
 
 
 @hookimpl

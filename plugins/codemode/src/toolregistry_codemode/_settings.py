@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PLUGIN_NAME = "codemode"
+from ._plugin import PLUGIN_NAME as PLUGIN_NAME  # noqa: PLC0414  (re-exported)
+
 DEFAULT_TOOL_NAME = "run_code"
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolregistry.plugin import gc_paused, log, operation
+from toolregistry.plugin import log, operation
 
 from ._analysis import analyze_query
 from ._fields import FIELDS, fold_name, tool_texts
@@ -118,10 +118,9 @@ class ToolDiscoveryTool:
         self._index.clear()
         terms = self._index.term_ids
         tools = self._registry.get_tools()
-        with gc_paused(len(tools)):  # a build allocates a few tuples per tool
-            docs = [(tool.name, tool_texts(tool, terms)) for tool in tools
-                    if tool.name not in INFRASTRUCTURE_TOOLS]
-            self._index.add_texts(docs)
+        docs = [(tool.name, tool_texts(tool, terms)) for tool in tools
+                if tool.name not in INFRASTRUCTURE_TOOLS]
+        self._index.add_texts(docs)
         if self._semantic is not None:
             from ._semantic import embedding_text
 

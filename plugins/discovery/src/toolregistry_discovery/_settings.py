@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolregistry.plugin import ConfigPath
+
 
 class DiscoverySettings(BaseModel):
     """Options of the discovery plugin (TOML keys use dashes: ``semantic-weight``).
@@ -19,7 +21,7 @@ class DiscoverySettings(BaseModel):
 
     semantic: bool = False
     embedder: str | None = Field(default=None, pattern=r"^[\w.]+:[\w.]+$")
-    embedding_cache: bool | str = True
+    embedding_cache: bool | ConfigPath = True
     semantic_weight: float = Field(default=1.0, ge=0.0, allow_inf_nan=False)
 
     def semantic_options(self) -> object:

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolregistry.plugin import ConfigPath
+
 PLUGIN_NAME = "inspector"
 
 
@@ -28,7 +30,7 @@ class InspectorSettings(BaseModel):
 
     log: bool = True
     log_size: int = Field(default=10_000, ge=1, le=10_000_000)
-    log_db: str | None = None
+    log_db: ConfigPath | None = None
     log_retention_seconds: float = Field(default=7 * 86_400.0, gt=0)
     log_max_rows: int = Field(default=1_000_000, ge=1)
     arguments: Literal["redacted", "full"] = "redacted"

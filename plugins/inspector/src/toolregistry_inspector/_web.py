@@ -176,7 +176,7 @@ def csrf_token(token: str) -> str:
 
 class _Extensions:
     """The other plugins the UI works with, when they are loaded in the registry (the
-    inspector never needs them): the policy plugin's queue through its plugin state and
+    inspector never needs them): held calls through the kernel's ``registry.approvals`` and
     discovery through the kernel's ``toolregistry.tool_discovery``. Reviewed changes go
     through the registry (``pending_changes``, ``accept_change``, ``keep_change``)."""
 
@@ -189,12 +189,11 @@ class _Extensions:
         record = self.registry.plugins.records.get(name)
         return record is not None and record.status == "loaded"
 
-    def policy(self) -> Any:
-        """The registry's policy, as the policy plugin publishes it in its plugin state (there
-        once the registry has a tool); ``None`` without the plugin."""
-        if not self.loaded("policy"):
-            return None
-        return self.registry.plugin_state("policy").get("policy")
+    def approvals(self) -> Any:
+        """The registry's pending approvals (the kernel's ``registry.approvals``); ``None``
+        when no loaded plugin holds calls for approval."""
+        approvals = self.registry.approvals
+        return approvals if approvals.available else None
 
     def discovery(self, version: int) -> Any:
         if not self.loaded("discovery"):
@@ -241,7 +240,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         html = env.get_template(template).render(
             request=request, csrf=request.scope["state"]["csrf"], read_only=read_only,
             base=request.scope.get("root_path", ""),
-            registry=registry, has_policy=ext.loaded("policy"), page=template.split(".", maxsplit=1)[0],
+            registry=registry, page=template.split(".", maxsplit=1)[0],
             **ctx)
         return HTMLResponse(html, status_code=status, headers={
             "cache-control": "no-store", "x-frame-options": "DENY",
@@ -397,17 +396,17 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                             headers={"cache-control": "no-store"})
 
     async def approvals(request: Request, status: int = 200, **extra: Any) -> Response:
-        policy = ext.policy()
-        pending = [] if policy is None else policy.pending()
-        return render(request, "approvals.html", status=status, policy_on=policy is not None,
+        queue = ext.approvals()
+        pending = [] if queue is None else queue.list()
+        return render(request, "approvals.html", status=status, has_queue=queue is not None,
                       pending=pending, **extra)
 
     async def decide(request: Request) -> Response:
         values = await form_of(request)
-        policy = ext.policy()
-        if policy is None:
-            raise _Refused(404, "approvals need the policy plugin: pip install "
-                                "toolregistry-policy")
+        queue = ext.approvals()
+        if queue is None:
+            raise _Refused(404, "approvals need a plugin that holds calls for approval: pip "
+                                "install toolregistry-policy")
         approval_id = request.path_params["id"]
         action = request.path_params["action"]
         if action not in ("approve", "deny"):
@@ -418,11 +417,12 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                 arguments = json.loads(edited) if edited else None
                 if arguments is not None and not isinstance(arguments, dict):
                     raise ValueError("the edited arguments must be a JSON object")
-                await run_in_threadpool(_approve, policy, approval_id, arguments)
+                await run_in_threadpool(lambda: queue.decide(
+                    approval_id, "approve", by="inspector", arguments=arguments))
             else:
-                await run_in_threadpool(lambda: policy.deny(
-                    approval_id, values.get("reason") or "denied in the inspector",
-                    approver="inspector"))
+                await run_in_threadpool(lambda: queue.decide(
+                    approval_id, "deny", by="inspector",
+                    note=values.get("reason") or "denied in the inspector"))
         except (LookupError, ValueError, TypeError) as exc:
             return await approvals(request, status=400, error=f"{approval_id}: {exc}")
         return RedirectResponse(_within(request, "/approvals"), status_code=303)
@@ -474,12 +474,6 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
     app.state.token = secret
     app.state.read_only = read_only
     return app
-
-
-def _approve(policy: Any, approval_id: str, arguments: dict[str, Any] | None) -> Any:
-    """The policy plugin's ``approve`` (edited arguments are checked against the schema
-    there); the application resumes the call."""
-    return policy.approve(approval_id, arguments=arguments, approver="inspector")
 
 
 class _Refused(Exception):

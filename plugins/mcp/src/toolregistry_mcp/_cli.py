@@ -72,9 +72,11 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
 def run(context: CommandContext) -> int:
     """Serve the registry of ``[tool.toolregistry]`` until the server stops: in this process,
     or with ``workers`` > 1 in worker processes that each build it from the configuration."""
+    from ._heap import own_process
     from ._serve import serve
     from ._workers import serve_workers, workers_wanted
 
+    own_process()  # the CLI's process: serving may freeze its heap (see _heap)
     given = options(context.args)
     if workers_wanted(context.config, given) > 1:
         serve_workers(context.config, **given)

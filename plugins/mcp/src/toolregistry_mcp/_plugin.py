@@ -32,7 +32,8 @@ async def _aload(registry: ToolRegistry, server: Any, **options: Any) -> list[To
 def loaders() -> list[SourceKind]:
     """``register_from_mcp`` / ``aregister_from_mcp`` and ``kind = "mcp"`` config sources
     (``server = ...``)."""
-    return [SourceKind(name="mcp", load=_load, aload=_aload, target="server")]
+    return [SourceKind(name="mcp", load=_load, aload=_aload, target="server",
+                       handles=("include", "exclude"))]
 
 
 @hookimpl

@@ -14,7 +14,9 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import hashlib
 import json
+import secrets
 import warnings
 import weakref
 from collections.abc import AsyncIterator
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from toolregistry.errors import ConfigError
 from toolregistry.plugin import continuing, log
-from toolregistry.types import answering_in, reporting_progress
+from toolregistry.types import answering_in, calling_for, reporting_progress
 
 from ._access import EVERYTHING, NOTHING, Access
 from ._convert import to_call_result
@@ -48,16 +50,21 @@ request context: ``session`` (built for this request: not one to keep for later)
 is the caller's verified token) and ``close_sse_stream``."""
 
 
+def _verified_token(ctx: Any) -> Any:
+    """The verified access token of this request's client (``None``: none)."""
+    request = getattr(ctx, "request", None)
+    user = None
+    if request is not None:
+        user = getattr(request, "scope", {}).get("user")
+    return getattr(user, "access_token", None)
+
+
 def _access(ctx: Any, scopes: dict[str, Access], authenticated: bool) -> Access:
     """What the client behind this request may see: its token's grant (``GrantedToken``),
     else the union of its OAuth scopes' grants when ``scopes`` map any, else everything.
     Over HTTP with authentication configured, a request without a verified token sees
     nothing (the bearer middleware has refused it before this point anyway)."""
-    request = getattr(ctx, "request", None)
-    user = None
-    if request is not None:
-        user = getattr(request, "scope", {}).get("user")
-    token = getattr(user, "access_token", None)
+    token = _verified_token(ctx)
     if token is None:
         return NOTHING if authenticated else EVERYTHING
     granted = getattr(token, "access", None)
@@ -105,6 +112,19 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
     default_level = None if tool_log_level in (None, "off") else level_number(tool_log_level)
     grants = dict(scopes or {})
+    # Whom each connection's calls are for, when its client has no token (calling_for).
+    callers: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    def caller(ctx: Any, conn: Any) -> str:
+        """Whom this request's calls are for: its client's verified token (hashed: the
+        secret itself is kept nowhere), else its connection (a session)."""
+        token = getattr(_verified_token(ctx), "token", None)
+        if isinstance(token, str):
+            return "mcp-token:" + hashlib.sha256(token.encode()).hexdigest()[:24]
+        name = callers.get(conn)
+        if name is None:
+            name = callers[conn] = "mcp-session:" + secrets.token_hex(12)
+        return name
 
     def connection(ctx: Any) -> Any:
         """The client connection ``ctx``'s request came on (the per-request session's)."""
@@ -148,7 +168,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
             # answering_in: tools that return tool definitions answer in MCP's dialect
             with channel.active(), reporting_progress(channel.progress if wants_progress
                                                       else None), continuing(registry, carrier), \
-                    answering_in("mcp"):
+                    answering_in("mcp"), calling_for(caller(ctx, conn)):
                 result = await registry.ainvoke(params.name, dict(params.arguments or {}),
                                                 context={REQUEST_KEY: ctx})
         finally:
@@ -305,8 +325,17 @@ async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None
     url = f"{scheme}://{opts.host}:{opts.port}{opts.path}"
     log.info("mcp.serving", transport="streamable-http", url=url, tools=len(registry),
              auth=opts.auth)
+    server_ = uvicorn.Server(config)
     with frozen_heap():
-        await uvicorn.Server(config).serve()
+        try:
+            await server_.serve()
+        except asyncio.CancelledError:
+            # Cancelled (aserve's documented way to stop): close the listening sockets and
+            # connections as a signal would, rather than leave them to the collector.
+            if getattr(server_, "servers", None):
+                server_.should_exit = True
+                await server_.shutdown()
+            raise
 
 
 def serve(registry: ToolRegistry, transport: ServeTransport | None = None,

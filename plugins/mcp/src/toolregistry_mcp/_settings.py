@@ -22,8 +22,9 @@ class MCPSettings(BaseModel):
     connect_timeout: float = Field(30.0, gt=0, alias="connect-timeout",
                                    description="seconds to start a server and finish the handshake")
     max_result_chars: int = Field(100_000, ge=0, alias="max-result-chars",
-                                  description="longer text results are truncated (0: never); "
-                                              "ignored when the spool plugin is loaded")
+                                  description="longer text results are truncated (0: never), "
+                                              "unless a plugin keeps them whole (the spool "
+                                              "plugin: output_limits)")
     max_message_bytes: int = Field(64 * 1024 * 1024, gt=0, alias="max-message-bytes",
                                    description="largest streamed HTTP message accepted")
     shutdown_grace: float = Field(2.0, ge=0, alias="shutdown-grace",

@@ -21,7 +21,13 @@ import attrs
 
 from toolregistry import Tool, ToolMetadata
 from toolregistry.errors import ToolNotFoundError, ToolRegistrationError
-from toolregistry.plugin import log, normalize_name, outgoing_context
+from toolregistry.plugin import (
+    log,
+    normalize_name,
+    outgoing_context,
+    output_limits,
+    source_options,
+)
 from toolregistry.tool import Provenance
 
 from . import _loop
@@ -131,6 +137,8 @@ class MCPSource:
     skipped: dict[str, str] = attrs.field(factory=dict)
     refused: str | None = None
     """Why screening refused this source after it was loaded (its tools are disabled)."""
+    common: Any = attrs.field(factory=source_options)
+    """The common source options the kernel applied when the source was loaded."""
     _refresh_lock: asyncio.Lock | None = None
     _finalizer: Any = None
     _closing: Any = None
@@ -145,9 +153,12 @@ class MCPSource:
         return [r.name for r in self.registered.values()]
 
     def wanted(self, name: str) -> bool:
-        if self.include is not None and not _matches(name, self.include):
+        """Whether the server's tool ``name`` is one the source takes: ``include`` /
+        ``exclude`` match the server's name or the registered one (namespaced)."""
+        names = (name, f"{self.namespace}-{name}") if self.namespace else (name,)
+        if self.include is not None and not any(_matches(n, self.include) for n in names):
             return False
-        return not _matches(name, self.exclude)
+        return not any(_matches(n, self.exclude) for n in names)
 
     # -- screening ----------------------------------------------------------------------
     def screener(self) -> Screener:
@@ -194,11 +205,10 @@ class MCPSource:
             )
         ann = tool.annotations
         info = self.client.server_info
-        registry = self.registry
         metadata = ToolMetadata(
-            # Long results go to the spool plugin when it is there (it is opt-in per tool);
-            # else acall() truncates them.
-            too_long_to_file=True if registry is not None and _spool_loaded(registry) else None,
+            # Long results may be kept whole by a plugin that takes long output (spooling is
+            # opt-in per tool); else _convert() cuts them (see output_limits).
+            too_long_to_file=True,
             # A little above our own per-call timeout, so that the registry's default
             # timeout never cuts a call the user allowed to run longer, and ours (which
             # cancels the request on the server and says so) fires first.
@@ -219,7 +229,7 @@ class MCPSource:
                 **({"mcp_findings": [f.to_dict() for f in findings]} if findings else {}),
             },
         )
-        return Tool(
+        built = Tool(
             name=tool.name,
             description=tool.description or "",
             parameters=tool.input_schema,
@@ -234,6 +244,9 @@ class MCPSource:
             output_schema=tool.output_schema,
             is_async=False,
         )
+        # The common options the kernel applies at loading (defer, tags) hold for the tools
+        # a refresh adds or adopts later too.
+        return self.common.apply([built])[0] if self.common is not None else built
 
     def _callable(self, original: str) -> Any:
         source = self
@@ -283,25 +296,26 @@ class MCPSource:
     def _convert(self, original: str, result: Any) -> Any:
         value = from_call_result(result, server=self.client.display, tool=original)
         limit = self.max_result_chars
-        # Whether the spool plugin takes it is asked only of a result long enough to matter.
-        if limit and _text_length(value) > limit and not self._spooled(original):
-            value = truncate(value, limit)
+        # The plugins' limits are asked only of a result long enough to matter.
+        if limit and _text_length(value) > limit:
+            cut = self._limit(original, limit)
+            if cut is not None:
+                value = truncate(value, cut)
         return value
 
-    def _spooled(self, original: str) -> bool:
-        """Will the spool plugin take this tool's long results (so we must not cut them)?"""
+    def _limit(self, original: str, own: int) -> int | None:
+        """Where to cut this tool's long results: ``own`` limit, a smaller one a plugin asks
+        for, or ``None`` when a plugin takes long output whole (through the kernel's
+        ``output_limits`` seam)."""
         registry = self.registry
-        if registry is None or not _spool_loaded(registry):
-            return False
         entry = self.registered.get(original)
-        tool = registry.get_tool(entry.name) if entry is not None else None
-        flag = tool.metadata.too_long_to_file if tool is not None else True
-        if flag is None:  # follows the spool plugin's own all-tools setting
-            try:
-                return bool(registry.config.plugin_table("spool").get("all_tools"))
-            except Exception:
-                return False
-        return bool(flag)
+        tool = registry.get_tool(entry.name) if registry is not None and entry is not None \
+            else None
+        limits = output_limits(registry, tool) if registry is not None and tool is not None \
+            else None
+        if limits is None:
+            return own
+        return None if limits.max_chars is None else min(own, limits.max_chars)
 
     # -- refresh ------------------------------------------------------------------------
     async def _refresh_on_loop(self, accept: Mapping[str, str]) -> dict[str, list[str]]:
@@ -509,9 +523,3 @@ def _text_length(value: Any) -> int:
     if isinstance(value, list):
         return sum(len(part) for part in value if isinstance(part, str))
     return 0
-
-
-def _spool_loaded(registry: ToolRegistry) -> bool:
-    plugins = getattr(registry, "plugins", None)
-    is_loaded = getattr(plugins, "is_loaded", None)
-    return bool(is_loaded("spool")) if is_loaded is not None else False

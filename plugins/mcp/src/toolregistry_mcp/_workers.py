@@ -203,7 +203,9 @@ def app() -> Any:
         print(f"toolregistry serve: worker {os.getpid()} cannot start: {text}", file=sys.stderr,
               flush=True)
         sys.exit(STARTUP_FAILURE)
-    from ._heap import frozen_heap
+    from ._heap import frozen_heap, own_process
+
+    own_process()  # a worker process started to serve: its heap is the server's
 
     inner = asgi.router.lifespan_context
 

@@ -28,4 +28,5 @@ async def _aload(registry: ToolRegistry, spec: Any, **options: Any) -> list[Tool
 def loaders() -> list[SourceKind]:
     """``register_from_openapi`` (and its async twin) and ``kind = "openapi"`` config sources:
     ``spec = "..."``, a file path relative to the configuration file, or a URL."""
-    return [SourceKind(name="openapi", load=_load, aload=_aload, target="spec", paths=("spec",))]
+    return [SourceKind(name="openapi", load=_load, aload=_aload, target="spec", paths=("spec",),
+                       handles=("include", "exclude", "defer"))]

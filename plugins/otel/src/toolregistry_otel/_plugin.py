@@ -8,14 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import hookimpl
 
-from ._settings import PLUGIN_NAME
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from toolregistry import Tool, ToolRegistry
 
     from ._telemetry import BatchObserver, OperationObserver, Telemetry, ToolObserver
+
+PLUGIN_NAME = "otel"
+"""The entry-point name (here, not in ``_settings``: that module imports pydantic, which
+loading the plugin must not)."""
 
 
 def telemetry(registry: ToolRegistry) -> Telemetry:
@@ -27,12 +29,17 @@ def telemetry(registry: ToolRegistry) -> Telemetry:
         from toolregistry.plugin import add_carrier, add_log_context
 
         from ._settings import OtelSettings
-        from ._telemetry import Telemetry, inject, log_ids
+        from ._telemetry import Telemetry, continue_carrier, inject, log_ids
 
-        add_carrier(inject)
+        add_carrier(inject, continue_carrier)
         add_log_context(log_ids)
-        found = state["telemetry"] = Telemetry(
-            registry, registry.plugin_settings(PLUGIN_NAME, OtelSettings))
+        settings = registry.plugin_settings(PLUGIN_NAME, OtelSettings)
+        if settings.exporter is not None:
+            from ._setup import install_sdk
+
+            install_sdk(settings, f"[tool.toolregistry.plugins.otel] "
+                                  f"({registry.config.path or 'no file'})")
+        found = state["telemetry"] = Telemetry(registry, settings)
     return found
 
 
@@ -46,8 +53,10 @@ def settings_model() -> type[BaseModel]:
 
 @hookimpl
 def call_observer(registry: ToolRegistry, tool: Tool) -> ToolObserver:
-    """An ``execute_tool`` span and the call metrics for every call of ``tool``."""
-    return telemetry(registry).tool_observer(tool)
+    """An ``execute_tool`` span and the call metrics for every call of ``tool`` (a stand-in
+    for a call naming no registered tool gets the span only)."""
+    return telemetry(registry).tool_observer(
+        tool, registered=registry.get_tool(tool.name) is tool)
 
 
 @hookimpl

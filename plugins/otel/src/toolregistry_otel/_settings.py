@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PLUGIN_NAME = "otel"
+from ._plugin import PLUGIN_NAME as PLUGIN_NAME  # noqa: PLC0414  (re-exported)
+
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
@@ -24,6 +26,13 @@ class OtelSettings(BaseModel):
     ``max_attribute_length``: longer string attributes are cut to this many characters (with
     a marker). ``trace_batches``: one parent span per batch of calls. ``trace_operations``:
     spans for loading sources and for discovery queries. ``metrics``: record the metrics.
+
+    ``exporter``: set up the OpenTelemetry SDK for the process when no provider is installed
+    yet -- ``"otlp"`` (OTLP over HTTP to ``endpoint``, else where the SDK's
+    ``OTEL_EXPORTER_OTLP_*`` variables say) or ``"console"`` (spans and metrics as JSON on
+    stderr); unset: the application sets up the SDK (nothing process-wide changes).
+    ``endpoint``: the OTLP/HTTP base URL (``/v1/traces`` and ``/v1/metrics`` are added).
+    ``service_name``: the resource's ``service.name`` (else ``OTEL_SERVICE_NAME``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -33,3 +42,6 @@ class OtelSettings(BaseModel):
     trace_batches: bool = True
     trace_operations: bool = True
     metrics: bool = True
+    exporter: Literal["otlp", "console"] | None = None
+    endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    service_name: str | None = Field(default=None, min_length=1)

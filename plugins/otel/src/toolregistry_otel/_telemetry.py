@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry
     from toolregistry.types import ToolCall, ToolResult
 
-__all__ = ["Telemetry", "inject", "log_ids"]
+__all__ = ["Telemetry", "continue_carrier", "inject", "log_ids"]
 
 SCOPE = "toolregistry-otel"
 CONTENT_PREFIX = "content."
@@ -176,6 +176,17 @@ def inject(carrier: MutableMapping[str, str]) -> None:
         propagate.inject(carrier)
 
 
+@contextlib.contextmanager
+def continue_carrier(carrier: Mapping[str, str]) -> Iterator[None]:
+    """The trace context ``carrier`` holds made current for the block (in a process a call
+    was shipped to, which may have no provider: the span is the caller's, not recording)."""
+    token = otel_context.attach(propagate.extract(dict(carrier)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
 def log_ids() -> Mapping[str, str]:
     """``trace_id`` / ``span_id`` of the current span for log events (empty without one)."""
     ctx = trace.get_current_span().get_span_context()
@@ -221,8 +232,8 @@ class Telemetry:
         return self.json_text(value)
 
     # -- observers -------------------------------------------------------------------------
-    def tool_observer(self, tool: Tool) -> ToolObserver:
-        return ToolObserver(self, tool)
+    def tool_observer(self, tool: Tool, *, registered: bool = True) -> ToolObserver:
+        return ToolObserver(self, tool, registered)
 
     def batch_observer(self) -> BatchObserver | None:
         return BatchObserver(self) if self.settings.trace_batches else None
@@ -232,15 +243,26 @@ class Telemetry:
 
     @contextlib.contextmanager
     def incoming(self, carrier: Mapping[str, str]) -> Iterator[None]:
-        """Make the trace context ``carrier`` holds current for the block."""
+        """Make the trace context ``carrier`` holds current for the block -- unless the
+        server already continues that trace in a span of its own (the MCP SDK's SERVER span
+        of the request): then that span stays the parent, with the carrier's baggage."""
         if _SWITCH.tracing() is None:
             yield
             return
-        token = otel_context.attach(propagate.extract(dict(carrier)))
-        try:
+        current = trace.get_current_span()
+        here = current.get_span_context()
+        if here.is_valid:
+            extracted = propagate.extract(dict(carrier))
+            sent = trace.get_current_span(extracted).get_span_context()
+            if sent.is_valid and sent.trace_id == here.trace_id:
+                token = otel_context.attach(set_span_in_context(current, extracted))
+                try:
+                    yield
+                finally:
+                    otel_context.detach(token)
+                return
+        with continue_carrier(carrier):
             yield
-        finally:
-            otel_context.detach(token)
 
 
 class ToolObserver:
@@ -258,10 +280,12 @@ class ToolObserver:
     __slots__ = ("capture", "metric_attributes", "metrics", "ok_attributes",
                  "outcome_attributes", "running", "span_name", "static", "telemetry")
 
-    def __init__(self, telemetry: Telemetry, tool: Tool) -> None:
+    def __init__(self, telemetry: Telemetry, tool: Tool, registered: bool = True) -> None:
         self.telemetry = telemetry
         self.capture = telemetry.capture
-        self.metrics = telemetry.settings.metrics
+        # A call naming no registered tool is a span, not a metric series: the name is the
+        # model's, and metric attributes must stay few.
+        self.metrics = telemetry.settings.metrics and registered
         self.span_name = f"execute_tool {tool.name}"
         kind = tool.provenance.kind
         self.static: dict[str, Any] = {
@@ -276,7 +300,8 @@ class ToolObserver:
         self.static["toolregistry.tool.source"] = kind
         self.metric_attributes = {"gen_ai.tool.name": tool.name,
                                   "toolregistry.registry": telemetry.registry_name}
-        self.running = IN_FLIGHT.running(tuple(self.metric_attributes.items()))
+        self.running = (IN_FLIGHT.running(tuple(self.metric_attributes.items()))
+                        if self.metrics else set())
         self.ok_attributes = {**self.metric_attributes, "toolregistry.outcome": "ok"}
         self.outcome_attributes: dict[str, dict[str, str]] = {}  # the error kinds, made once
 
@@ -366,6 +391,9 @@ class BatchObserver:
         if token is None:
             return
         failed = sum(1 for r in results if r.outcome != "ok")
+        # Every call counts, those that could not be read too (batch_started sees only the
+        # calls that were parsed).
+        token.set_attribute("toolregistry.batch.size", len(results))
         token.set_attribute("toolregistry.batch.errors", failed)
         if failed:
             token.set_attribute("error.type", "tool_errors")

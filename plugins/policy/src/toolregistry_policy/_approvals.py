@@ -1,8 +1,15 @@
 """The approvals store: calls held for a person, their decisions, and the one run each
-approved call gets. In memory, or in a SQLite file that several processes share."""
+approved call gets. In memory, or in a SQLite file that several processes share.
+
+Every held call gets an approval of its own (a fresh id). ``key`` says which later calls are
+the same call sent again (the same tool, arguments, call id and caller): a re-sent call
+finds its approval while it is open (pending, or decided and not yet used) through
+:meth:`ApprovalStore.find`; a call without a call id or a caller has no key and is never
+taken for another."""
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -47,6 +54,7 @@ class Approval:
     arguments: Mapping[str, Any] | None = None
     outcome: str | None = None
     result: str | None = None
+    key: str | None = None
 
     @property
     def id(self) -> str:
@@ -75,7 +83,7 @@ class Approval:
                 "created": self.created, "decided": self.decided, "approver": self.approver,
                 "note": self.note,
                 "arguments": dict(self.arguments) if self.arguments is not None else None,
-                "outcome": self.outcome, "result": self.result}
+                "outcome": self.outcome, "result": self.result, "key": self.key}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Approval:
@@ -87,12 +95,14 @@ class Approval:
         return cls(ApprovalRequest.from_dict(data["request"]), status,
                    float(data.get("created") or time.time()), data.get("decided"),
                    data.get("approver"), data.get("note"), data.get("arguments"),
-                   data.get("outcome"), data.get("result"))
+                   data.get("outcome"), data.get("result"), data.get("key"))
 
 
 class ApprovalStore(Protocol):
     """Where approvals live. Every method is atomic (a transition happens once, even when two
-    processes try it at the same moment)."""
+    processes try it at the same moment). A store may also offer ``find(key)``: the open
+    approvals (pending, approved, denied) with that ``key``, oldest first; without it, the
+    policy searches ``list()``."""
 
     def add(self, approval: Approval) -> Approval:
         """Keep a new pending approval; the one already kept under its id wins."""
@@ -111,6 +121,19 @@ class ApprovalStore(Protocol):
 
     def remove(self, approval_id: str) -> None:
         """Forget an approval."""
+
+
+OPEN: tuple[Status, ...] = ("pending", "approved", "denied")
+"""The statuses in which a re-sent call finds its approval (afterwards it was used)."""
+
+
+def find(store: ApprovalStore, key: str) -> list[Approval]:
+    """The open approvals of ``store`` with ``key``, oldest first (the store's own ``find``
+    when it has one)."""
+    own = getattr(store, "find", None)
+    if own is not None:
+        return own(key)  # type: ignore[no-any-return]
+    return [a for a in store.list() if a.key == key and a.status in OPEN]
 
 
 class MemoryStore:
@@ -146,6 +169,11 @@ class MemoryStore:
         with self._lock:
             self._items.pop(approval_id, None)
 
+    def find(self, key: str) -> builtins.list[Approval]:
+        with self._lock:
+            items = [a for a in self._items.values() if a.key == key and a.status in OPEN]
+        return sorted(items, key=lambda a: a.created)
+
 
 class SQLiteStore:
     """Approvals in a SQLite file: a decision made in one process (a web request, a queue
@@ -160,7 +188,12 @@ class SQLiteStore:
         self._open: list[sqlite3.Connection] = []
         with self._connect() as db:
             db.execute("CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, "
-                       "status TEXT NOT NULL, created REAL NOT NULL, data TEXT NOT NULL)")
+                       "status TEXT NOT NULL, created REAL NOT NULL, data TEXT NOT NULL, "
+                       "key TEXT)")
+            columns = {row[1] for row in db.execute("PRAGMA table_info(approvals)")}
+            if "key" not in columns:  # a file made before approvals had keys
+                db.execute("ALTER TABLE approvals ADD COLUMN key TEXT")
+            db.execute("CREATE INDEX IF NOT EXISTS approvals_key ON approvals (key)")
 
     def _connect(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
@@ -188,8 +221,9 @@ class SQLiteStore:
     def add(self, approval: Approval) -> Approval:
         db = self._connect()
         data = json.dumps(approval.to_dict(), default=str)
-        db.execute("INSERT OR IGNORE INTO approvals (id, status, created, data) "
-                   "VALUES (?, ?, ?, ?)", (approval.id, approval.status, approval.created, data))
+        db.execute("INSERT OR IGNORE INTO approvals (id, status, created, data, key) "
+                   "VALUES (?, ?, ?, ?, ?)", (approval.id, approval.status, approval.created,
+                                              data, approval.key))
         kept = self.get(approval.id)
         return kept if kept is not None else approval
 
@@ -220,3 +254,10 @@ class SQLiteStore:
 
     def remove(self, approval_id: str) -> None:
         self._connect().execute("DELETE FROM approvals WHERE id = ?", (approval_id,))
+
+    def find(self, key: str) -> builtins.list[Approval]:
+        marks = ", ".join("?" * len(OPEN))
+        rows = self._connect().execute(
+            f"SELECT data FROM approvals WHERE key = ? AND status IN ({marks}) "
+            "ORDER BY created, id", (key, *OPEN)).fetchall()
+        return [a for a in map(self._load, rows) if a is not None]

@@ -8,12 +8,14 @@
 * ``authorized``: the decision that stands (another plugin's may win): the audit record, and
   the budget given back when the call does not run after all.
 * ``call_observer``: settles the approvals store when a call that may ask ends.
+* ``approval_queue``: the approvals queue, listed, decided and resumed through the kernel's
+  ``registry.approvals``.
 * ``on_change``: tools denied whatever their arguments are disabled as they arrive
   (``hide-denied``), so that the model is not shown them.
 * ``settings_model``: ``[tool.toolregistry.plugins.policy]``.
 
 The policy of a registry is made on first use (``get_policy``) and lives in
-``registry.plugin_state("policy")``.
+``registry.plugin_state("policy")``, which only this plugin reads.
 """
 
 from __future__ import annotations
@@ -72,6 +74,13 @@ def authorize(registry: ToolRegistry, tool: Tool, call: ToolCall, arguments: Map
 def authorized(registry: ToolRegistry, tool: Tool, call: ToolCall, decision: Decision) -> None:
     """The decision that stands for one call: audited once, budgets kept in step."""
     _policy(registry).authorized(tool, call, decision)
+
+
+@hookimpl
+def approval_queue(registry: ToolRegistry) -> Any:
+    """The policy's approvals queue, for ``registry.approvals`` (code mode, the inspector,
+    the application): the :class:`~toolregistry_policy.Policy` itself."""
+    return _policy(registry)
 
 
 class _Observer:

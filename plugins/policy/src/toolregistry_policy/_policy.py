@@ -6,6 +6,7 @@ resuming decided calls (``_resume``)."""
 from __future__ import annotations
 
 import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -16,15 +17,15 @@ import attrs
 
 from toolregistry.errors import ConfigError
 from toolregistry.plugin import log
-from toolregistry.types import ApprovalRequest, Decision, ToolResult
+from toolregistry.types import ApprovalRequest, Decision, ToolResult, current_caller
 
-from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore
+from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore, find
 from ._audit import AuditLog
 from ._blocking import EditGrants, Verdict, ask_handler, load_handler
 from ._budgets import Budgets, ToolBudget
 from ._counts import StoreCounts
 from ._decider import ToolPolicy
-from ._resume import claim, granted, pending_result
+from ._resume import GRANT, claim, granted, pending_result
 from ._rules import Compiled, Rule, compile_rules, tool_facts
 from ._settings import PolicySettings
 
@@ -261,7 +262,7 @@ class Policy:
             kind, label = rule.rule.decision, rule.label
         grants = granted.get()
         if grants is not None and kind == "ask":
-            grant = grants.get(call.id or "")
+            grant = grants.get(call.extra.get(GRANT, ""))
             if grant is not None and grant.tool == tool.name:
                 return self._allow(plan, call, "approval", grant.approver, grant.id)
         if kind == "deny":
@@ -326,26 +327,40 @@ class Policy:
         arguments = dict(call.arguments or {})
         if self.edit_grants and self.edit_grants.take(name, arguments):
             return self._allow(plan, call, "approval", None, None)
-        approval_id = ApprovalRequest.stable_id(name, call.id, arguments)
-        existing = self.store.get(approval_id)
-        if existing is not None and existing.status != "pending":
-            return self._settled(plan, call, existing)
+        caller = current_caller()
+        # The same call sent again (a stateless loop, a served client retrying) finds its
+        # approval by key; without a call id or a caller nothing says it is the same call.
+        key = None if call.id is None and caller is None else \
+            ApprovalRequest.stable_id(name, call.id, arguments, caller)
+        opened = find(self.store, key) if key is not None else []
+        if opened:
+            # a decided one first: that is the one the re-sent call is for
+            existing = next((a for a in opened if a.status != "pending"), opened[0])
+            if existing.status != "pending":
+                settled = self._settled(plan, call, existing)
+                if settled is not None:
+                    return settled
+            elif self.handler is None:  # asked already: not asked twice
+                call.extra["policy.pending"] = existing.id
+                return self.decided(call, Decision.pending(
+                    reason, approval_id=existing.id, rule=label), None, existing.id)
+        approval_id = "apr_" + secrets.token_hex(12)
         request = ApprovalRequest(approval_id, name, arguments, call.id, call.reason, reason,
-                                  label)
+                                  label, caller)
         if self.handler is not None:  # awaited by the kernel: the caller's loop goes on
             return ask_handler(self, plan, call, request)
-        fresh = Approval(request)
-        kept = self.store.add(fresh)
-        if kept is fresh:
-            self._notify(kept)
+        fresh = self.store.add(Approval(request, key=key))
+        self._notify(fresh)
         call.extra["policy.pending"] = approval_id
         return self.decided(call, Decision.pending(reason, approval_id=approval_id, rule=label),
                             None, approval_id)
 
-    def _settled(self, plan: ToolPolicy, call: ToolCall, approval: Approval) -> Decision:
-        """The same call again (same tool, call id and arguments) after a person decided:
-        an approved call runs now, once; a denied one gets the person's reason; one that ran
-        already does not run twice."""
+    def _settled(self, plan: ToolPolicy, call: ToolCall, approval: Approval
+                 ) -> Decision | None:
+        """The same call again (same tool, call id, arguments and caller) after a person
+        decided: an approved call runs now, once; a denied one gets the person's reason;
+        ``None`` when the approval was used meanwhile (elsewhere): the call is a new
+        request."""
         if approval.status == "approved" and not approval.edited:
             claimed = self.store.transition(approval.id, ("approved",),
                                             attrs.evolve(approval, status="running"))
@@ -365,14 +380,13 @@ class Policy:
                                         approval_id=approval.id, rule="approval")
         elif approval.status == "denied":
             done = attrs.evolve(approval, status="done", outcome="denied")
-            self.store.transition(approval.id, ("denied",), done)
+            if self.store.transition(approval.id, ("denied",), done) is not done:
+                return None
             self._notify(done)
             decision = Decision.deny(approval.note or "a person declined it", rule="approval")
             approver = approval.approver
         else:
-            decision = Decision.deny(f"this call already ran after approval {approval.id} "
-                                     f"({approval.outcome or approval.status}); it does not "
-                                     "run twice", rule="approval")
+            return None
         return self.decided(call, decision, approver, approval.id)
 
     # -- the approvals queue ----------------------------------------------------------------
@@ -419,6 +433,17 @@ class Policy:
         decided = attrs.evolve(approval, status="denied", decided=time.time(),
                                approver=approver, note=reason)
         return self._decide(approval, decided, "reject")
+
+    def decide(self, approval_id: str, decision: str, *, by: str | None = None,
+               note: str | None = None, arguments: Mapping[str, Any] | None = None
+               ) -> Approval:
+        """:meth:`approve` (``decision="approve"``) or :meth:`deny` (``"deny"``; ``note`` is
+        the reason the model reads): the kernel's ``registry.approvals.decide``."""
+        if decision == "approve":
+            return self.approve(approval_id, arguments=arguments, approver=by, note=note)
+        if decision == "deny":
+            return self.deny(approval_id, note, approver=by)
+        raise ValueError(f"decision must be 'approve' or 'deny', got {decision!r}")
 
     def _decide(self, approval: Approval, decided: Approval, what: str) -> Approval:
         kept = self.store.transition(approval.id, ("pending",), decided)

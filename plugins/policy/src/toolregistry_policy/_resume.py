@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from toolregistry.types import ApprovalRequest, ToolResult
+from toolregistry.plugin import approval_id_of
+from toolregistry.types import ApprovalRequest, ToolCall, ToolResult
 
 from ._approvals import Approval, ApprovalError
 from ._blocking import canonical
@@ -18,11 +19,14 @@ from ._blocking import canonical
 if TYPE_CHECKING:
     from ._policy import Policy
 
-__all__ = ["Resumption", "claim", "granted", "pending_result"]
+__all__ = ["GRANT", "Resumption", "claim", "granted", "pending_result"]
 
-# The approvals a running `resume` grants, by call id: authorize lets exactly these calls
-# through an `ask` rule (the contextvar is set around the registry call, so it reaches the
-# call's own context on every path and nothing else).
+GRANT = "policy.grant"
+
+# The approvals a running `resume` grants, by approval id (each call it runs carries its
+# approval's id in `call.extra[GRANT]`): authorize lets exactly these calls through an `ask`
+# rule (the contextvar is set around the registry call, so it reaches the call's own context
+# on every path and nothing else).
 granted: contextvars.ContextVar[Mapping[str, Approval] | None] = contextvars.ContextVar(
     "toolregistry_policy_granted", default=None)
 
@@ -71,17 +75,19 @@ class Resumption:
     def __init__(self, slots: list[ToolResult | str], approvals: dict[str, Approval]) -> None:
         self.slots = slots
         self.approvals = approvals
-        self.calls: list[dict[str, Any]] = []
+        # Two approvals may share a model's call id (two turns both used ``call_1``): each
+        # call carries its approval's id (GRANT), and results are matched by position.
+        self.calls: list[ToolCall] = []
         self.grants: dict[str, Approval] = {}
         for approval in approvals.values():
             if approval.status == "approved":
-                call_id = approval.request.call_id or approval.id
-                self.calls.append({"id": call_id, "name": approval.tool,
-                                   "arguments": approval.effective_arguments})
-                self.grants[call_id] = approval
+                self.calls.append(ToolCall(approval.tool, approval.effective_arguments,
+                                           approval.request.call_id,
+                                           extra={GRANT: approval.id}))
+                self.grants[approval.id] = approval
 
     def finish(self, policy: Policy, results: list[ToolResult]) -> list[ToolResult]:
-        ran = dict(zip([c["id"] for c in self.calls], results))
+        ran = dict(zip([c.extra[GRANT] for c in self.calls], results))
         out: list[ToolResult] = []
         for slot in self.slots:
             if isinstance(slot, ToolResult):
@@ -90,7 +96,7 @@ class Resumption:
             approval = self.approvals[slot]
             request = approval.request
             if approval.status == "approved":
-                result = ran[request.call_id or approval.id]
+                result = ran[approval.id]
                 result.call_id = request.call_id
                 policy._finish(approval, result)
                 if approval.edited and not result.is_error:
@@ -129,23 +135,3 @@ def note_edit(result: ToolResult, approval: Approval) -> None:
         result.content = f"{note}\n{result.content}"
     else:
         result.content = [{"type": "text", "text": note}, *result.content]
-
-
-def approval_id_of(item: Any) -> str | None:
-    """The approval id an item of ``resume`` names (``None``: a result passed through)."""
-    if isinstance(item, str):
-        return item
-    if isinstance(item, ToolResult):
-        return item.approval.id if item.pending and item.approval is not None else None
-    if isinstance(item, ApprovalRequest):
-        return item.id
-    if isinstance(item, Approval):
-        return item.id
-    if isinstance(item, Mapping):
-        data = item.get("request", item)
-        approval_id = data.get("id") if isinstance(data, Mapping) else None
-        if isinstance(approval_id, str):
-            return approval_id
-    raise TypeError(f"resume() takes results, approval ids, ApprovalRequest objects or their "
-                    f"dicts; got {type(item).__name__}")
-

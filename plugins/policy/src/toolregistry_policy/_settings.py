@@ -7,6 +7,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolregistry.plugin import ConfigPath
+
 PLUGIN_NAME = "policy"
 
 
@@ -37,7 +39,7 @@ class PolicySettings(BaseModel):
     rules: list[dict[str, Any]] = Field(default_factory=list)
     handler: str | None = Field(default=None, pattern=r"^(terminal|[\w.]+:[\w.]+)$")
     handler_timeout: float = Field(default=300.0, gt=0)
-    store: str | None = None
+    store: ConfigPath | None = None
     budgets: dict[str, Any] = Field(default_factory=dict)
     audit_size: int = Field(default=10_000, ge=1)
     audit_allowed: bool = False

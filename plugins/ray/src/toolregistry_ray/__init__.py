@@ -72,7 +72,9 @@ def enable_ray(registry: ToolRegistry, **options: Any) -> RayBackend:
     old: RayBackend | None = state.get("backend")
     state["backend"] = backend
     registry.add_closer(backend.close)
-    registry.set_setting("ray", settings.model_dump_json())  # recompiles the call plans
+    # A new value recompiles the call plans (the settings may hold callables, such as a
+    # runtime_env's worker_process_setup_hook, so they are not the value).
+    registry.set_setting("ray", int(registry.get_setting("ray", 0) or 0) + 1)
     if old is not None:
         old.close()
     return backend

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING
 
 from toolregistry.plugin import hookimpl
 
-from ._settings import PLUGIN_NAME
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -23,6 +21,10 @@ if TYPE_CHECKING:
     from toolregistry.plugin import Runner
 
     from ._runner import RayBackend
+
+PLUGIN_NAME = "ray"
+"""The entry-point name (here, not in ``_settings``: that module imports pydantic, which
+loading the plugin must not)."""
 
 _lock = threading.Lock()
 

@@ -23,6 +23,10 @@ from ._errors import translate
 from ._settings import RaySettings, TaskOptions
 from ._ship import Payload, dumps, payload
 
+CONNECTED_KINDS = frozenset({"mcp", "openapi"})
+"""Provenance kinds whose tools call through a connection (a session, an HTTP client) held
+by this process: their functions close over it and cannot run elsewhere."""
+
 Tool = Any  # toolregistry.Tool (kept loose: attrs class, only read here)
 
 
@@ -90,10 +94,11 @@ class RayBackend:
     def check(self, tool: Tool) -> None:
         """Refuse (at registration) a selected tool that cannot run on Ray."""
         fn = tool.callable if tool.callable is not None else tool.acallable
-        if fn is None:
-            raise ToolRejected(f"tool {tool.name!r} cannot run on Ray: it has no Python "
-                               "callable (tools of MCP, OpenAPI and similar sources run where "
-                               "their connection is)")
+        if fn is None or tool.provenance.kind in CONNECTED_KINDS:
+            raise ToolRejected(f"tool {tool.name!r} cannot run on Ray: tools of MCP, OpenAPI "
+                               "and similar sources run where their connection is, and its "
+                               "connection lives in this process; leave it out of "
+                               "[tool.toolregistry.plugins.ray]")
         self.task_options(tool)
         import_ray(f"running tool {tool.name!r} on Ray")
         try:

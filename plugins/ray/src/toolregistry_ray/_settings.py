@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PLUGIN_NAME = "ray"
+from ._plugin import PLUGIN_NAME as PLUGIN_NAME  # noqa: PLC0414  (re-exported)
+
 DISTRIBUTION = "toolregistry-ray"
 
 

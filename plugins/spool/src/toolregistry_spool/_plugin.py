@@ -4,6 +4,8 @@
   calls of every other tool pay nothing for this plugin.
 * ``post_invoke`` is a *wrapper*: it runs after every other plugin's ``post_invoke`` and sees
   the result they settled on, so spooling is always the last word on what the model gets.
+* ``output_limits`` tells sources that cut long results (a loader's own size limit) to keep
+  the results of the tools that may spool whole: this plugin takes them.
 * ``on_change`` registers the reader tool right after the first tool that may spool is
   registered (or gets ``too_long_to_file=True`` through a metadata change), so it is in
   ``get_schemas()`` before any call can return a handle; ``post_invoke`` makes sure again
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
     from toolregistry import Tool, ToolCall, ToolRegistry, ToolResult
     from toolregistry.events import ChangeEvent
+    from toolregistry.types import OutputLimits
 
     from ._spool import Spooler
 
@@ -79,6 +82,16 @@ def post_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall, result: Tool
                     error=f"{type(exc).__name__}: {exc}")
         return replaced
     return spooled if spooled is not None else replaced
+
+
+@hookimpl
+def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
+    """The tools that may spool keep their long results whole: this plugin takes them."""
+    if not _spooler(registry).opted_in(tool):
+        return None
+    from toolregistry.types import OutputLimits
+
+    return OutputLimits(max_chars=None)
 
 
 @hookimpl

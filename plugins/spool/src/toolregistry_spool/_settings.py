@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolregistry.plugin import ConfigPath
+
 PLUGIN_NAME = "spool"
 DEFAULT_READER_NAME = "read_tool_output"
 
@@ -16,7 +18,7 @@ class SpoolSettings(BaseModel):
     ``threshold_tokens``: outputs over this many tokens are spooled; the model receives at most
     this many. ``token_counter``: ``"pkg.mod:fn"``, an exact ``fn(text) -> int`` used instead of
     the fast estimate. ``directory``: where per-registry spool folders are made (default: the
-    user's cache folder); every registry with the same directory reads the handles of all. ``max_age_seconds`` / ``max_total_bytes``: retention, oldest evicted
+    user's cache folder; relative to the configuration file); every registry with the same directory reads the handles of all. ``max_age_seconds`` / ``max_total_bytes``: retention, oldest evicted
     first. ``keep``: leave the files on ``close()``. ``tail_fraction``: share of the preview
     given to the end of the output. ``reader``: register the reader tool (``False``: the notice
     names the file path instead, for agents with their own file tools). ``reader_name``: its
@@ -28,7 +30,7 @@ class SpoolSettings(BaseModel):
     all_tools: bool = False
     threshold_tokens: int = Field(default=20_000, ge=100)
     token_counter: str | None = Field(default=None, pattern=r"^[\w.]+:[\w.]+$")
-    directory: str | None = None
+    directory: ConfigPath | None = None
     max_age_seconds: float = Field(default=86_400.0, gt=0)
     max_total_bytes: int = Field(default=1 << 30, gt=0)
     keep: bool = False

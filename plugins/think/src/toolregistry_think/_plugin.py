@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from toolregistry.errors import ToolCallError
 from toolregistry.plugin import hookimpl, log
 
 if TYPE_CHECKING:
@@ -103,6 +104,10 @@ def schema_transform(registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
     if isinstance(props, dict) and REASON_FIELD not in props:  # a native one stays untouched
         props[REASON_FIELD] = _property(registry)
         _asked(registry).add(tool.name)
+        if _settings(registry).required:
+            required = schema.get("required")
+            schema["required"] = [*(required if isinstance(required, list) else ()),
+                                  REASON_FIELD]
 
 
 def _property(registry: ToolRegistry) -> dict[str, Any]:
@@ -118,10 +123,13 @@ def _property(registry: ToolRegistry) -> dict[str, Any]:
 @hookimpl
 def pre_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall) -> None:
     args = call.arguments
-    if not args or REASON_FIELD not in args or _declares_own(tool):
+    if _declares_own(tool):
         return
-    reason = args.pop(REASON_FIELD)
-    if reason is None:
+    reason = args.pop(REASON_FIELD, None) if args else None
+    if reason is None or reason == "":
+        if _settings(registry).required:
+            raise ToolCallError(f"{REASON_FIELD} is required: say why you chose {tool.name!r} "
+                                "and what you expect from it", kind="invalid_arguments")
         return
     call.reason = reason if isinstance(reason, str) else str(reason)
     log.info("call.reason", tool=tool.name, call_id=call.id, reason=call.reason)

@@ -14,3 +14,5 @@ class ThinkSettings(BaseModel):
 
     description: str = Field(DEFAULT_DESCRIPTION, min_length=1,
                              description="The description of the injected property.")
+    required: bool = Field(False, description="List the property as required in every schema "
+                                              "and refuse a call without a reason.")
