@@ -19,7 +19,15 @@ from toolregistry.errors import ConfigError
 from toolregistry.plugin import log
 from toolregistry.types import ApprovalRequest, Decision, ToolResult, current_caller
 
-from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore, find
+from ._approvals import (
+    Approval,
+    ApprovalError,
+    ApprovalStore,
+    MemoryStore,
+    ServerStore,
+    SQLiteStore,
+    find,
+)
 from ._audit import AuditLog
 from ._blocking import EditGrants, Verdict, ask_handler, load_handler
 from ._budgets import Budgets, ToolBudget
@@ -31,6 +39,7 @@ from ._settings import PolicySettings
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry
+    from toolregistry.plugin import Store
 
 __all__ = ["Policy", "Verdict", "pending_result"]
 
@@ -59,6 +68,7 @@ class Policy:
         self.store: ApprovalStore = MemoryStore()
         self._code_rules: list[Rule | Mapping[str, Any]] | None = None
         self._shared_counts: StoreCounts | None = None
+        self._databases: dict[str, Store] = {}
         self._hidden: set[str] = set()  # tools this policy disabled (hide_denied)
         self._hiding = threading.local()
         self.settings = settings
@@ -79,16 +89,8 @@ class Policy:
             budgets.shared = self._counts(settings)
         if handler is None and settings.handler is not None:
             handler = load_handler(settings.handler)
-        if store is None and settings.store is not None and (
-                init or settings.store != self.settings.store):
-            url = self._registry.store_url(settings.store)
-            assert url is not None
-            if url.kind != "sqlite":
-                raise ConfigError(f"[tool.toolregistry.plugins.policy] store: approvals are "
-                                  f"kept in a SQLite file; {url} is not one")
-            sqlite = SQLiteStore(url.path)
-            self._registry.add_closer(sqlite.close)
-            store = sqlite
+        if store is None and (init or settings.store != self.settings.store):
+            store = self._approvals(settings)
         self.audit.resize(settings.audit_size)
         with self._lock:
             self.settings = settings
@@ -106,20 +108,42 @@ class Policy:
             self._registry.set_setting("policy", version)
             self.hide_denied()
 
-    def _counts(self, settings: PolicySettings) -> StoreCounts | None:
-        """The budgets' counters on the store (the policy's ``store``, else the registry's),
-        opened once per URL; ``None``: counted in this process."""
+    def _database(self, settings: PolicySettings) -> Store | None:
+        """The store the approvals and the budgets share (the policy's ``store``, else the
+        registry's), opened once per URL; ``None``: state kept in this process."""
         url = self._registry.store_url(settings.store)
         if url is None:
             return None
-        opened = self._shared_counts
-        if opened is None or opened.store.url != url:
+        opened = self._databases.get(url.url)
+        if opened is None:
             from toolregistry.plugin import open_store
 
-            store = open_store(url)
-            self._registry.add_closer(store.close)
-            opened = self._shared_counts = StoreCounts(store)
+            opened = self._databases[url.url] = open_store(url)
+            self._registry.add_closer(opened.close)
         return opened
+
+    def _counts(self, settings: PolicySettings) -> StoreCounts | None:
+        """The budgets' counters on the store; ``None``: counted in this process."""
+        database = self._database(settings)
+        if database is None:
+            return None
+        if self._shared_counts is None or self._shared_counts.store is not database:
+            self._shared_counts = StoreCounts(database)
+        return self._shared_counts
+
+    def _approvals(self, settings: PolicySettings) -> ApprovalStore | None:
+        """The approvals store on the configured store (``None``: none configured): a SQLite
+        file as before, a server's table for every worker and host."""
+        url = self._registry.store_url(settings.store)
+        if url is None:
+            return None
+        if url.kind == "sqlite":
+            sqlite = SQLiteStore(url.path)
+            self._registry.add_closer(sqlite.close)
+            return sqlite
+        database = self._database(settings)
+        assert database is not None
+        return ServerStore(database)
 
     def configure(self, *, rules: Iterable[Rule | Mapping[str, Any]] | None = None,
                   handler: Callable[[ApprovalRequest], Any] | str | object | None = _KEEP,

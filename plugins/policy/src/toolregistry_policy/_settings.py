@@ -22,7 +22,7 @@ class PolicySettings(BaseModel):
     handler may take before the call is denied. ``store``: a store URL (``sqlite:///...``,
     ``postgresql://...``) or a SQLite file (relative to the configuration file) for the
     approvals and the budgets' counters, shared by processes; default: the kernel's
-    ``store`` for the budgets, in memory.
+    ``store``, else in memory.
     ``budgets``: limits and costs. ``audit_size``: records kept in memory.
     ``audit_allowed``: audit calls a rule allows statically too (they then pay for the
     hook). ``deny_message``: the reason given when the default denies. ``hide_denied``: tools
