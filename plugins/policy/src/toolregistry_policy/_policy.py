@@ -28,7 +28,7 @@ from ._approvals import (
     SQLiteStore,
     find,
 )
-from ._audit import AuditLog
+from ._audit import AuditLog, StoreTrail
 from ._blocking import EditGrants, Verdict, ask_handler, load_handler
 from ._budgets import Budgets, ToolBudget
 from ._counts import StoreCounts
@@ -92,6 +92,11 @@ class Policy:
         if store is None and (init or settings.store != self.settings.store):
             store = self._approvals(settings)
         self.audit.resize(settings.audit_size)
+        database = self._database(settings)
+        if database is None:
+            self.audit.shared = None
+        elif self.audit.shared is None or self.audit.shared.store is not database:
+            self.audit.shared = StoreTrail(database)
         with self._lock:
             self.settings = settings
             self.rules = compiled

@@ -21,8 +21,8 @@ class PolicySettings(BaseModel):
     calls are deferred (a pending result with an approval id). ``handler_timeout``: seconds a
     handler may take before the call is denied. ``store``: a store URL (``sqlite:///...``,
     ``postgresql://...``) or a SQLite file (relative to the configuration file) for the
-    approvals and the budgets' counters, shared by processes; default: the kernel's
-    ``store``, else in memory.
+    approvals, the budgets' counters and the audit trail, shared by processes; default: the
+    kernel's ``store``, else in memory.
     ``budgets``: limits and costs. ``audit_size``: records kept in memory.
     ``audit_allowed``: audit calls a rule allows statically too (they then pay for the
     hook). ``deny_message``: the reason given when the default denies. ``hide_denied``: tools
