@@ -1,5 +1,6 @@
-"""Budgets and rate limits on the store every worker shares: SQLite across processes of one
-host, and a real PostgreSQL across processes (as workers on several hosts would be)."""
+"""The policy's state on the store every worker shares -- budgets and rate limits, the audit
+trail: SQLite across processes of one host, and a real PostgreSQL across processes (as
+workers on several hosts would be)."""
 
 from __future__ import annotations
 
@@ -183,3 +184,29 @@ def test_an_unreachable_database_is_named_at_start(tmp_path: Path) -> None:
         reg.close()
     assert f"postgresql://app:***@127.0.0.1:{port}/tools cannot be reached" in str(info.value)
     assert "hunter2" not in str(info.value)
+
+
+def test_every_workers_decisions_are_queried_from_any(store: str) -> None:
+    one, two = ToolRegistry(name="one", store=store), ToolRegistry(name="two", store=store)
+    try:
+        for reg in (one, two):
+            reg.register(lambda: "ok", name="read")
+            reg.register(lambda: "ok", name="delete")
+            tp.configure(reg, audit_allowed=True,
+                         rules=[tp.Rule("deny", tools=["delete"], name="no-delete")])
+        one.invoke("read", {}, call_id="r1")
+        two.invoke("delete", {}, call_id="d2")
+        two.invoke("read", {}, call_id="r2")
+        for reg in (one, two):
+            records = tp.get_policy(reg).audit.query()
+            assert [(r.call_id, r.decision, r.rule) for r in records] == [
+                ("r1", "allow", "default"), ("d2", "deny", "no-delete"),
+                ("r2", "allow", "default")]
+        audit = tp.get_policy(one).audit
+        assert [r.call_id for r in audit.query(decision="deny")] == ["d2"]
+        assert [r.call_id for r in audit.query(tool="read", limit=1)] == ["r2"]
+        assert audit.query(call_id="nothing") == []
+        assert len(audit) == 1  # this process's records in memory
+    finally:
+        one.close()
+        two.close()
