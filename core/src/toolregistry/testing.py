@@ -159,11 +159,16 @@ class PostgresCluster:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+POSTGRES_HOMES: tuple[Path, ...] = (Path("/usr/lib/postgresql"),)
+"""Where PostgreSQL's versions are installed (Debian: ``<home>/<version>/bin``), besides
+``PATH``."""
+
+
 def _postgres_bindir() -> Path | None:
     found = shutil.which("pg_ctl")
     if found and (Path(found).resolve().parent / "initdb").exists():
         return Path(found).resolve().parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+    versions = sorted((p for home in POSTGRES_HOMES for p in home.glob("*/bin/initdb")),
                       key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
                       else 0)
     return versions[-1].parent if versions else None
