@@ -112,9 +112,7 @@ class PostgresCluster:
 
             os.chown(self.folder, pwd.getpwnam("nobody").pw_uid, -1)
             self._as = ["runuser", "-u", "nobody", "--"]
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port: int = sock.getsockname()[1]
+        self.port = 0
         self.user = "toolregistry"
         self._run = subprocess.run
         self._count = 0
@@ -122,10 +120,22 @@ class PostgresCluster:
         try:
             self._tool("initdb", "-D", str(data), "-U", self.user, "--auth=trust", "-E",
                        "UTF8", "--no-locale")
-            self._tool("pg_ctl", "-D", str(data), "-l", str(self.folder / "server.log"), "-w",
-                       "-t", "60", "-o", f"-p {self.port} -k {self.folder} "
-                       "-c listen_addresses=127.0.0.1 -c fsync=off "
-                       "-c synchronous_commit=off -c full_page_writes=off", "start")
+            for attempt in range(3):
+                # A free port now may be taken before the server binds it: try another.
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", 0))
+                    self.port = sock.getsockname()[1]
+                try:
+                    self._tool("pg_ctl", "-D", str(data), "-l", str(self.folder / "server.log"),
+                               "-w", "-t", "60", "-o", f"-p {self.port} -k {self.folder} "
+                               "-c listen_addresses=127.0.0.1 -c fsync=off "
+                               "-c synchronous_commit=off -c full_page_writes=off", "start")
+                    break
+                except RuntimeError as exc:
+                    if attempt == 2:
+                        log = self.folder / "server.log"
+                        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                        raise RuntimeError(f"{exc}\nserver log:\n{tail}") from None
         except BaseException:
             self.stop()
             raise
