@@ -261,8 +261,10 @@ def _open_pool(url: StoreURL) -> Any:
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"the store {url} cannot be reached: {masked_url(reason)}") from None
-    return ConnectionPool(url.url, min_size=1, max_size=4, open=True,
-                          kwargs={"connect_timeout": 10})
+    # A call waits at most `timeout` seconds for a connection: a server gone mid-run fails
+    # the statements that need it soon, rather than after the pool's default half minute.
+    return ConnectionPool(url.url, min_size=1, max_size=4, open=True, timeout=5.0,
+                          kwargs={"connect_timeout": 5})
 
 
 def open_store(url: StoreURL) -> Store:

@@ -210,3 +210,29 @@ def test_every_workers_decisions_are_queried_from_any(store: str) -> None:
     finally:
         one.close()
         two.close()
+
+
+def test_a_budget_store_gone_denies_with_the_reason(tmp_path: Path) -> None:
+    from toolregistry.testing import PostgresCluster, _postgres_bindir
+
+    bindir = _postgres_bindir()
+    if bindir is None:
+        pytest.skip("this test needs PostgreSQL's initdb and pg_ctl")
+    cluster = PostgresCluster(bindir)
+    reg = None
+    try:
+        reg = ToolRegistry(store=cluster.new_database().replace(
+            "toolregistry@", "toolregistry:secret@"))
+        reg.register(lambda: "ok", name="send")
+        tp.configure(reg, budgets={"tools": {"send": {"max-calls": 5}}})
+        assert reg.invoke("send", {}).outcome == "ok"
+        cluster.stop()  # the server goes away under a running registry
+        result = reg.invoke("send", {})
+        assert result.outcome == "denied", result.text
+        assert "the budget of 'send' cannot be counted: the store postgresql://" \
+               "toolregistry:***@127.0.0.1" in result.text
+        assert "secret" not in result.text
+    finally:
+        if reg is not None:
+            reg.close()
+        cluster.stop()

@@ -7,6 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from toolregistry.plugin import log
+
 from ._budgets import _WINDOW, Limit, rate_limited, spent_calls, spent_cost
 
 if TYPE_CHECKING:
@@ -41,7 +43,17 @@ class StoreCounts:
         self._offset = time.time() - time.monotonic()
 
     def charge(self, budget: ToolBudget, now: float) -> str | None:
-        """Count one call of ``budget`` at ``now`` (monotonic), or say why it may not run."""
+        """Count one call of ``budget`` at ``now`` (monotonic), or say why it may not run;
+        a store that cannot be reached denies the call (a budget it cannot count is spent)."""
+        try:
+            return self._charge(budget, now)
+        except Exception as exc:
+            log.warning("policy.budget_store_failed", store=str(self.store.url),
+                        tool=budget.tool, error=f"{type(exc).__name__}: {exc}")
+            return (f"the budget of {budget.tool!r} cannot be counted: the store "
+                    f"{self.store.url} cannot be reached; try again later")
+
+    def _charge(self, budget: ToolBudget, now: float) -> str | None:
         at = now + self._offset
         max_cost = budget.budgets.max_cost
         with self.store.transaction(lock=_LOCK) as tx:
