@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ import pluggy
 from attrs import define, field, frozen
 
 from . import hookspecs
-from ._config import RegistryConfig, load_config, plugin_settings
+from ._config import ConfigWarning, RegistryConfig, load_config, plugin_settings
 from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
 from ._hooks import Hooks
@@ -75,12 +76,13 @@ class PluginSettings:
     load: frozenset[str] | None = None
     strict: bool = False
     trace: bool = False
+    order: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, settings: Settings) -> PluginSettings:
         """The plugin part of resolved kernel settings."""
         return cls(settings.disable_plugins, settings.load_plugins, settings.strict_plugins,
-                   settings.trace_hooks)
+                   settings.trace_hooks, settings.plugin_order)
 
     @classmethod
     def resolve(
@@ -142,6 +144,8 @@ class PluginHost:
         self._load_entry_points()
         for obj in self.extra_plugins:
             self.add(obj)
+        self._apply_order()
+        self._check_names()
         self.formats = self._format_table()
         self.hooks = Hooks(self)
 
@@ -184,6 +188,7 @@ class PluginHost:
         record = PluginRecord(pname, None, None, "loaded", module=getattr(obj, "__name__", None))
         self._register(record, obj)
         if hasattr(self, "hooks"):
+            self._apply_order()
             self.formats = self._format_table()
             self.hooks.refresh()
         return record
@@ -239,6 +244,36 @@ class PluginHost:
         self._objects[record.name] = obj
         log.debug("plugin.loaded", plugin=record.name, distribution=record.distribution,
                   version=record.version, hooks=record.hooks)
+
+    def _check_names(self) -> None:
+        """Report a name of ``disable-plugins``, ``load-plugins`` or ``plugin-order`` that is
+        no installed plugin (a misspelling would otherwise change nothing, silently): a
+        ``ConfigWarning`` naming it and the installed plugins; strict mode: a ConfigError."""
+        installed = sorted({r.name for r in self.records.values()} | set(self._objects))
+        lists = (("disable-plugins", self.settings.disable),
+                 ("load-plugins", self.settings.load or ()),
+                 ("plugin-order", self.settings.order))
+        for option, names in lists:
+            for name in sorted(set(names) - set(installed)):
+                close = difflib.get_close_matches(name, installed, n=1)
+                msg = (f"{option} names {name!r}, which is not an installed plugin"
+                       + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + f"; installed: {', '.join(installed) or 'none'}")
+                if self.settings.strict:
+                    raise ConfigError(msg)
+                log.warning("plugin.unknown_name", option=option, name=name,
+                            installed=installed)
+                warnings.warn(msg, ConfigWarning, stacklevel=2)
+
+    def _apply_order(self) -> None:
+        """Make the plugins named by ``plugin-order`` called first, first named first: pluggy
+        calls the implementations of a hook last registered first, so each named plugin is
+        registered again, the last named first. ``tryfirst`` / ``trylast`` markers and
+        wrappers keep their meaning."""
+        for name in reversed([n for n in self.settings.order if n in self._objects]):
+            obj = self._objects[name]
+            self.pm.unregister(obj)
+            self.pm.register(obj, name=name)
 
     def _format_table(self) -> FormatTable:
         """The built-in formats, then the plugins' in load order; a name claimed twice keeps

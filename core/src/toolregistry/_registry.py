@@ -76,6 +76,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         process_namespaces: Iterable[str] | None = None,
         store: str | None = None,
         plugins: Iterable[Any] = (),
+        plugin_order: Iterable[str] | None = None,
     ) -> None:
         self.name = name
         if isinstance(config, _config.RegistryConfig):
@@ -89,7 +90,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
             process_namespaces=process_namespaces, handoff_pinning=handoff_pinning,
-            store=store,
+            plugin_order=plugin_order, store=store,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
@@ -473,9 +474,13 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
 
     # ------------------------------------------------------------------ lifecycle
     def add_closer(self, closer: Callable[[], Any]) -> None:
-        """Run ``closer()`` on :meth:`close` (plugins: sessions, clients, spool files)."""
+        """Run ``closer()`` on :meth:`close` (plugins: sessions, clients, spool files); on a
+        registry closed already, at once, so that nothing opened after close is left open."""
         with self._lock:
-            self._closers.append(closer)
+            if not self._closed:
+                self._closers.append(closer)
+                return
+        _run_closers([closer])
 
     def _begin_close(self) -> tuple[list[Callable[[], Any]], Executor | None] | None:
         """Mark the registry closed; the closers (last added first) and the executor to stop,
@@ -495,15 +500,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         if closing is None:
             return
         closers, executor = closing
-        for closer in closers:
-            try:
-                result = closer()
-                if inspect.isawaitable(result):
-                    import asyncio
-
-                    asyncio.run(_await(result))
-            except Exception as exc:
-                log.warning("registry.close_failed", error=f"{type(exc).__name__}: {exc}")
+        _run_closers(closers)
         if executor is not None:
             executor.shutdown()
 
@@ -568,3 +565,17 @@ mark_gone_methods(ToolRegistry)  # 0.19's methods that are gone name their repla
 async def _await(awaitable: Any) -> Any:
     return await awaitable
 
+
+
+def _run_closers(closers: list[Callable[[], Any]]) -> None:
+    """Run each closer in turn (an awaitable result is run to its end); a failure is logged
+    and the next one still runs."""
+    for closer in closers:
+        try:
+            result = closer()
+            if inspect.isawaitable(result):
+                import asyncio
+
+                asyncio.run(_await(result))
+        except Exception as exc:
+            log.warning("registry.close_failed", error=f"{type(exc).__name__}: {exc}")

@@ -122,6 +122,21 @@ def _names(value: Any, text: bool) -> frozenset[str]:
     return frozenset(items)
 
 
+def _order(value: Any, text: bool) -> tuple[str, ...]:
+    if text:
+        items = [p.strip() for p in str(value).split(",") if p.strip()]
+    else:
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise _Invalid("must be a list of plugin names")
+        items = list(value)
+        if not all(isinstance(v, str) for v in items):
+            raise _Invalid("must be a list of plugin names")
+    twice = sorted({n for n in items if items.count(n) > 1})
+    if twice:
+        raise _Invalid(f"names {', '.join(twice)} more than once")
+    return tuple(items)
+
+
 def _discovery(value: Any, text: bool) -> bool | Mapping[str, Any]:
     if text or isinstance(value, bool):
         return _bool(value, text)
@@ -226,6 +241,10 @@ class Settings:
     load_plugins: frozenset[str] | None = _option(
         None, _names, name="load_plugins", shown="all",
         doc="allow list of entry-point names (comma-separated in the environment)")
+    plugin_order: tuple[str, ...] = _option(
+        (), _order, name="plugin_order", shown="[]",
+        doc="entry-point names whose hook implementations are called first, in this order "
+            "(first named, first called; comma-separated in the environment)")
     trace_hooks: bool = _option(
         False, _bool, name="trace_hooks", shown="false",
         doc="trace every hook call (pluggy's tracing) as `hook.trace` debug events")
@@ -308,7 +327,7 @@ def env_text(info: OptionInfo) -> str | None:
     if info.env is None:
         return None
     raw = os.environ.get(info.env)
-    if raw is None or (not raw.strip() and info.parse is not _names):
+    if raw is None or (not raw.strip() and info.parse not in (_names, _order)):
         return None
     return raw
 

@@ -13,6 +13,12 @@ hook contract: subclass it in your plugin's tests and set ``plugin_name``::
 
     class TestMyPlugin(PluginContract):
         plugin_name = "myplugin"
+
+Its registry loads only the plugin under test (``load_plugins=[plugin_name]``), so other
+installed plugins cannot make the contract pass or fail. ``registry_options`` adds
+``ToolRegistry`` keywords; override ``make_registry()`` to build it another way. The contract
+also checks what the plugin provides: its source kinds (``sources`` gives a source per kind
+to load), its settings table (``settings_table``: a valid table) and its CLI commands.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from typing import Any, Literal
 
 import pytest
 
+from ._config import RegistryConfig, plugin_settings
 from ._plugins import HOOK_NAMES
 from ._registry import ToolRegistry
+from .errors import ConfigError
 from .tool import Tool, ToolMetadata
 
 __all__ = ["REQUIRE_BROWSER", "REQUIRE_POSTGRES", "PluginContract", "PostgresCluster",
@@ -249,21 +257,41 @@ def sample_tools() -> list[Tool]:
 
 
 class PluginContract:
-    """Contract tests every plugin must pass (see the module docstring)."""
+    """Contract tests every plugin must pass (see the module docstring).
+
+    Class attributes a subclass sets:
+
+    - ``plugin_name``: the entry-point name of the plugin under test (required);
+    - ``registry_options``: ``ToolRegistry`` keywords of the contract's registry;
+    - ``sources``: ``{kind: source}``, a source for source kinds the plugin provides, loaded
+      into the contract's registry with ``register_from_<kind>(source)`` (recommended: one
+      per kind, so that the contract runs over the tools they bring);
+    - ``settings_table``: a valid ``[tool.toolregistry.plugins.<name>]`` table (keys as in
+      the file), validated with the plugin's settings model.
+    """
 
     plugin_name: str = ""
     registry_options: dict[str, Any] = {}  # noqa: RUF012 - overridden by subclasses
+    sources: dict[str, Any] = {}  # noqa: RUF012 - overridden by subclasses
+    settings_table: dict[str, Any] | None = None
 
     def make_registry(self) -> ToolRegistry:
-        """Override to build a registry the way your plugin needs."""
-        return ToolRegistry(**self.registry_options)
+        """The registry the contract runs on: ``ToolRegistry(load_plugins=[plugin_name],
+        **registry_options)``. Override to build it the way your plugin needs."""
+        options = {"load_plugins": [self.plugin_name], **self.registry_options}
+        return ToolRegistry(**options)
 
     @pytest.fixture
     def contract_registry(self) -> Iterator[ToolRegistry]:
+        """``make_registry()`` with :func:`sample_tools` and ``sources`` loaded; closed after."""
         reg = self.make_registry()
-        reg.register_tools(sample_tools())
-        yield reg
-        reg.close()
+        try:
+            reg.register_tools(sample_tools())
+            for kind, source in self.sources.items():
+                getattr(reg, f"register_from_{kind}")(source)
+            yield reg
+        finally:
+            reg.close()
 
     def test_plugin_is_loaded(self, contract_registry: ToolRegistry) -> None:
         assert self.plugin_name, "set plugin_name on your PluginContract subclass"
@@ -313,3 +341,59 @@ class PluginContract:
         reg.unregister("tag_items")
         assert "tag_items" not in reg
         assert reg.invoke("add", {"a": 1, "b": 1}).text == "2"
+
+    def test_source_kinds(self, contract_registry: ToolRegistry) -> None:
+        """Each source kind the plugin provides is a ``register_from_<kind>`` method, and
+        the ``sources`` given (kinds the plugin provides) load tools."""
+        host = contract_registry.plugins
+        kinds = sorted(k for k, (owner, _) in host.kinds.items() if owner == self.plugin_name)
+        assert set(self.sources) <= set(kinds), (
+            f"sources names kinds the plugin does not provide (it provides: {kinds})")
+        for kind in kinds:
+            kind_object = host.source_kind(kind)
+            assert callable(kind_object.load), kind
+            assert callable(getattr(contract_registry, f"register_from_{kind}")), kind
+            assert callable(getattr(contract_registry, f"aregister_from_{kind}")), kind
+        if self.sources:
+            loaded = set(contract_registry.list_tools()) - {t.name for t in sample_tools()}
+            assert loaded, "the sources registered no tool"
+
+    def test_settings_table(self, contract_registry: ToolRegistry) -> None:
+        """The settings model (if any) accepts ``settings_table`` and refuses an unknown key,
+        naming the plugin and the key."""
+        model = contract_registry.plugins.settings_model(self.plugin_name)
+        if model is None:
+            assert not self.settings_table, (
+                f"plugin {self.plugin_name!r} has no settings_model() for settings_table")
+            return
+        table = dict(self.settings_table or {})
+        plugin_settings(self.plugin_name, model, _config_with(self.plugin_name, table),
+                        strict=True)
+        bad = {**table, "no-such-option": 1}
+        with pytest.raises(ConfigError) as caught:
+            plugin_settings(self.plugin_name, model, _config_with(self.plugin_name, bad),
+                            strict=True)
+        assert self.plugin_name in str(caught.value)
+        assert "no-such-option" in str(caught.value)
+
+    def test_cli_commands(self, contract_registry: ToolRegistry) -> None:
+        """The plugin's commands are added (no failure recorded) and each one's
+        ``toolregistry <name> --help`` works."""
+        from .cli import KERNEL_COMMANDS, _parser
+
+        host = contract_registry.plugins
+        commands = [(p, c) for p, c in host.commands(taken=KERNEL_COMMANDS)
+                    if p == self.plugin_name]
+        record = host.records[self.plugin_name]
+        assert record.error is None, record.error
+        parser = _parser(commands, host)
+        assert record.error is None, record.error
+        for _, command in commands:
+            with pytest.raises(SystemExit) as caught:
+                parser.parse_args([command.name, "--help"])
+            assert caught.value.code == 0, command.name
+
+
+def _config_with(plugin: str, table: dict[str, Any]) -> RegistryConfig:
+    """A configuration holding only ``[tool.toolregistry.plugins.<plugin>]`` = ``table``."""
+    return RegistryConfig(None, {"plugins": {plugin: table}}, {"plugins": {plugin: table}})
