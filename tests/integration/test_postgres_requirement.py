@@ -9,13 +9,12 @@ interpreter's folder and whose ``toolregistry.testing`` looks in no installation
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from ._requirements import run_without_tools
+
 POSTGRES_TESTS = [
     "tests/test_store.py::test_postgres_schema_is_created_versioned_and_transactional",
     "plugins/inspector/tests/test_log_store.py::test_toolregistry_log_shows_every_worker_on_postgres",
@@ -27,12 +26,9 @@ HIDE = "import toolregistry.testing as testing\ntesting.POSTGRES_HOMES = ()\n"
 
 def _run_without_postgres(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "no_postgres_homes.py").write_text(HIDE, encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if k != "TOOLREGISTRY_REQUIRE_POSTGRES"}
-    environ.update(PATH=str(Path(sys.executable).parent), HOME=str(tmp_path),
-                   PYTHONPATH=str(tmp_path), **env)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "no_postgres_homes", *POSTGRES_TESTS],
-                          cwd=REPO, env=environ, capture_output=True, text=True, timeout=300)
+    return run_without_tools(tmp_path, POSTGRES_TESTS, "TOOLREGISTRY_REQUIRE_POSTGRES",
+                             "-p", "no:cacheprovider", "-p", "no_postgres_homes",
+                             PYTHONPATH=str(tmp_path), **env)
 
 
 def test_without_postgres_the_tests_skip_and_say_why(tmp_path: Path) -> None:
