@@ -27,10 +27,9 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
 
-__all__ = ["SCHEMES", "Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
+__all__ = ["Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
            "store_url"]
 
-SCHEMES = ("sqlite", "postgresql")
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 SCHEMA_TABLE = "toolregistry_schema"
 
