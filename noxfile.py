@@ -18,6 +18,9 @@ ROOT = Path(__file__).parent
 # Every folder of plugins/ with a pyproject.toml is a plugin distribution and a session; what
 # its tests need beyond the kernel is its own ``test`` extra (``_editable`` installs it).
 PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml"))
+# The store seam's PostgreSQL driver (the kernel's store tests; plugins declare it in their
+# ``postgres`` extra).
+POSTGRES_DEPS = ["psycopg[binary]>=3.1", "psycopg_pool>=3.2"]
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "hypothesis>=6.100", "pip",
              "hatchling"]
 # pytest-xdist workers for the sessions whose tests mostly wait on processes they start (MCP
@@ -79,7 +82,7 @@ def _present(*paths: str) -> list[str]:
 def core(session: nox.Session) -> None:
     """The kernel with no plugin installed: no plugin is found or importable."""
     _install(session, "-e", "core", *TEST_DEPS, "openai", "anthropic", "google-genai",
-             "jsonschema", "botocore")
+             "jsonschema", "botocore", *POSTGRES_DEPS)
     session.run("python", "-c", (
         "import importlib.util as u, json, subprocess, sys;"
         f"bad=[m for m in {[f'toolregistry_{p}' for p in PLUGINS]!r} if u.find_spec(m)];"

@@ -104,6 +104,8 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
     "handoff_pinning": ("false", "auto", True, False, "auto"),
     "process_namespaces": ('["heavy"]', "a, b", ["x"], frozenset({"heavy"}),
                            frozenset({"a", "b"})),
+    "store": ('"sqlite:///state.db"', "postgresql://u@db/x", "sqlite:////tmp/a.db",
+              "sqlite:///state.db", "postgresql://u@db/x"),
     "tool_discovery": ("{field-weights = {name = 2}}", "off", True,
                        {"field_weights": {"name": 2.0}}, False),
 }

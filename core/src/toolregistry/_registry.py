@@ -36,6 +36,7 @@ from .tool import Tool, ToolMetadata
 if TYPE_CHECKING:
     from ._approvals import Approvals
     from ._execution import Executor, RetryPolicy
+    from ._store import StoreURL
     from .types import ToolCall, ToolResult
 
 __all__ = ["ToolRegistry"]
@@ -73,6 +74,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         inline_calls: bool | None = None,
         handoff_pinning: bool | Literal["auto"] | None = None,
         process_namespaces: Iterable[str] | None = None,
+        store: str | None = None,
         plugins: Iterable[Any] = (),
         plugin_order: Iterable[str] | None = None,
     ) -> None:
@@ -88,7 +90,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
             process_namespaces=process_namespaces, handoff_pinning=handoff_pinning,
-            plugin_order=plugin_order,
+            plugin_order=plugin_order, store=store,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
@@ -175,6 +177,14 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         """The validated ``[tool.toolregistry.plugins.<name>]`` table of this registry's config."""
         return _config.plugin_settings(name, model, self.config,
                                        strict=self._host.settings.strict)
+
+    def store_url(self, override: str | None = None) -> StoreURL | None:
+        """The store URL a stateful plugin keeps shared state on: ``override`` (the plugin's
+        own setting), else the ``store`` option, else ``None`` (state kept in this process);
+        see :func:`toolregistry.plugin.store_url`."""
+        from ._store import store_url
+
+        return store_url(self, override)
 
     def plugin_state(self, plugin: str) -> dict[str, Any]:
         """A per-registry dict a plugin may keep its state in (dropped with the registry)."""

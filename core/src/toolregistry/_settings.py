@@ -169,6 +169,21 @@ def _plugin_tables(value: Any, text: bool) -> Mapping[str, Mapping[str, Any]]:
     return {name: dict(table) for name, table in value.items()}
 
 
+def _store(value: Any, text: bool) -> str:
+    from ._config import expand_env
+    from ._store import parse_store_url
+
+    if not isinstance(value, str) or not value.strip():
+        raise _Invalid("must be a store URL: sqlite:///path/to/file.db or "
+                       "postgresql://user:password@host/database")
+    try:
+        expanded: str = expand_env(value, "store")
+        parse_store_url(expanded)
+    except (ConfigError, ValueError) as exc:
+        raise _Invalid(str(exc).removeprefix("store: ")) from None
+    return expanded.strip()
+
+
 def _auto_workers() -> int:
     return max(32, (os.cpu_count() or 1) + 4)
 
@@ -251,6 +266,13 @@ class Settings:
             "of an idle CPU on a virtual machine; `auto`: only while some CPU is idle; "
             "`true`: always; `false` (the default): never -- the only setting by which the "
             "registry changes the CPU affinity of its own worker threads (see Execution)")
+    store: str | None = _option(
+        None, _store, name="store", shown="none",
+        doc="where stateful plugins keep what workers and hosts share (approvals, budgets, "
+            "the execution log): `sqlite:///path` (a file; relative to the configuration "
+            "file's folder) or `postgresql://user:password@host/db`; `${VAR}` is replaced by "
+            "that environment variable; none: each plugin keeps its state in the process "
+            "(see Deployment)")
     sources: tuple[Mapping[str, Any], ...] = _option(
         (), _sources, name="sources", shown="[]", env=False, file_only=True,
         doc="tool sources for `from_config()` (below)")
@@ -316,6 +338,10 @@ def parse_value(name: str, info: OptionInfo, value: Any, where: str, *, text: bo
     try:
         return info.parse(value, text)
     except _Invalid as exc:
+        if info.parse is _store and isinstance(value, str):
+            from ._store import masked_url
+
+            value = masked_url(value)
         raise ConfigError(f"{where}: {name.replace('_', '-')} {exc}, got {value!r}") from None
 
 

@@ -1,8 +1,10 @@
 """Test helpers for plugin authors (loaded by pytest through the ``pytest11`` entry point).
 
 Fixtures: ``registry`` (a fresh :class:`~toolregistry.ToolRegistry`, closed after the test),
-``registry_factory`` (build several, each closed after the test) and ``chromium`` (the path of
-Debian's chromium for Playwright's ``executable_path``).
+``registry_factory`` (build several, each closed after the test), ``chromium`` (the path of
+Debian's chromium for Playwright's ``executable_path``) and ``postgres_url`` (a fresh database
+on a PostgreSQL cluster the session starts in a temporary folder, ``postgres_cluster``, and
+stops; see :class:`PostgresCluster`).
 
 :class:`PluginContract` is a base class whose tests check that an installed plugin honours the
 hook contract: subclass it in your plugin's tests and set ``plugin_name``::
@@ -25,6 +27,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -35,10 +38,12 @@ from ._registry import ToolRegistry
 from .errors import ConfigError
 from .tool import Tool, ToolMetadata
 
-__all__ = ["REQUIRE_BROWSER", "PluginContract", "chromium", "registry", "registry_factory",
+__all__ = ["REQUIRE_BROWSER", "REQUIRE_POSTGRES", "PluginContract", "PostgresCluster",
+           "chromium", "postgres_cluster", "postgres_url", "registry", "registry_factory",
            "sample_tools"]
 
 REQUIRE_BROWSER = "TOOLREGISTRY_REQUIRE_BROWSER"
+REQUIRE_POSTGRES = "TOOLREGISTRY_REQUIRE_POSTGRES"
 
 RegistryFactory = Callable[..., ToolRegistry]
 
@@ -87,10 +92,131 @@ def chromium() -> str:
         if found:
             return found
     reason = "this browser test needs Debian's chromium: apt-get install -y chromium"
-    if os.environ.get(REQUIRE_BROWSER, "") not in ("", "0"):
+    if _required(REQUIRE_BROWSER):
         pytest.fail(f"{reason} ({REQUIRE_BROWSER} is set: browser tests are required)",
                     pytrace=False)
     pytest.skip(reason)
+
+
+def _required(variable: str) -> bool:
+    return os.environ.get(variable, "") not in ("", "0")
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster: ``initdb`` in a temporary folder, the server on a free
+    loopback port (and a unix socket in that folder), trust authentication, ``stop()``
+    removes it all. As root, the server runs as ``nobody`` (``initdb`` refuses root)."""
+
+    def __init__(self, bindir: Path) -> None:
+        import socket
+        import subprocess
+        import tempfile
+
+        self.bindir = bindir
+        self.folder = Path(tempfile.mkdtemp(prefix="toolregistry-pg-"))
+        self._as: list[str] = []
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            import pwd
+
+            os.chown(self.folder, pwd.getpwnam("nobody").pw_uid, -1)
+            self._as = ["runuser", "-u", "nobody", "--"]
+        self.port = 0
+        self.user = "toolregistry"
+        self._run = subprocess.run
+        self._count = 0
+        data = self.folder / "data"
+        try:
+            self._tool("initdb", "-D", str(data), "-U", self.user, "--auth=trust", "-E",
+                       "UTF8", "--no-locale")
+            for attempt in range(3):
+                # A free port now may be taken before the server binds it: try another.
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", 0))
+                    self.port = sock.getsockname()[1]
+                try:
+                    self._tool("pg_ctl", "-D", str(data), "-l", str(self.folder / "server.log"),
+                               "-w", "-t", "60", "-o", f"-p {self.port} -k {self.folder} "
+                               "-c listen_addresses=127.0.0.1 -c fsync=off "
+                               "-c synchronous_commit=off -c full_page_writes=off", "start")
+                    break
+                except RuntimeError as exc:
+                    if attempt == 2:
+                        log = self.folder / "server.log"
+                        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                        raise RuntimeError(f"{exc}\nserver log:\n{tail}") from None
+        except BaseException:
+            self.stop()
+            raise
+
+    def _tool(self, name: str, *args: str) -> None:
+        done = self._run([*self._as, str(self.bindir / name), *args], capture_output=True,
+                         text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} failed ({done.returncode}): "
+                               f"{(done.stderr or done.stdout).strip()}")
+
+    def url(self, database: str = "postgres") -> str:
+        """The URL of ``database`` on this cluster."""
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL."""
+        self._count += 1
+        name = f"test_{os.getpid()}_{self._count}"
+        self._tool("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, name)
+        return self.url(name)
+
+    def stop(self) -> None:
+        """Stop the server and remove its folder (idempotent)."""
+        data = self.folder / "data"
+        if (data / "postmaster.pid").exists():
+            try:
+                self._tool("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+            except RuntimeError:
+                pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+POSTGRES_HOMES: tuple[Path, ...] = (Path("/usr/lib/postgresql"),)
+"""Where PostgreSQL's versions are installed (Debian: ``<home>/<version>/bin``), besides
+``PATH``."""
+
+
+def _postgres_bindir() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found and (Path(found).resolve().parent / "initdb").exists():
+        return Path(found).resolve().parent
+    versions = sorted((p for home in POSTGRES_HOMES for p in home.glob("*/bin/initdb")),
+                      key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
+                      else 0)
+    return versions[-1].parent if versions else None
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A PostgreSQL cluster for this test session, stopped after it. Without ``initdb`` /
+    ``pg_ctl`` the test is skipped, saying so; with ``TOOLREGISTRY_REQUIRE_POSTGRES=1``
+    (``.ci/run`` sets it) it fails instead."""
+    bindir = _postgres_bindir()
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if bindir is None or (as_root and shutil.which("runuser") is None):
+        reason = ("this test needs PostgreSQL's initdb and pg_ctl (and runuser as root): "
+                  "apt-get install -y postgresql")
+        if _required(REQUIRE_POSTGRES):
+            pytest.fail(f"{reason} ({REQUIRE_POSTGRES} is set: PostgreSQL tests are required)",
+                        pytrace=False)
+        pytest.skip(reason)
+    cluster = PostgresCluster(bindir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> str:
+    """The URL of a fresh database on the session's PostgreSQL cluster."""
+    return postgres_cluster.new_database()
 
 
 def sample_tools() -> list[Tool]:
