@@ -103,6 +103,8 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
     "handoff_pinning": ("false", "auto", True, False, "auto"),
     "process_namespaces": ('["heavy"]', "a, b", ["x"], frozenset({"heavy"}),
                            frozenset({"a", "b"})),
+    "deferral": ('"registry"', "native", "auto", "registry", "native"),
+    "undiscovered_calls": ('"refuse"', "reveal", "run", "refuse", "reveal"),
     "tool_discovery": ("{field-weights = {name = 2}}", "off", True,
                        {"field_weights": {"name": 2.0}}, False),
 }

@@ -20,6 +20,7 @@ from ._validators import ArgumentsValidator, JsonSchemaValidator
 from .errors import ToolRegistrationError
 
 __all__ = [
+    "SEARCH_TOOL_TAG",
     "Injected",
     "Provenance",
     "SourceKind",
@@ -27,6 +28,11 @@ __all__ = [
     "ToolMetadata",
     "ToolTag",
 ]
+
+SEARCH_TOOL_TAG = "tool-search"
+"""A custom tag marking a tool through which the model finds deferred tools (the registry's
+own search, ``discover_tools``): left out of ``get_schemas`` when the provider's native tool
+search is sent in its place."""
 
 SourceKind = Literal["function", "class", "mcp", "openapi", "langchain", "manual", "plugin"]
 
