@@ -5,7 +5,8 @@ answer (an assistant message of ``tool_use`` blocks, then one user message of ``
 blocks with ``is_error`` for errors and images as ``image`` blocks inside the result);
 ``tool_choice`` (``{"type": "auto" | "none" | "any" | "tool"}``); native deferral (the BM25
 tool search tool, ``defer_loading: true`` on deferred tools) and the tool search's
-``server_tool_use`` / ``tool_search_tool_result`` blocks, echoed in the assistant message.
+``server_tool_use`` / ``tool_search_tool_result`` blocks, echoed in the assistant message;
+``input_examples`` and ``allowed_callers`` from the tool's metadata.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ class Anthropic(ProviderFormat):
 
     def tool_definition(self, tool: Tool, parameters: dict[str, Any], *, strict: bool
                         ) -> dict[str, Any]:
-        return {"name": tool.name, "description": tool.description, "input_schema": parameters}
+        out: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                               "input_schema": parameters}
+        meta = tool.metadata
+        if meta.input_examples:
+            out["input_examples"] = [dict(e) for e in meta.input_examples]
+        if meta.allowed_callers:
+            out["allowed_callers"] = list(meta.allowed_callers)
+        return out
 
     def read_definition(self, definition: Mapping[str, Any]) -> Definition:
         return Definition(definition["name"], definition.get("description"),
