@@ -110,6 +110,8 @@ def test_openai_responses_gets_tool_search_and_namespaces() -> None:
     from openai.types.responses import ToolParam
 
     TypeAdapter(list[ToolParam]).validate_python(tools)
+    fmt = reg.formats.get("openai-responses")
+    assert [fmt.read_definition(t).name for t in tools] == _names(tools)  # tooling reads all
 
 
 def test_formats_without_native_search_get_the_registry_way() -> None:

@@ -55,8 +55,9 @@ class OpenAIResponses(ProviderFormat):
                 "parameters": parameters, "strict": strict}
 
     def read_definition(self, definition: Mapping[str, Any]) -> Definition:
-        return Definition(definition["name"], definition.get("description"),
-                          definition.get("parameters"))
+        # the hosted tool search has no name of its own: it goes by its type
+        name = definition["name"] if "name" in definition else definition["type"]
+        return Definition(name, definition.get("description"), definition.get("parameters"))
 
     def search_tools(self) -> list[dict[str, Any]]:
         return [{"type": "tool_search"}]
