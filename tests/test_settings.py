@@ -106,6 +106,8 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
                            frozenset({"a", "b"})),
     "store": ('"sqlite:///state.db"', "postgresql://u@db/x", "sqlite:////tmp/a.db",
               "sqlite:///state.db", "postgresql://u@db/x"),
+    "deferral": ('"registry"', "native", "auto", "registry", "native"),
+    "undiscovered_calls": ('"refuse"', "reveal", "run", "refuse", "reveal"),
     "tool_discovery": ("{field-weights = {name = 2}}", "off", True,
                        {"field_weights": {"name": 2.0}}, False),
 }

@@ -63,6 +63,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         *,
         think_augment: bool | None = None,
         tool_discovery: bool | Mapping[str, Any] | None = None,
+        deferral: Literal["auto", "native", "registry"] | None = None,
+        undiscovered_calls: Literal["run", "refuse", "reveal"] | None = None,
         default_timeout: float | Literal["none"] | None = None,
         max_workers: int | None = None,
         retry: RetryPolicy | None = None,
@@ -86,6 +88,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         self.config = cfg
         settings = Settings.resolve(
             cfg, think_augment=think_augment, tool_discovery=tool_discovery,
+            deferral=deferral, undiscovered_calls=undiscovered_calls,
             default_timeout=default_timeout, max_workers=max_workers,
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
@@ -103,6 +106,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         self._callbacks: list[ChangeCallback] = []
         self._version = 0
         self._settings_version = 0
+        self._revealed: dict[str, None] = {}
+        self._reveal_version = 0
         self._emitter = Emitter(self, self._hooks)
         self._closers: list[Callable[[], Any]] = []
         self._plugin_state: dict[str, dict[str, Any]] = {}
@@ -456,16 +461,23 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         return await self._get_executor().aexecute(calls, context=context, timeout=timeout)
 
     def parse_tool_calls(self, calls: Iterable[Any]) -> list[ToolCall]:
-        """Provider-native calls (objects or dicts, any supported format) as :class:`ToolCall`."""
-        from ._calls import parse_call
+        """Provider-native calls (objects or dicts, any supported format) as :class:`ToolCall`.
+
+        The provider's own tool-search items among them are no calls: left out, and the tools
+        they loaded count as revealed (:meth:`reveal_tools`)."""
+        from ._calls import parse_call, split_passthrough
 
         formats = self._host.formats
-        return [parse_call(c, i, formats) for i, c in enumerate(calls)]
+        kept, _, revealed = split_passthrough(list(calls), formats)
+        if revealed:
+            self.reveal_tools(revealed)
+        return [parse_call(c, i, formats) for i, c in kept]
 
     def build_tool_call_messages(self, calls: Iterable[Any], results: Sequence[ToolResult], *,
                                  api_format: str = "openai-chat") -> list[dict[str, Any]]:
         """The assistant tool-call message and the tool-result messages ``api_format``
-        expects next, ids matched."""
+        expects next, ids matched. ``calls`` may include the provider's own tool-search items
+        (they have no result): they are echoed where the provider expects them."""
         from ._messages import build_messages
 
         # Raw calls: the builder parses leniently, so a call with malformed arguments is still

@@ -22,8 +22,16 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from ._config import RegistryConfig
 
-__all__ = ["ENV_CONFIG", "MAX_TIMEOUT", "TIMEOUT_RULE", "Settings", "check_timeout",
-           "valid_timeout"]
+__all__ = [
+    "DEFERRAL_MODES",
+    "ENV_CONFIG",
+    "MAX_TIMEOUT",
+    "TIMEOUT_RULE",
+    "UNDISCOVERED_CALLS",
+    "Settings",
+    "check_timeout",
+    "valid_timeout",
+]
 
 ENV_CONFIG = "TOOLREGISTRY_CONFIG"
 """Which file holds ``[tool.toolregistry]`` (not an option: it says where the options are)."""
@@ -154,6 +162,22 @@ def _discovery(value: Any, text: bool) -> bool | Mapping[str, Any]:
     return {"field_weights": {str(k): float(w) for k, w in weights.items()}}
 
 
+def _choice(*allowed: str) -> Callable[[Any, bool], str]:
+    def parse(value: Any, text: bool) -> str:
+        if isinstance(value, str) and value.strip().lower() in allowed:
+            return value.strip().lower()
+        raise _Invalid("must be one of " + ", ".join(f'"{a}"' for a in allowed))
+
+    return parse
+
+
+DEFERRAL_MODES = ("auto", "native", "registry")
+"""How deferred tools reach the model (the ``deferral`` option)."""
+
+UNDISCOVERED_CALLS = ("run", "refuse", "reveal")
+"""What a call to a deferred tool not yet revealed does (``undiscovered_calls``)."""
+
+
 def _sources(value: Any, text: bool) -> tuple[Mapping[str, Any], ...]:
     if not isinstance(value, list) or not all(isinstance(s, Mapping) for s in value):
         raise _Invalid("must be an array of tables ([[tool.toolregistry.sources]])")
@@ -225,6 +249,16 @@ class Settings:
     tool_discovery: bool | Mapping[str, Any] = _option(
         False, _discovery, name="tool_discovery", shown="false", needs_plugin="discovery",
         doc="register `discover_tools`; a table `{field-weights = {...}}` sets its weights")
+    deferral: str = _option(
+        "auto", _choice(*DEFERRAL_MODES), name="deferral", shown="auto",
+        doc="how `get_schemas(include_deferred=False)` defers tools: `native` with the "
+            "provider's own tool search (`defer_loading`; an error for a format without "
+            "one), `registry` by leaving them out for `discover_tools` to reveal, `auto` "
+            "native where the format has it (see Discovery)")
+    undiscovered_calls: str = _option(
+        "run", _choice(*UNDISCOVERED_CALLS), name="undiscovered_calls", shown="run",
+        doc="a call to a deferred tool that was never revealed: `run` it, `refuse` it with an "
+            "error result telling the model to search first, or `reveal` it and run it")
     default_timeout: float | None = _option(
         60.0, _timeout, name="default_timeout", shown="60",
         doc='seconds per call unless the tool or the call sets its own; `"none"` for no '
