@@ -115,6 +115,7 @@ ErrorKind = Literal[
     "malformed_arguments",
     "invalid_arguments",
     "disabled",
+    "undiscovered",
     "execution",
     "timeout",
     "cancelled",
