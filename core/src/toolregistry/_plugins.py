@@ -260,6 +260,8 @@ class PluginHost:
                  ("plugin-order", self.settings.order))
         for option, names in lists:
             for name in sorted(set(names) - set(installed)):
+                import difflib
+
                 close = difflib.get_close_matches(name, installed, n=1)
                 msg = (f"{option} names {name!r}, which is not an installed plugin"
                        + (f" (did you mean {close[0]!r}?)" if close else "")
