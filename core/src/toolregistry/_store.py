@@ -14,6 +14,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +28,7 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
 
-__all__ = ["Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
+__all__ = ["Store", "StoreURL", "masked_url", "open_store", "parse_store_url", "sqlite_write_ahead",
            "store_url"]
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -163,7 +164,7 @@ class Store:
         if db is None:
             db = sqlite3.connect(self.url.path, timeout=30.0, isolation_level=None,
                                  check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
+            sqlite_write_ahead(db)
             self._local.db = db
             with self._lock:
                 self._sqlite.append(db)
@@ -225,6 +226,22 @@ class Store:
         self._local = threading.local()
         if pool is not None:
             pool.close()
+
+
+def sqlite_write_ahead(db: sqlite3.Connection, patience: float = 30.0) -> None:
+    """Put an SQLite file in WAL mode (for plugins that keep a file of their own). Switching takes the file's lock and SQLite answers "database
+    is locked" at once, without waiting, while another process opening the same new file
+    switches it too: wait for that one (a file already in WAL mode needs no switch)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class Transaction:

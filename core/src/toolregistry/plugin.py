@@ -15,7 +15,8 @@ seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
-``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``: a shared database for state that
+``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``,
+``sqlite_write_ahead``: a shared database for state that
 workers and hosts share), loaded on first use.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
@@ -60,7 +61,15 @@ if TYPE_CHECKING:
     from ._execution._async import StartedCall
     from ._registry import ToolRegistry
     from ._source_options import SourceOptions
-    from ._store import Store, StoreURL, masked_url, open_store, parse_store_url, store_url
+    from ._store import (
+        Store,
+        StoreURL,
+        masked_url,
+        open_store,
+        parse_store_url,
+        sqlite_write_ahead,
+        store_url,
+    )
     from .formats import (
         Answer,
         ChoiceMode,
@@ -115,6 +124,7 @@ __all__ = [
     "parse_store_url",
     "port_number",
     "source_options",
+    "sqlite_write_ahead",
     "start_call",
     "store_url",
     "value_shape",
@@ -195,7 +205,7 @@ def gc_paused(tools: int) -> Iterator[None]:
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
                  "has_field")
 _STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
-                "store_url")
+                "sqlite_write_ahead", "store_url")
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
                                       **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
                                       "ConfigPath": "toolregistry._config_path"})

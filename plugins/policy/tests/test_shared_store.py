@@ -71,7 +71,7 @@ def _workers(tmp_path: Path, cfg: Path, processes: int, calls: int) -> list[list
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+            proc.communicate()  # reaps it and closes its pipes
 
 
 def _exactly_n_across_processes(tmp_path: Path, store: str) -> None:

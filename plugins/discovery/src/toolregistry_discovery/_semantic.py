@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from attrs import frozen
 
-from toolregistry.plugin import log
+from toolregistry.plugin import log, sqlite_write_ahead
 
 from ._embedders import Embedder, _as_matrix, _unit, resolve_embedder
 
@@ -125,7 +125,7 @@ class EmbeddingCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False,
                                  isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
+            sqlite_write_ahead(db)
             db.execute("PRAGMA synchronous=OFF")  # a lost entry is only embedded again
             db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, "
                        "vec BLOB NOT NULL) WITHOUT ROWID")

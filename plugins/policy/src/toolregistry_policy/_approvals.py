@@ -23,6 +23,7 @@ import attrs
 from attrs import frozen
 
 from toolregistry.errors import ToolRegistryError
+from toolregistry.plugin import sqlite_write_ahead
 from toolregistry.types import ApprovalRequest
 
 if TYPE_CHECKING:
@@ -205,7 +206,7 @@ class SQLiteStore:
         if db is None:
             db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
                                  check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
+            sqlite_write_ahead(db)
             self._local.db = db
             with self._lock:
                 self._open.append(db)
