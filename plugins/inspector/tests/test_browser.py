@@ -244,3 +244,82 @@ def test_no_secret_reaches_another_port_of_the_host(page: Any, app: Any,
     # The inspector still works in the browser that holds the session.
     page.goto(session_url)
     expect(page.locator("h1")).to_contain_text("3 of 3")
+
+
+_AGENT = """
+import sys
+from toolregistry import ToolRegistry
+
+registry = ToolRegistry(name="agent", config=sys.argv[1])
+registry.register(lambda city: f"sunny in {city}", name="agent_weather")
+for i in range(int(sys.argv[2])):
+    registry.invoke("agent_weather", {"city": "Oslo"}, call_id=f"{sys.argv[3]}-{i}")
+registry.close()
+"""
+
+
+def _agent(config: Path, calls: int, prefix: str) -> None:
+    """A second real process, the agent: its registry writes its calls to the shared log-db."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _AGENT, str(config), str(calls), prefix],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.fixture
+def inspect_cli(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """``toolregistry inspect --config app/pyproject.toml`` in a process of its own, over a
+    configuration whose log-db the agent shares: (the configuration, the printed URL)."""
+    import subprocess
+    import sys
+
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    config = app_dir / "pyproject.toml"
+    config.write_text('[tool.toolregistry]\n[tool.toolregistry.plugins.inspector]\n'
+                      'log-db = "calls.sqlite"\n', encoding="utf-8")
+    exe = Path(sys.executable).with_name("toolregistry")
+    proc = subprocess.Popen([str(exe), "--config", str(config), "inspect", "--port", "0",
+                             "--token-env", "INSPECTOR_TEST_TOKEN"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "INSPECTOR_TEST_TOKEN": TOKEN})
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "http://" in line, (line, proc.poll())
+        yield config, line.strip().rsplit(" ", 1)[-1]
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)
+
+
+def test_inspect_shows_the_calls_of_another_process_live(browser: Any, inspect_cli: Any,
+                                                         shots: Path) -> None:
+    from playwright.sync_api import expect
+
+    config, url = inspect_cli
+    _agent(config, 2, "before")  # calls made before the page is opened
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(url)
+        page.get_by_role("link", name="Log", exact=True).click()
+        rows = page.locator("#log-table tbody tr")
+        expect(rows).to_have_count(2)
+        expect(rows.first).to_contain_text("before-1")
+        # The agent keeps working: its calls appear without a reload.
+        _agent(config, 3, "live")
+        expect(rows).to_have_count(5, timeout=15_000)
+        expect(rows.first).to_contain_text("live-2")
+        expect(rows.first).to_contain_text("agent_weather")
+        # The row's tool link stays inside the session.
+        href = rows.first.get_by_role("link", name="agent_weather").evaluate("a => a.href")
+        assert href == _session_base(page) + "/tools/agent_weather"
+        page.screenshot(path=str(shots / "log-shared.png"), full_page=True)
+    finally:
+        context.close()
+    assert errors == [], errors

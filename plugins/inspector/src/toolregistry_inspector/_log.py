@@ -544,6 +544,15 @@ def query_log(db: str | Path, *, tool: str | None = None, outcome: str | None = 
     return [_row_entry(row) for row in reversed(rows)]
 
 
+def read_log(log: ExecutionLog, **filters: Any) -> list[LogEntry]:
+    """The calls a UI shows: from the log's file when it has one (so every process that
+    writes to the shared ``log-db`` is seen, this one included), else from memory. Same
+    filters as :meth:`ExecutionLog.entries`."""
+    if log.db is None:
+        return log.entries(**filters)
+    return query_log(log.db, **filters)
+
+
 def _row_entry(row: Sequence[Any]) -> LogEntry:
     seq, started, _registry, tool, call_id, arguments, outcome, duration, reason, error, \
         approval, spool, fmt = row

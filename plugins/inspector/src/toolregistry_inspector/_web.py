@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from . import _views
-from ._log import format_entry, get_log
+from ._log import format_entry, get_log, read_log
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -301,14 +301,22 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                       row=_views.tool_row(registry, tool), formats=views,
                       fields=_views.form_fields(tool.parameters),
                       api_formats=registry.formats.names("messages"),
-                      recent=_recent(name), result=result,
+                      recent=await _recent(name), result=result,
                       tags=sorted(str(getattr(t, "value", t)) for t in tool.metadata.tags)
                       + sorted(tool.metadata.custom_tags),
                       disabled_reason=registry.disabled_reason(name), **extra)
 
-    def _recent(name: str) -> list[Any]:
+    async def _recent(name: str) -> list[Any]:
         log = get_log(registry)
-        return list(reversed(log.entries(tool=name, limit=10))) if log else []
+        if log is None:
+            return []
+        return list(reversed(await _read(log, tool=name, limit=10)))
+
+    async def _read(log: Any, **filters: Any) -> list[Any]:
+        try:
+            return await run_in_threadpool(lambda: read_log(log, **filters))
+        except (FileNotFoundError, ValueError) as exc:
+            raise _Refused(503, f"the execution log cannot be read: {exc}") from None
 
     async def call_tool(request: Request) -> Response:
         name = request.path_params["name"]
@@ -330,6 +338,9 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         state["calls"] += 1
         call_id = f"inspector-{state['calls']}"
         result = await run_in_threadpool(registry.invoke, name, arguments, call_id=call_id)
+        log = get_log(registry)
+        if log is not None:
+            await run_in_threadpool(log.flush)  # the call is in the file the page reads
         call = {"id": call_id, "name": name, "arguments": arguments}
         try:
             messages: Any = registry.build_tool_call_messages([call], [result],
@@ -377,8 +388,10 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
 
     async def log_page(request: Request) -> Response:
         log = get_log(registry)
-        entries = list(reversed(log.entries(limit=200, **_log_filters(request)))) if log else []
+        entries = list(reversed(await _read(log, limit=200, **_log_filters(request)))) \
+            if log else []
         return render(request, "log.html", entries=entries, log_on=log is not None,
+                      db=None if log is None else log.db,
                       filters={k: v or "" for k, v in _log_filters(request).items()},
                       last=max((e.seq for e in entries), default=0))
 
@@ -390,7 +403,12 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             after = int(request.query_params.get("after", "0"))
         except ValueError:
             return JSONResponse({"error": "after must be an integer"}, status_code=400)
-        entries = log.entries(after=after, limit=500, **_log_filters(request))
+        try:
+            entries = await run_in_threadpool(
+                lambda: read_log(log, after=after, limit=500, **_log_filters(request)))
+        except (FileNotFoundError, ValueError) as exc:
+            return JSONResponse({"error": f"the execution log cannot be read: {exc}"},
+                                status_code=503)
         return JSONResponse({"entries": [{**e.to_dict(), "line": format_entry(e)}
                                          for e in entries]},
                             headers={"cache-control": "no-store"})

@@ -23,7 +23,7 @@ function addEntry(tbody, e) {
   cell(row, clock(e.time));
   const name = cell(row, "");
   const link = document.createElement("a");
-  link.href = "/tools/" + encodeURIComponent(e.tool);
+  link.href = document.body.dataset.base + "/tools/" + encodeURIComponent(e.tool);
   link.textContent = e.tool;
   name.appendChild(link);
   cell(row, e.call_id || "—");
