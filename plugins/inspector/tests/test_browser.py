@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -323,3 +324,127 @@ def test_inspect_shows_the_calls_of_another_process_live(browser: Any, inspect_c
     finally:
         context.close()
     assert errors == [], errors
+
+
+def _png(width: int = 4, height: int = 3) -> bytes:
+    """A real PNG file (red pixels) that the browser decodes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+@pytest.fixture
+def full_app(tmp_path: Path) -> Iterator[tuple[ToolRegistry, InspectorServer]]:
+    """An inspector whose log keeps the values (arguments = "full") in a log-db."""
+    from toolregistry import Image
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry.plugins.inspector]\narguments = "full"\n'
+                      'log-db = "calls.sqlite"\nmax-field-chars = 20000\n', encoding="utf-8")
+    registry = ToolRegistry(config=config)
+
+    @registry.register
+    def chart(title: str) -> list[Any]:
+        """A chart and its caption."""
+        return [f"caption: {title}", Image.from_bytes(_png(), "image/png")]
+
+    @registry.register
+    def snapshot() -> list[Any]:
+        """An image and nothing else."""
+        return [Image.from_bytes(_png(2, 2), "image/png")]
+
+    @registry.register
+    def report(lines: int) -> str:
+        """A long report."""
+        return "\n".join(f"line {i:05d} " + "x" * 60 for i in range(lines))
+
+    server = serve(registry, port=0, token=TOKEN, block=False, quiet=True)
+    assert server is not None
+    yield registry, server
+    server.close()
+    registry.close()
+
+
+def _decoded(locator: Any) -> int:
+    """How many of the ``<img>`` elements the browser decoded."""
+    count: int = locator.evaluate_all(
+        "imgs => imgs.filter(i => i.complete && i.naturalWidth > 0).length")
+    return count
+
+
+def test_a_calls_page_renders_images_text_pages_and_raw_json(browser: Any, full_app: Any,
+                                                             shots: Path) -> None:
+    from playwright.sync_api import expect
+
+    registry, server = full_app
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    try:
+        page.goto(server.url)
+        base = _session_base(page)
+        # Try it: a text + image result shows the caption and the image.
+        page.goto(base + "/tools/chart")
+        page.get_by_label("title").fill("sales")
+        page.get_by_role("button", name="Run").click()
+        expect(page.locator(".result-text")).to_have_text("caption: sales")
+        expect(page.locator(".result-image img")).to_have_count(1)
+        page.wait_for_function("document.querySelector('.result-image img').naturalWidth > 0")
+        page.screenshot(path=str(shots / "try-it-image.png"), full_page=True)
+        # The call is in the log; its row opens the call's page.
+        page.get_by_role("link", name="Log", exact=True).click()
+        page.locator("#log-table tbody tr").first.get_by_role("link", name="call").click()
+        expect(page.locator("h1")).to_have_text(re.compile(r"Call \d+: chart"))
+        expect(page.locator(".call-arguments")).to_contain_text('"title": "sales"')
+        expect(page.locator(".call-text")).to_have_text("caption: sales")
+        images = page.locator(".call-image img")
+        expect(images).to_have_count(1)
+        page.wait_for_function("document.querySelector('.call-image img').naturalWidth === 4")
+        expect(page.locator(".call-raw")).to_contain_text('"call_id": "inspector-1"')
+        expect(page.locator(".call-raw")).to_contain_text("data:image/png;base64")
+        page.screenshot(path=str(shots / "call-image.png"), full_page=True)
+
+        # An image-only result (an MCP screenshot tool's) has no empty text box.
+        registry.invoke("snapshot", {}, call_id="snap-1")
+        page.goto(base + "/log")
+        page.locator("#log-table tbody tr").first.get_by_role("link", name="call").click()
+        expect(page.locator(".call-text")).to_have_count(0)
+        page.wait_for_function("document.querySelector('.call-image img').naturalWidth === 2")
+
+        # A long output is paged.
+        registry.invoke("report", {"lines": 150}, call_id="long-1")
+        page.goto(base + "/log")
+        page.locator("#log-table tbody tr").first.get_by_role("link", name="call").click()
+        expect(page.locator("#result-page")).to_have_text("Page 1 of 3")
+        expect(page.locator(".call-text")).to_contain_text("line 00000")
+        page.get_by_role("link", name="Next").click()
+        expect(page.locator("#result-page")).to_have_text("Page 2 of 3")
+        expect(page.locator(".call-text")).not_to_contain_text("line 00000")
+        page.screenshot(path=str(shots / "call-paged.png"), full_page=True)
+        response = page.goto(base + "/calls/999999")
+        assert response is not None and response.status == 404
+    finally:
+        context.close()
+    assert [e for e in errors if "404" not in e] == [], errors
+
+
+def test_a_calls_page_keeps_values_redacted_by_default(page: Any, app: Any) -> None:
+    from playwright.sync_api import expect
+
+    registry, _ = app
+    registry.invoke("get_weather", {"city": "Lima-secret"}, call_id="redacted-1")
+    page.goto(_session_base(page) + "/log")
+    page.locator("#log-table tbody tr").first.get_by_role("link", name="call").click()
+    expect(page.locator(".call-arguments")).to_contain_text("<str, 11 chars>")
+    expect(page.locator(".call-text")).to_have_text("<str, 26 chars>")
+    assert "Lima-secret" not in page.content()

@@ -301,3 +301,67 @@ def test_toolregistry_log_follow(tmp_path: Path) -> None:
         proc.terminate()
         proc.communicate(timeout=10)
         reg.close()
+
+
+def _text_and_image(tmp_path: Path, body: str) -> tuple[ToolRegistry, ExecutionLog]:
+    from toolregistry import Image
+
+    reg = ToolRegistry(config=_config(tmp_path, body))
+    reg.register(lambda title: [f"caption {title}", Image.from_bytes(b"\x89PNG-ish", "image/png")],
+                 name="chart")
+    return reg, execution_log(reg)
+
+
+def test_the_result_is_kept_redacted_by_default(tmp_path: Path) -> None:
+    reg, log = _text_and_image(tmp_path, 'log-db = "calls.sqlite"\n')
+    try:
+        reg.invoke("chart", {"title": "q3-secret"}, call_id="c1")
+        log.flush()
+        for entry in (log.entries()[-1], query_log(tmp_path / "calls.sqlite")[-1]):
+            assert entry.result == [{"type": "text", "text": "<str, 17 chars>"},
+                                    {"type": "image", "media_type": "image/png", "bytes": 8}]
+            assert "q3-secret" not in json.dumps(entry.to_dict())
+    finally:
+        reg.close()
+
+
+def test_the_result_is_kept_in_full_mode(tmp_path: Path) -> None:
+    reg, log = _text_and_image(tmp_path, 'log-db = "calls.sqlite"\narguments = "full"\n'
+                                         "max-field-chars = 64\n")
+    reg.register(lambda: "y" * 100, name="long")
+    try:
+        reg.invoke("chart", {"title": "q3"}, call_id="c1")
+        reg.invoke("long", {}, call_id="c2")
+        log.flush()
+        chart, long = query_log(tmp_path / "calls.sqlite")
+        assert chart.result is not None and chart.result[0] == {"type": "text",
+                                                                "text": "caption q3"}
+        assert chart.result[1]["url"] == "data:image/png;base64,iVBORy1pc2g="
+        assert long.result == [{"type": "text", "text": "y" * 64 + "… (100 chars)"}]
+        assert log.entries()[-1].result == long.result
+    finally:
+        reg.close()
+
+
+def test_a_log_file_made_before_results_were_kept_gets_the_column(tmp_path: Path) -> None:
+    from toolregistry_inspector._log import _SCHEMA
+
+    db = tmp_path / "calls.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(_SCHEMA)
+    conn.execute("INSERT INTO calls (time, registry, tool, call_id, arguments, outcome, "
+                 "duration, format) VALUES (?, 'old', 'echo', 'old-1', '{}', 'ok', 0.1, "
+                 "'registry')", (time.time(),))
+    conn.commit()
+    conn.close()
+    assert [e.call_id for e in query_log(db)] == ["old-1"]  # read as it is
+    reg = ToolRegistry(config=_config(tmp_path, 'log-db = "calls.sqlite"\n'))
+    reg.register(lambda x: x, name="echo")
+    try:
+        reg.invoke("echo", {"x": "hi"}, call_id="new-1")
+        execution_log(reg).flush()
+    finally:
+        reg.close()
+    old, new = query_log(db)
+    assert (old.call_id, old.result) == ("old-1", None)
+    assert (new.call_id, new.result) == ("new-1", [{"type": "text", "text": "<str, 2 chars>"}])

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 ArgumentMode = Literal["redacted", "full"]
 
 # (seq, time, tool, call_id, arguments, outcome, duration, reason, error, approval, spool,
-#  format): what the observer keeps per call, turned into a LogEntry when read.
-_Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", Any, Any, Any, str]
+#  format, content): what the observer keeps per call, turned into a LogEntry when read.
+_Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", Any, Any, Any, str,
+                Any]
 
 _STATE_KEY = "log"
 _create_lock = threading.Lock()
@@ -54,7 +55,11 @@ class LogEntry:
     ``"full"``; ``reason``: the model's ``toolcall_reason`` (think plugin); ``approval``: the
     approval asked for a pending call (``id``, ``rule``, ``reason``, ``message``); ``spool``:
     the spool handle of an output written to a file (spool plugin); ``format``: the provider
-    format the call came in; ``seq``: its number in this log (in the SQLite file: the row id).
+    format the call came in; ``seq``: its number in this log (in the SQLite file: the row id);
+    ``result``: the content the model got back, as parts (``{"type": "text", "text": ...}``,
+    ``{"type": "image", "media_type": ..., "bytes": ...}``), each value redacted to its shape
+    like the arguments unless the log keeps them ``"full"`` (then texts, cut at
+    ``max_field_chars``, and images as ``data:`` URLs up to ``MAX_IMAGE_CHARS``).
     """
 
     seq: int
@@ -69,6 +74,7 @@ class LogEntry:
     approval: dict[str, Any] | None = None
     spool: str | None = None
     format: str = "registry"
+    result: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -80,7 +86,8 @@ class LogEntry:
         return {"seq": self.seq, "time": self.time, "tool": self.tool, "call_id": self.call_id,
                 "arguments": self.arguments, "outcome": self.outcome,
                 "duration": self.duration, "reason": self.reason, "error": self.error,
-                "approval": self.approval, "spool": self.spool, "format": self.format}
+                "approval": self.approval, "spool": self.spool, "format": self.format,
+                "result": self.result}
 
 
 redact = value_shape
@@ -129,6 +136,47 @@ def _error(value: Any, mode: ArgumentMode) -> str | None:
         return value
     text: str = value.text if mode == "full" else value.loggable_text
     return text
+
+
+MAX_IMAGE_CHARS = 1 << 20
+"""The longest ``data:`` URL of an image the log keeps (``full`` mode); larger ones keep only
+their media type and size."""
+
+
+def _image_part(image: Any, mode: ArgumentMode) -> dict[str, Any]:
+    data = getattr(image, "data", None)
+    part: dict[str, Any] = {"type": "image", "media_type": getattr(image, "media_type", None),
+                            "bytes": None if data is None else len(data)}
+    if mode == "full":
+        url = getattr(image, "url", None)
+        try:
+            url = url if url is not None else image.as_url()
+        except (OSError, AttributeError) as exc:
+            part["error"] = f"{type(exc).__name__}: {exc}"
+            return part
+        if len(url) <= MAX_IMAGE_CHARS:
+            part["url"] = url
+    return part
+
+
+def shape_result(content: Any, mode: ArgumentMode, limit: int) -> list[dict[str, Any]] | None:
+    """A result's content as the log keeps it: parts, redacted to their shape unless
+    ``mode`` is ``"full"`` (texts cut at ``limit``)."""
+    if content is None:
+        return None
+    parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            text = str(part.get("text", ""))
+            out.append({"type": "text", "text": _cut(text, limit) if mode == "full"
+                        else redact(text)})
+        elif kind == "image":
+            out.append(_image_part(part.get("image"), mode))
+        else:
+            out.append({"type": str(kind), "shape": redact(part)})
+    return out
 
 
 def _cut(text: str | None, limit: int) -> str | None:
@@ -218,7 +266,7 @@ class _Shaper:
 
     def entry(self, record: _Record) -> LogEntry:
         seq, started, tool, call_id, arguments, outcome, duration, reason, error, approval, \
-            spool, fmt = record
+            spool, fmt, content = record
         limit = self.max_field_chars
         shown = shape_arguments(arguments, self.mode, self.max_value_chars)
         return LogEntry(seq=seq, time=started, tool=_cut(tool, limit) or "",
@@ -227,7 +275,8 @@ class _Shaper:
                         duration=duration, reason=_cut(reason, limit),
                         error=_cut(_error(error, self.mode), limit),
                         approval=_bounded_approval(_approval(approval), limit),
-                        spool=_cut(_spool(spool), limit), format=fmt[:limit])
+                        spool=_cut(_spool(spool), limit), format=fmt[:limit],
+                        result=shape_result(content, self.mode, limit))
 
 
 class _Observer:
@@ -248,7 +297,8 @@ class _Observer:
         record = (next(self._seq), token, call.name, call.id, call.arguments,
                   error or ("error" if result.is_error else "ok"), result.duration, call.reason,
                   result if result.is_error else None, result.approval,
-                  result.metadata.get("spool") if result.metadata else None, call.format)
+                  result.metadata.get("spool") if result.metadata else None, call.format,
+                  result.content)
         self._append(record)
         if self._put is not None:
             self._put(record)
@@ -369,6 +419,16 @@ _COLUMNS = ("seq", "time", "registry", "tool", "call_id", "arguments", "outcome"
             "reason", "error", "approval", "spool", "format")
 
 
+def _add_result_column(conn: sqlite3.Connection) -> None:
+    """Give a file made before results were logged its ``result`` column."""
+    if not _has_result(conn):
+        conn.execute("ALTER TABLE calls ADD COLUMN result TEXT")
+
+
+def _has_result(conn: sqlite3.Connection) -> bool:
+    return any(row[1] == "result" for row in conn.execute("PRAGMA table_info(calls)"))
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 10000")
@@ -416,6 +476,7 @@ class _Writer:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
             conn.executescript(_SCHEMA)
+            _add_result_column(conn)
         except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
         self._conn = conn
@@ -437,11 +498,13 @@ class _Writer:
                    json.dumps(e.arguments, ensure_ascii=False), e.outcome, e.duration,
                    e.reason, e.error,
                    None if e.approval is None else json.dumps(e.approval, default=repr),
-                   e.spool, e.format)
+                   e.spool, e.format,
+                   None if e.result is None else json.dumps(e.result, ensure_ascii=False))
 
     def _write(self, records: list[_Record]) -> None:
         sql = ("INSERT INTO calls (time, registry, tool, call_id, arguments, outcome, duration,"
-               " reason, error, approval, spool, format) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+               " reason, error, approval, spool, format, result)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
         try:
             with self._conn:
                 self._conn.execute("BEGIN")
@@ -530,13 +593,19 @@ def query_log(db: str | Path, *, tool: str | None = None, outcome: str | None = 
     if registry is not None:
         where += (" AND" if where else " WHERE") + " registry = ?"
         params.append(registry)
-    sql = f"SELECT {', '.join(_COLUMNS)} FROM calls{where} ORDER BY seq DESC"
+    order = " ORDER BY seq DESC"
     if limit is not None:
-        sql += " LIMIT ?"
+        order += " LIMIT ?"
         params.append(max(limit, 0))
+    return _select(path, where + order, params)
+
+
+def _select(path: Path, tail: str, params: list[Any]) -> list[LogEntry]:
+    """The entries of ``SELECT ... FROM calls{tail}``, oldest first."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
     try:
-        rows = conn.execute(sql, params).fetchall()
+        columns = ", ".join(_COLUMNS) + (", result" if _has_result(conn) else "")
+        rows = conn.execute(f"SELECT {columns} FROM calls{tail}", params).fetchall()
     except sqlite3.Error as exc:
         raise ValueError(f"{path} is not an execution log file: {exc}") from exc
     finally:
@@ -553,14 +622,25 @@ def read_log(log: ExecutionLog, **filters: Any) -> list[LogEntry]:
     return query_log(log.db, **filters)
 
 
+def get_entry(log: ExecutionLog, seq: int) -> LogEntry | None:
+    """The call numbered ``seq`` in what :func:`read_log` reads (``None`` when it is not
+    there, or no longer)."""
+    if log.db is None:
+        found = [r for r in log._buffer.copy() if r[0] == seq]
+        return log.entry(found[0]) if found else None
+    rows = _select(log.db, " WHERE seq = ?", [seq])
+    return rows[0] if rows else None
+
+
 def _row_entry(row: Sequence[Any]) -> LogEntry:
     seq, started, _registry, tool, call_id, arguments, outcome, duration, reason, error, \
-        approval, spool, fmt = row
+        approval, spool, fmt = row[:13]
+    result = row[13] if len(row) > 13 else None
     return LogEntry(seq=seq, time=started, tool=tool, call_id=call_id,
                     arguments=json.loads(arguments), outcome=outcome, duration=duration,
                     reason=reason, error=error,
                     approval=None if approval is None else json.loads(approval), spool=spool,
-                    format=fmt)
+                    format=fmt, result=None if result is None else json.loads(result))
 
 
 def get_log(registry: ToolRegistry) -> ExecutionLog | None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from . import _views
-from ._log import format_entry, get_log, read_log
+from ._log import format_entry, get_entry, get_log, read_log
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -43,6 +43,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PAGE_SIZE = 100
+TEXT_PAGE_CHARS = 4000
 MAX_FORM_BYTES = 1 << 20
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 SESSION_PATH = "/s/"
@@ -244,7 +245,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             **ctx)
         return HTMLResponse(html, status_code=status, headers={
             "cache-control": "no-store", "x-frame-options": "DENY",
-            "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
+            "content-security-policy": "default-src 'self'; img-src 'self' data:; "
+                                       "media-src 'self' data:; frame-ancestors 'none'",
             "referrer-policy": "same-origin"})
 
     async def form_of(request: Request) -> dict[str, str]:
@@ -350,6 +352,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         return await tool_page(request, result={
             "call_id": call_id, "arguments": arguments, "outcome": result.outcome,
             "text": result.text, "duration": result.duration, "api_format": api_format,
+            "images": [_image_url(image) for image in result.images],
             "messages": messages, "metadata": result.metadata}, form=values)
 
     async def formats(request: Request) -> Response:
@@ -412,6 +415,26 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         return JSONResponse({"entries": [{**e.to_dict(), "line": format_entry(e)}
                                          for e in entries]},
                             headers={"cache-control": "no-store"})
+
+    async def call_page(request: Request) -> Response:
+        log = get_log(registry)
+        seq = request.path_params["seq"]
+        try:
+            entry = None if log is None else await run_in_threadpool(get_entry, log, seq)
+        except (FileNotFoundError, ValueError) as exc:
+            raise _Refused(503, f"the execution log cannot be read: {exc}") from None
+        if entry is None:
+            raise _Refused(404, f"no call {seq} in the execution log (it may be too old)")
+        parts = entry.result or []
+        text = "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+        pages = max(math.ceil(len(text) / TEXT_PAGE_CHARS), 1)
+        try:
+            page = min(max(int(request.query_params.get("page", "1")), 1), pages)
+        except ValueError:
+            page = 1
+        return render(request, "call.html", entry=entry, raw=_raw(entry.to_dict()),
+                      text=text[(page - 1) * TEXT_PAGE_CHARS: page * TEXT_PAGE_CHARS],
+                      text_page=page, text_pages=pages)
 
     async def approvals(request: Request, status: int = 200, **extra: Any) -> Response:
         queue = ext.approvals()
@@ -480,6 +503,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Route("/search", search),
         Route("/log", log_page),
         Route("/api/log", log_api),
+        Route("/calls/{seq:int}", call_page),
         Route("/approvals", approvals),
         Route("/approvals/{id}/{action:str}", decide, methods=["POST"]),
         Route("/changes", changes),
@@ -492,6 +516,25 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
     app.state.token = secret
     app.state.read_only = read_only
     return app
+
+
+def _image_url(image: Any) -> dict[str, Any]:
+    """An image of a result for an ``<img>``: its URL, or why it cannot be shown."""
+    try:
+        return {"url": image.as_url(), "media_type": image.media_type}
+    except OSError as exc:
+        return {"url": None, "media_type": image.media_type, "error": str(exc)}
+
+
+def _raw(value: Any) -> Any:
+    """``value`` for the raw JSON view: ``data:`` URLs shortened to their size."""
+    if isinstance(value, dict):
+        return {k: _raw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_raw(v) for v in value]
+    if isinstance(value, str) and value.startswith("data:") and len(value) > 200:
+        return f"{value[:40]}… ({len(value)} chars)"
+    return value
 
 
 class _Refused(Exception):

@@ -19,7 +19,12 @@ function clock(seconds) {
 function addEntry(tbody, e) {
   const row = document.createElement("tr");
   row.dataset.seq = e.seq;
-  cell(row, String(e.seq));
+  const number = cell(row, "");
+  const open = document.createElement("a");
+  open.href = document.body.dataset.base + "/calls/" + e.seq;
+  open.setAttribute("aria-label", "call " + e.seq);
+  open.textContent = String(e.seq);
+  number.appendChild(open);
   cell(row, clock(e.time));
   const name = cell(row, "");
   const link = document.createElement("a");
