@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry
-from toolregistry_inspector import InspectorServer, serve
+from toolregistry_inspector import InspectorServer, execution_log, serve
 
 TOKEN = "browser-token-0123456789"
 
@@ -416,6 +416,7 @@ def test_a_calls_page_renders_images_text_pages_and_raw_json(browser: Any, full_
 
         # An image-only result (an MCP screenshot tool's) has no empty text box.
         registry.invoke("snapshot", {}, call_id="snap-1")
+        execution_log(registry).flush()  # in the log-db the page reads
         page.goto(base + "/log")
         page.locator("#log-table tbody tr").first.get_by_role("link", name="call").click()
         expect(page.locator(".call-text")).to_have_count(0)
@@ -423,6 +424,7 @@ def test_a_calls_page_renders_images_text_pages_and_raw_json(browser: Any, full_
 
         # A long output is paged.
         registry.invoke("report", {"lines": 150}, call_id="long-1")
+        execution_log(registry).flush()  # in the log-db the page reads
         page.goto(base + "/log")
         page.locator("#log-table tbody tr").first.get_by_role("link", name="call").click()
         expect(page.locator("#result-page")).to_have_text("Page 1 of 3")
@@ -448,3 +450,57 @@ def test_a_calls_page_keeps_values_redacted_by_default(page: Any, app: Any) -> N
     expect(page.locator(".call-arguments")).to_contain_text("<str, 11 chars>")
     expect(page.locator(".call-text")).to_have_text("<str, 26 chars>")
     assert "Lima-secret" not in page.content()
+
+
+@pytest.fixture
+def live_app() -> Iterator[tuple[ToolRegistry, InspectorServer]]:
+    registry = ToolRegistry(name="live")
+    registry.register(lambda city: f"rain in {city}", name="forecast")
+    server = serve(registry, port=0, token=TOKEN, block=False, quiet=True)
+    assert server is not None
+    yield registry, server
+    server.close()
+    registry.close()
+
+
+def test_every_page_is_live_over_one_event_stream(browser: Any, live_app: Any,
+                                                  shots: Path) -> None:
+    from playwright.sync_api import expect
+
+    registry, server = live_app
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(server.url)
+        base = _session_base(page)
+        # The log: one stream, no polling; calls arrive on it.
+        page.goto(base + "/log")
+        rows = page.locator("#log-table tbody tr")
+        expect(rows).to_have_count(0)
+        assert any("/api/events?after=0" in u for u in requests), requests
+        page.wait_for_timeout(500)
+        requests.clear()
+        page.wait_for_timeout(3000)
+        assert [u for u in requests if "/api/" in u] == []
+        registry.invoke("forecast", {"city": "Bergen"}, call_id="sse-1")
+        expect(rows).to_have_count(1, timeout=10_000)
+        expect(rows.first).to_contain_text("sse-1")
+        # A tool's recent calls follow too.
+        page.goto(base + "/tools/forecast")
+        expect(page.locator("#recent")).to_contain_text("sse-1")
+        registry.invoke("forecast", {"city": "Tromsø"}, call_id="sse-2")
+        expect(page.locator("#recent")).to_contain_text("sse-2", timeout=10_000)
+        # The tools page shows a tool registered after it was opened.
+        page.goto(base + "/tools")
+        expect(page.locator("h1")).to_contain_text("1 of 1")
+        registry.register(lambda: "ok", name="late_tool")
+        expect(page.locator("table.tools")).to_contain_text("late_tool", timeout=10_000)
+        expect(page.locator("h1")).to_contain_text("2 of 2")
+        page.screenshot(path=str(shots / "tools-live.png"), full_page=True)
+    finally:
+        context.close()
+    assert errors == [], errors

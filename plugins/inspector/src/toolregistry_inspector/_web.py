@@ -16,11 +16,14 @@ token (the token itself is never the session), and pages are served with
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import hmac
 import json
 import math
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -44,6 +47,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PAGE_SIZE = 100
 TEXT_PAGE_CHARS = 4000
+LIVE_INTERVAL = 0.5
+"""Seconds between two looks at the log and the registry for an open page's event stream."""
+STREAM_SECONDS = 300.0
+"""How long one event stream lasts (the browser reconnects, from the last call it got)."""
 MAX_FORM_BYTES = 1 << 20
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 SESSION_PATH = "/s/"
@@ -217,7 +224,12 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
-    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
+    from starlette.responses import (
+        HTMLResponse,
+        JSONResponse,
+        RedirectResponse,
+        StreamingResponse,
+    )
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
@@ -436,6 +448,53 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                       text=text[(page - 1) * TEXT_PAGE_CHARS: page * TEXT_PAGE_CHARS],
                       text_page=page, text_pages=pages)
 
+    def _page_state() -> tuple[Any, ...]:
+        """What the tools, approvals and changes pages show changes with this."""
+        queue = ext.approvals()
+        held = () if queue is None else tuple(a.id for a in queue.list())
+        return plugin_state.get("changes", 0), held
+
+    async def events(request: Request) -> Response:
+        """Server-sent events for an open page: ``call`` (a logged call, as JSON, newer than
+        ``after`` or the ``Last-Event-ID`` the browser sends back) and ``page`` (the tools,
+        the reviewed changes or the held calls changed)."""
+        log = get_log(registry)
+        filters = _log_filters(request)
+        start = request.headers.get("last-event-id") or request.query_params.get("after")
+        try:
+            last = int(start) if start else None
+        except ValueError:
+            return JSONResponse({"error": "after must be an integer"}, status_code=400)
+        closing: threading.Event = request.app.state.closing
+
+        async def stream() -> Any:
+            nonlocal last
+            yield "retry: 2000\n\n"
+            if log is not None and last is None:
+                newest = await _read(log, limit=1)
+                last = newest[-1].seq if newest else 0
+            seen = await run_in_threadpool(_page_state)
+            ends = time.monotonic() + STREAM_SECONDS
+            while time.monotonic() < ends and not closing.is_set():
+                if log is not None:
+                    try:
+                        batch = await run_in_threadpool(
+                            functools.partial(read_log, log, after=last, limit=500, **filters))
+                    except (FileNotFoundError, ValueError):
+                        batch = []
+                    for e in batch:
+                        data = json.dumps({**e.to_dict(), "result": None}, default=repr)
+                        yield f"event: call\nid: {e.seq}\ndata: {data}\n\n"
+                        last = e.seq
+                now = await run_in_threadpool(_page_state)
+                if now != seen:
+                    seen = now
+                    yield "event: page\ndata: {}\n\n"
+                await asyncio.sleep(LIVE_INTERVAL)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={
+            "cache-control": "no-store", "x-accel-buffering": "no"})
+
     async def approvals(request: Request, status: int = 200, **extra: Any) -> Response:
         queue = ext.approvals()
         pending = [] if queue is None else queue.list()
@@ -503,6 +562,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Route("/search", search),
         Route("/log", log_page),
         Route("/api/log", log_api),
+        Route("/api/events", events),
         Route("/calls/{seq:int}", call_page),
         Route("/approvals", approvals),
         Route("/approvals/{id}/{action:str}", decide, methods=["POST"]),
@@ -514,6 +574,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Middleware(Guard, token=secret, allowed_hosts=tuple(allowed_hosts),
                    allowed_origins=tuple(allowed_origins))])
     app.state.token = secret
+    app.state.closing = threading.Event()  # set on shutdown: the event streams end
     app.state.read_only = read_only
     return app
 

@@ -1,5 +1,6 @@
-// toolregistry inspector: the live execution log (polls /api/log for calls newer than the
-// last one shown). No framework, no build step; every page works without it.
+// toolregistry inspector: live pages over one server-sent event stream (/api/events): new
+// calls in the log and in a tool's recent calls, the tools, changes and approvals pages
+// refreshed when they change. No framework, no build step; every page works without it.
 "use strict";
 
 function cell(row, text, className) {
@@ -47,42 +48,71 @@ function addEntry(tbody, e) {
   while (tbody.rows.length > 500) tbody.deleteRow(tbody.rows.length - 1);
 }
 
-function liveLog() {
+function liveLog(stream) {
   const table = document.getElementById("log-table");
   if (!table) return;
   const tbody = table.tBodies[0];
   const toggle = document.getElementById("live-toggle");
   const status = document.getElementById("live-status");
-  let last = Number(table.dataset.last || 0);
-  let live = true;
-  toggle.addEventListener("click", () => {
-    live = !live;
-    toggle.setAttribute("aria-pressed", String(live));
-    toggle.textContent = live ? "Pause" : "Resume";
-    status.textContent = live ? "Live: new calls appear at the top." : "Paused.";
-  });
-  async function poll() {
-    if (live) {
-      const params = new URLSearchParams({ after: String(last) });
-      if (table.dataset.tool) params.set("tool", table.dataset.tool);
-      if (table.dataset.outcome) params.set("outcome", table.dataset.outcome);
-      try {
-        const response = await fetch(document.body.dataset.base + "/api/log?" + params, { credentials: "same-origin" });
-        if (response.ok) {
-          const data = await response.json();
-          for (const e of data.entries) {
-            addEntry(tbody, e);
-            last = Math.max(last, e.seq);
-          }
-          table.dataset.last = String(last);
-        }
-      } catch (err) {
-        status.textContent = "Lost the connection to the inspector; retrying.";
-      }
-    }
-    setTimeout(poll, 700);
+  let live = table.dataset.live !== "false";
+  if (toggle) {
+    toggle.addEventListener("click", () => {
+      live = !live;
+      toggle.setAttribute("aria-pressed", String(live));
+      toggle.textContent = live ? "Pause" : "Resume";
+      status.textContent = live ? "Live: new calls appear at the top." : "Paused.";
+    });
   }
-  poll();
+  const held = [];
+  stream.addEventListener("call", (event) => {
+    const e = JSON.parse(event.data);
+    held.push(e);
+    if (!live) return;
+    while (held.length) addEntry(tbody, held.shift());
+    table.dataset.last = String(e.seq);
+  });
+  stream.addEventListener("error", () => {
+    if (status) status.textContent = "Lost the connection to the inspector; retrying.";
+  });
+  stream.addEventListener("open", () => {
+    if (status && live) status.textContent = "Live: new calls appear at the top.";
+  });
 }
 
-document.addEventListener("DOMContentLoaded", liveLog);
+// Replace the element of id `id` by the one of a fresh copy of this page, unless the
+// person is typing in it.
+async function refresh(id) {
+  const here = document.getElementById(id);
+  if (!here) return;
+  const active = document.activeElement;
+  if (active && here.contains(active) && active.matches("input, select, textarea")) return;
+  const response = await fetch(window.location.href, { credentials: "same-origin" });
+  if (!response.ok) return;
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  const there = fresh.getElementById(id);
+  if (there) here.replaceChildren(...there.childNodes);
+}
+
+function livePage() {
+  const page = document.body.dataset.page;
+  const table = document.getElementById("log-table");
+  const params = new URLSearchParams();
+  if (table) {
+    if (table.dataset.live === "false") return;  // an older page of the log stays still
+    params.set("after", table.dataset.last || "0");
+    if (table.dataset.tool) params.set("tool", table.dataset.tool);
+    if (table.dataset.outcome) params.set("outcome", table.dataset.outcome);
+  }
+  const stream = new EventSource(document.body.dataset.base + "/api/events?" + params);
+  window.addEventListener("pagehide", () => stream.close());
+  liveLog(stream);
+  const recent = document.getElementById("recent");
+  stream.addEventListener("call", (event) => {
+    if (recent && JSON.parse(event.data).tool === recent.dataset.tool) refresh("recent");
+  });
+  stream.addEventListener("page", () => {
+    if (["tools", "approvals", "changes", "stats"].includes(page)) refresh("main");
+  });
+}
+
+document.addEventListener("DOMContentLoaded", livePage);
