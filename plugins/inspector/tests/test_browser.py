@@ -504,3 +504,94 @@ def test_every_page_is_live_over_one_event_stream(browser: Any, live_app: Any,
     finally:
         context.close()
     assert errors == [], errors
+
+
+@pytest.fixture
+def busy_app(tmp_path: Path) -> Iterator[tuple[ToolRegistry, InspectorServer, Path]]:
+    """450 logged calls in a log-db, the first 100 of them two hours old."""
+    import sqlite3
+    import time
+
+    db = tmp_path / "calls.sqlite"
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry.plugins.inspector]\nlog-db = "calls.sqlite"\n',
+                      encoding="utf-8")
+    registry = ToolRegistry(config=config)
+    registry.register(lambda n: n, name="quick")
+
+    def slow() -> str:
+        time.sleep(0.05)
+        return "done"
+
+    registry.register(slow)
+    for i in range(450):
+        registry.invoke("quick", {"n": i}, call_id=f"q-{i}")
+    for i in range(3):
+        registry.invoke("slow", {}, call_id=f"s-{i}")
+    execution_log(registry).flush()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE calls SET time = time - 7200 WHERE seq <= 100")
+    server = serve(registry, port=0, token=TOKEN, block=False, quiet=True)
+    assert server is not None
+    yield registry, server, db
+    server.close()
+    registry.close()
+
+
+def test_the_log_pages_back_filters_by_time_and_shows_percentiles(
+        browser: Any, busy_app: Any, shots: Path) -> None:
+    from playwright.sync_api import expect
+
+    registry, server, _ = busy_app
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(server.url)
+        base = _session_base(page)
+        page.goto(base + "/log")
+        rows = page.locator("#log-table tbody tr")
+        expect(rows).to_have_count(200)
+        expect(rows.first).to_contain_text("s-2")
+        page.get_by_role("link", name="Older calls").click()
+        expect(rows).to_have_count(200)
+        expect(rows.first).to_contain_text("q-252")
+        expect(page.locator("#live-status")).to_have_text("Older calls: not live.")
+        page.get_by_role("link", name="Older calls").click()
+        expect(rows).to_have_count(53)
+        expect(rows.last).to_contain_text("q-0")
+        expect(page.get_by_role("link", name="Older calls")).to_have_count(0)
+        page.get_by_role("link", name="Newest calls").click()
+        expect(rows.first).to_contain_text("s-2")
+
+        # Time range: the last hour, then what is older than an hour.
+        page.get_by_label("Since (ago)").fill("1h")
+        page.get_by_role("button", name="Filter").click()
+        expect(rows).to_have_count(200)
+        page.get_by_role("link", name="Older calls").click()
+        expect(rows).to_have_count(153)
+        expect(rows.last).to_contain_text("q-100")
+        page.goto(base + "/log?until=1h")
+        expect(rows).to_have_count(100)
+        expect(rows.first).to_contain_text("q-99")
+        page.goto(base + "/log?since=soon")
+        expect(page.get_by_role("alert")).to_contain_text("since takes a duration")
+        page.screenshot(path=str(shots / "log-paged.png"), full_page=True)
+
+        # Percentiles and counts per tool, live.
+        page.get_by_role("link", name="Stats", exact=True).click()
+        table = page.locator("table.stats tbody tr")
+        expect(table).to_have_count(2)
+        quick = table.filter(has_text="quick").locator("td")
+        slow = table.filter(has_text="slow").locator("td")
+        expect(quick.nth(1)).to_have_text("450")
+        expect(slow.nth(1)).to_have_text("3")
+        assert float(slow.nth(3).inner_text()) >= 50.0  # p50 in ms
+        assert float(quick.nth(3).inner_text()) < float(slow.nth(3).inner_text())
+        registry.invoke("slow", {}, call_id="s-3")
+        expect(slow.nth(1)).to_have_text("4", timeout=10_000)
+        page.screenshot(path=str(shots / "stats.png"), full_page=True)
+    finally:
+        context.close()
+    assert errors == [], errors

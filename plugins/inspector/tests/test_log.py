@@ -365,3 +365,32 @@ def test_a_log_file_made_before_results_were_kept_gets_the_column(tmp_path: Path
     old, new = query_log(db)
     assert (old.call_id, old.result) == ("old-1", None)
     assert (new.call_id, new.result) == ("new-1", [{"type": "text", "text": "<str, 2 chars>"}])
+
+
+def test_entries_page_back_and_stop_at_a_time(tmp_path: Path) -> None:
+    reg = ToolRegistry(config=_config(tmp_path, 'log-db = "calls.sqlite"\n'))
+    reg.register(lambda x: x, name="echo")
+    log = execution_log(reg)
+    try:
+        for i in range(5):
+            reg.invoke("echo", {"x": i}, call_id=f"e{i}")
+        log.flush()
+        cut = log.entries()[3].time  # e3 started at or after it
+        for read in (log.entries, lambda **kw: query_log(tmp_path / "calls.sqlite", **kw)):
+            assert [e.call_id for e in read(before=4, limit=2)] == ["e1", "e2"]
+            assert [e.call_id for e in read(until=cut)] == ["e0", "e1", "e2"]
+    finally:
+        reg.close()
+
+
+def test_latency_percentiles_per_tool() -> None:
+    from toolregistry_inspector._views import latency_table, percentile
+
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
+    assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
+    assert percentile([7.0], 0.9) == 7.0
+    entries = [ExecutionLog().entry((i, 0.0, "t", None, {}, "ok" if i % 2 else "timeout",
+                                     i / 10, None, None, None, None, "registry", None))
+               for i in range(1, 11)]
+    assert latency_table(entries) == [{"tool": "t", "calls": 10, "errors": 5, "p50": 0.5,
+                                       "p90": 0.9, "p99": 1.0, "max": 1.0}]

@@ -207,7 +207,8 @@ class _Filter:
     """The conditions of one query, shared by the memory buffer and the SQLite file."""
 
     def __init__(self, tool: str | None, outcome: str | None, since: float | None,
-                 call_id: str | None, after: int | None) -> None:
+                 call_id: str | None, after: int | None, until: float | None = None,
+                 before: int | None = None) -> None:
         if outcome is not None and not isinstance(outcome, str):
             raise TypeError(f"outcome must be a string such as 'ok' or 'error', got {outcome!r}")
         self.tool = tool
@@ -215,9 +216,15 @@ class _Filter:
         self.since = since
         self.call_id = call_id
         self.after = after
+        self.until = until
+        self.before = before
 
     def match(self, r: _Record) -> bool:
         if self.after is not None and r[0] <= self.after:
+            return False
+        if self.before is not None and r[0] >= self.before:
+            return False
+        if self.until is not None and r[1] >= self.until:
             return False
         if self.since is not None and r[1] < self.since:
             return False
@@ -240,6 +247,12 @@ class _Filter:
         if self.since is not None:
             where.append("time >= ?")
             params.append(self.since)
+        if self.before is not None:
+            where.append("seq < ?")
+            params.append(self.before)
+        if self.until is not None:
+            where.append("time < ?")
+            params.append(self.until)
         if self.call_id is not None:
             where.append("call_id = ?")
             params.append(self.call_id)
@@ -348,14 +361,16 @@ class ExecutionLog:
 
     def entries(self, *, tool: str | None = None, outcome: str | None = None,
                 since: float | None = None, call_id: str | None = None,
-                after: int | None = None, limit: int | None = None) -> list[LogEntry]:
+                after: int | None = None, limit: int | None = None,
+                until: float | None = None, before: int | None = None) -> list[LogEntry]:
         """The logged calls that match, oldest first (the last ``limit`` of them).
 
         ``tool``: a name or glob (``"srv-*"``); ``outcome``: ``"ok"``, an error kind, or
-        ``"error"`` for every call that did not succeed; ``since``: a start time (epoch
-        seconds); ``after``: only entries with a larger ``seq`` (to follow the log).
+        ``"error"`` for every call that did not succeed; ``since`` / ``until``: calls that
+        started at or after / before these times (epoch seconds); ``after`` / ``before``:
+        only entries with a larger / smaller ``seq`` (to follow the log, to page back).
         """
-        where = _Filter(tool, outcome, since, call_id, after)
+        where = _Filter(tool, outcome, since, call_id, after, until, before)
         matched = [r for r in self._buffer.copy() if where.match(r)]
         if limit is not None:
             matched = matched[-limit:] if limit > 0 else []
@@ -582,14 +597,15 @@ class _Writer:
 def query_log(db: str | Path, *, tool: str | None = None, outcome: str | None = None,
               since: float | None = None, call_id: str | None = None,
               after: int | None = None, limit: int | None = None,
-              registry: str | None = None) -> list[LogEntry]:
+              registry: str | None = None, until: float | None = None,
+              before: int | None = None) -> list[LogEntry]:
     """The calls recorded in an SQLite log file (``log-db``), oldest first (the last
     ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry`` name."""
     path = Path(db).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"no execution log file at {path}: a registry writes one when "
                                 "[tool.toolregistry.plugins.inspector] log-db names it")
-    where, params = _Filter(tool, outcome, since, call_id, after).sql()
+    where, params = _Filter(tool, outcome, since, call_id, after, until, before).sql()
     if registry is not None:
         where += (" AND" if where else " WHERE") + " registry = ?"
         params.append(registry)

@@ -5,8 +5,9 @@ No web framework here: plain data for the templates and the tests."""
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
@@ -238,3 +239,25 @@ def diff(old: str, new: str) -> list[tuple[str, str]]:
         kind = line[:1] if line[:1] in "+-@" else " "
         out.append((kind, line[1:] if kind in "+- " else line))
     return out
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    """The nearest-rank percentile of sorted values (``fraction`` 0.5 is the median)."""
+    rank = max(math.ceil(fraction * len(ordered)), 1)
+    return ordered[rank - 1]
+
+
+def latency_table(entries: Iterable[Any]) -> list[dict[str, Any]]:
+    """Per tool, by name: calls, errors and the 50th, 90th and 99th percentile and largest
+    duration (seconds) of the logged calls."""
+    by_tool: dict[str, list[Any]] = {}
+    for e in entries:
+        by_tool.setdefault(e.tool, []).append(e)
+    rows = []
+    for name, calls in sorted(by_tool.items()):
+        durations = sorted(e.duration for e in calls)
+        rows.append({"tool": name, "calls": len(calls),
+                     "errors": sum(not e.ok for e in calls),
+                     "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9),
+                     "p99": percentile(durations, 0.99), "max": durations[-1]})
+    return rows

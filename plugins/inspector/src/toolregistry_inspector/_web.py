@@ -47,6 +47,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PAGE_SIZE = 100
 TEXT_PAGE_CHARS = 4000
+LOG_PAGE = 200
+STATS_CALLS = 100_000
 LIVE_INTERVAL = 0.5
 """Seconds between two looks at the log and the registry for an open page's event stream."""
 STREAM_SECONDS = 300.0
@@ -401,14 +403,49 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         q = request.query_params
         return {"tool": q.get("tool") or None, "outcome": q.get("outcome") or None}
 
+    def _window(request: Request) -> dict[str, float]:
+        """``since`` / ``until`` of the query (durations back from now: ``10m``, ``2h``)."""
+        from ._cli import ago
+
+        q = request.query_params
+        return {key: ago(q[key], key) for key in ("since", "until") if q.get(key)}
+
     async def log_page(request: Request) -> Response:
         log = get_log(registry)
-        entries = list(reversed(await _read(log, limit=200, **_log_filters(request)))) \
+        q = request.query_params
+        filters = _log_filters(request)
+        error = None
+        try:
+            window = _window(request)
+            before = int(q["before"]) if q.get("before") else None
+        except ValueError as exc:
+            error, window, before = str(exc), {}, None
+        rows = await _read(log, limit=LOG_PAGE + 1, before=before, **filters, **window) \
             if log else []
-        return render(request, "log.html", entries=entries, log_on=log is not None,
-                      db=None if log is None else log.db,
-                      filters={k: v or "" for k, v in _log_filters(request).items()},
-                      last=max((e.seq for e in entries), default=0))
+        entries = list(reversed(rows[-LOG_PAGE:]))
+        kept = {k: v for k, v in q.items() if k != "before" and v}
+        older = (f"{_within(request, '/log')}?"
+                 f"{urlencode({**kept, 'before': entries[-1].seq})}"
+                 if len(rows) > LOG_PAGE else None)
+        return render(request, "log.html", status=400 if error else 200, entries=entries,
+                      log_on=log is not None, db=None if log is None else log.db,
+                      filters={k: q.get(k, "") for k in ("tool", "outcome", "since", "until")},
+                      last=max((e.seq for e in entries), default=0), error=error,
+                      live=before is None and "until" not in window, older=older,
+                      newest=f"{_within(request, '/log')}?{urlencode(kept)}")
+
+    async def stats_page(request: Request) -> Response:
+        log = get_log(registry)
+        error = None
+        try:
+            window = _window(request)
+        except ValueError as exc:
+            error, window = str(exc), {}
+        entries = await _read(log, limit=STATS_CALLS, **window) if log else []
+        return render(request, "stats.html", status=400 if error else 200,
+                      rows=_views.latency_table(entries), error=error, log_on=log is not None,
+                      counted=len(entries), limit=STATS_CALLS,
+                      since=request.query_params.get("since", ""))
 
     async def log_api(request: Request) -> Response:
         log = get_log(registry)
@@ -561,6 +598,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Route("/formats", formats),
         Route("/search", search),
         Route("/log", log_page),
+        Route("/stats", stats_page),
         Route("/api/log", log_api),
         Route("/api/events", events),
         Route("/calls/{seq:int}", call_page),

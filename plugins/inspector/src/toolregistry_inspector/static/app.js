@@ -93,6 +93,14 @@ async function refresh(id) {
   if (there) here.replaceChildren(...there.childNodes);
 }
 
+// At most one refresh of an element a second, however fast the events come.
+const pending = new Set();
+function refreshSoon(id) {
+  if (pending.has(id)) return;
+  pending.add(id);
+  setTimeout(() => { pending.delete(id); refresh(id); }, 1000);
+}
+
 function livePage() {
   const page = document.body.dataset.page;
   const table = document.getElementById("log-table");
@@ -108,10 +116,11 @@ function livePage() {
   liveLog(stream);
   const recent = document.getElementById("recent");
   stream.addEventListener("call", (event) => {
-    if (recent && JSON.parse(event.data).tool === recent.dataset.tool) refresh("recent");
+    if (recent && JSON.parse(event.data).tool === recent.dataset.tool) refreshSoon("recent");
+    if (page === "stats") refreshSoon("main");
   });
   stream.addEventListener("page", () => {
-    if (["tools", "approvals", "changes", "stats"].includes(page)) refresh("main");
+    if (["tools", "approvals", "changes", "stats"].includes(page)) refreshSoon("main");
   });
 }
 
