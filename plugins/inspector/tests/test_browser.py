@@ -8,6 +8,7 @@ Search, open a tool, run a call, see it in the log (live), keyboard navigation a
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import re
 import threading
@@ -17,6 +18,7 @@ from typing import Any, ClassVar, Literal
 
 import httpx
 import pytest
+from pydantic import BaseModel, Field
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry
 from toolregistry_inspector import InspectorServer, execution_log, serve
@@ -592,6 +594,98 @@ def test_the_log_pages_back_filters_by_time_and_shows_percentiles(
         registry.invoke("slow", {}, call_id="s-3")
         expect(slow.nth(1)).to_have_text("4", timeout=10_000)
         page.screenshot(path=str(shots / "stats.png"), full_page=True)
+    finally:
+        context.close()
+    assert errors == [], errors
+
+
+class Order(BaseModel):
+    """An order (a nested object in a tool's parameters)."""
+
+    item: str
+    qty: int = Field(ge=1, le=10)
+
+
+@pytest.fixture
+def form_app() -> Iterator[tuple[ToolRegistry, InspectorServer]]:
+    registry = ToolRegistry(name="forms")
+
+    @registry.register
+    def place(order: Order, tags: list[str], counts: list[int] | None = None,
+              size: Literal["small", "large"] = "small",
+              extra: dict[str, Any] | None = None) -> str:
+        """Place an order."""
+        return json.dumps({"order": order.model_dump(), "tags": tags, "counts": counts,
+                           "size": size, "extra": extra}, sort_keys=True)
+
+    server = serve(registry, port=0, token=TOKEN, block=False, quiet=True)
+    assert server is not None
+    yield registry, server
+    server.close()
+    registry.close()
+
+
+def _invalid(page: Any) -> list[str]:
+    """The names of the try-it form's fields the browser holds invalid."""
+    names: list[str] = page.evaluate(
+        "() => [...document.querySelectorAll('form.try :invalid:not(fieldset)')]"
+        ".map(e => e.name)")
+    return names
+
+
+def test_schema_aware_forms_are_checked_in_the_browser(browser: Any, form_app: Any,
+                                                       shots: Path) -> None:
+    from playwright.sync_api import expect
+
+    _, server = form_app
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    try:
+        page.goto(server.url)
+        page.goto(_session_base(page) + "/tools/place")
+        # The nested object is a group of its own fields; the enum shows its values.
+        group = page.get_by_role("group", name="order")
+        expect(group.get_by_label("order.item")).to_be_visible()
+        size = page.get_by_label("size")
+        expect(size.locator("option")).to_have_text(["(default)", "small", "large"])
+        expect(size).to_have_value('"small"')  # the schema's default
+        # Out of the schema's range, a bad list item, bad JSON: the browser refuses.
+        page.get_by_label("order.item").fill("tea")
+        page.get_by_label("order.qty").fill("50")
+        page.get_by_label("tags").fill("green\nblack")
+        page.get_by_label("counts").fill("1\ntwo")
+        page.get_by_label("extra").fill("{not json")
+        page.get_by_role("button", name="Run").click()
+        assert sorted(_invalid(page)) == ["arg.counts", "arg.extra", "arg.order.qty"]
+        message = page.get_by_label("extra").evaluate("e => e.validationMessage")
+        assert "not valid JSON" in message
+        assert "two" in page.get_by_label("counts").evaluate("e => e.validationMessage")
+        page.get_by_label("extra").fill("[1]")
+        assert "must be a JSON object" in page.get_by_label("extra").evaluate(
+            "e => e.validationMessage")
+        page.screenshot(path=str(shots / "form-invalid.png"), full_page=True)
+        assert posts == []  # nothing was sent
+        # Fixed: the call runs with nested, typed arguments.
+        page.get_by_label("order.qty").fill("3")
+        page.get_by_label("counts").fill("1\n2")
+        page.get_by_label("extra").fill('{"gift": true}')
+        size.select_option(label="large")
+        page.get_by_role("button", name="Run").click()
+        expect(page.locator(".result-text")).to_have_text(json.dumps(
+            {"order": {"item": "tea", "qty": 3}, "tags": ["green", "black"], "counts": [1, 2],
+             "size": "large", "extra": {"gift": True}}, sort_keys=True))
+        assert len(posts) == 1
+        # All arguments as JSON replace the fields (and their checks).
+        page.get_by_label("All arguments as JSON").fill(
+            '{"order": {"item": "milk", "qty": 1}, "tags": []}')
+        expect(page.get_by_label("order.qty")).to_be_disabled()
+        page.get_by_role("button", name="Run").click()
+        expect(page.locator(".result-text")).to_contain_text('"item": "milk"')
+        page.screenshot(path=str(shots / "form-ok.png"), full_page=True)
     finally:
         context.close()
     assert errors == [], errors

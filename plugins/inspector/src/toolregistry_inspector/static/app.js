@@ -124,4 +124,53 @@ function livePage() {
   });
 }
 
+// The try-it form: the browser checks each field against the tool's JSON Schema (the limits
+// are attributes of the inputs); JSON fields and one-item-a-line lists are checked here.
+function checkField(el) {
+  let message = "";
+  const text = el.value.trim();
+  const label = el.name.startsWith("arg.") ? el.name.slice(4) : el.name;
+  if (el.dataset.json !== undefined && text) {
+    try {
+      const value = JSON.parse(text);
+      const want = el.dataset.json;
+      const got = Array.isArray(value) ? "array" : value === null ? "null" : typeof value;
+      if (want && got !== want) message = `${label}: must be a JSON ${want}, not ${got}`;
+    } catch (err) {
+      message = `${label}: not valid JSON (${err.message})`;
+    }
+  } else if (el.dataset.list !== undefined) {
+    const items = text ? text.split("\n").map((s) => s.trim()).filter(Boolean) : [];
+    const kind = el.dataset.list;
+    const bad = items.find((s) => (kind === "integer" && !/^-?\d+$/.test(s))
+      || (kind === "number" && Number.isNaN(Number(s))));
+    if (bad !== undefined) message = `${label}: ${JSON.stringify(bad)} is not a ${kind}`;
+    else if (el.dataset.minItems && items.length < Number(el.dataset.minItems)) message = `${label}: at least ${el.dataset.minItems} items`;
+    else if (el.dataset.maxItems && items.length > Number(el.dataset.maxItems)) message = `${label}: at most ${el.dataset.maxItems} items`;
+  }
+  el.setCustomValidity(message);
+}
+
+function tryForm() {
+  const form = document.querySelector("form.try");
+  if (!form) return;
+  const checked = form.querySelectorAll("textarea[data-json], textarea[data-list]");
+  for (const el of checked) {
+    el.addEventListener("input", () => checkField(el));
+    checkField(el);
+  }
+  const all = document.getElementById("arguments_json");
+  if (!all) return;
+  all.dataset.json = "object";
+  const toggle = () => {
+    // Arguments given as JSON replace the fields: their checks do not apply then.
+    const whole = all.value.trim() !== "";
+    for (const el of form.querySelectorAll("[name^='arg.']")) el.disabled = whole;
+    checkField(all);
+  };
+  all.addEventListener("input", toggle);
+  toggle();
+}
+
 document.addEventListener("DOMContentLoaded", livePage);
+document.addEventListener("DOMContentLoaded", tryForm);
