@@ -311,7 +311,7 @@ def test_form_fields_follow_refs_nest_objects_and_read_back() -> None:
     fields = [at, names, mode, raw]
     assert read_form(fields, {"arg.at.x": "4", "arg.names": "p\n\n q \n", "arg.mode": "2"}) \
         == {"at": {"x": 4}, "names": ["p", "q"], "mode": 2}
-    with pytest.raises(ValueError, match="at.x: required"):
+    with pytest.raises(ValueError, match=r"at\.x: required"):
         read_form(fields, {"arg.at.y": "1.5"})
-    with pytest.raises(ValueError, match="at.x: invalid literal"):
+    with pytest.raises(ValueError, match=r"at\.x: invalid literal"):
         read_form(fields, {"arg.at.x": "four"})
