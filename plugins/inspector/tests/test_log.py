@@ -368,6 +368,8 @@ def test_a_log_file_made_before_results_were_kept_gets_the_column(tmp_path: Path
 
 
 def test_entries_page_back_and_stop_at_a_time(tmp_path: Path) -> None:
+    from toolregistry_inspector._log import durations
+
     reg = ToolRegistry(config=_config(tmp_path, 'log-db = "calls.sqlite"\n'))
     reg.register(lambda x: x, name="echo")
     log = execution_log(reg)
@@ -379,6 +381,10 @@ def test_entries_page_back_and_stop_at_a_time(tmp_path: Path) -> None:
         for read in (log.entries, lambda **kw: query_log(tmp_path / "calls.sqlite", **kw)):
             assert [e.call_id for e in read(before=4, limit=2)] == ["e1", "e2"]
             assert [e.call_id for e in read(until=cut)] == ["e0", "e1", "e2"]
+        memory = durations(ExecutionLog(), limit=3)
+        assert memory == []
+        shared = durations(log, until=cut)
+        assert [(tool, ok) for tool, _, ok in shared] == [("echo", True)] * 3
     finally:
         reg.close()
 
@@ -389,8 +395,6 @@ def test_latency_percentiles_per_tool() -> None:
     assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
     assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
     assert percentile([7.0], 0.9) == 7.0
-    entries = [ExecutionLog().entry((i, 0.0, "t", None, {}, "ok" if i % 2 else "timeout",
-                                     i / 10, None, None, None, None, "registry", None))
-               for i in range(1, 11)]
-    assert latency_table(entries) == [{"tool": "t", "calls": 10, "errors": 5, "p50": 0.5,
+    calls = [("t", i / 10, bool(i % 2)) for i in range(1, 11)]
+    assert latency_table(calls) == [{"tool": "t", "calls": 10, "errors": 5, "p50": 0.5,
                                        "p90": 0.9, "p99": 1.0, "max": 1.0}]

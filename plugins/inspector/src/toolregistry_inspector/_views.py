@@ -325,17 +325,17 @@ def percentile(ordered: list[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
-def latency_table(entries: Iterable[Any]) -> list[dict[str, Any]]:
+def latency_table(calls: Iterable[tuple[str, float, bool]]) -> list[dict[str, Any]]:
     """Per tool, by name: calls, errors and the 50th, 90th and 99th percentile and largest
-    duration (seconds) of the logged calls."""
-    by_tool: dict[str, list[Any]] = {}
-    for e in entries:
-        by_tool.setdefault(e.tool, []).append(e)
+    duration (seconds) of ``(tool, duration, ok)`` of logged calls."""
+    by_tool: dict[str, list[tuple[str, float, bool]]] = {}
+    for call in calls:
+        by_tool.setdefault(call[0], []).append(call)
     rows = []
-    for name, calls in sorted(by_tool.items()):
-        durations = sorted(e.duration for e in calls)
-        rows.append({"tool": name, "calls": len(calls),
-                     "errors": sum(not e.ok for e in calls),
+    for name, made in sorted(by_tool.items()):
+        durations = sorted(c[1] for c in made)
+        rows.append({"tool": name, "calls": len(made),
+                     "errors": sum(not c[2] for c in made),
                      "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9),
                      "p99": percentile(durations, 0.99), "max": durations[-1]})
     return rows

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from . import _views
-from ._log import format_entry, get_entry, get_log, read_log
+from ._log import durations, format_entry, get_entry, get_log, read_log
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -441,10 +441,14 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             window = _window(request)
         except ValueError as exc:
             error, window = str(exc), {}
-        entries = await _read(log, limit=STATS_CALLS, **window) if log else []
+        try:
+            calls = await run_in_threadpool(functools.partial(
+                durations, log, limit=STATS_CALLS, **window)) if log else []
+        except ValueError as exc:
+            raise _Refused(503, f"the execution log cannot be read: {exc}") from None
         return render(request, "stats.html", status=400 if error else 200,
-                      rows=_views.latency_table(entries), error=error, log_on=log is not None,
-                      counted=len(entries), limit=STATS_CALLS,
+                      rows=_views.latency_table(calls), error=error, log_on=log is not None,
+                      counted=len(calls), limit=STATS_CALLS,
                       since=request.query_params.get("since", ""))
 
     async def log_api(request: Request) -> Response:
