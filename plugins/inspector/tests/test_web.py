@@ -315,3 +315,34 @@ def test_form_fields_follow_refs_nest_objects_and_read_back() -> None:
         read_form(fields, {"arg.at.y": "1.5"})
     with pytest.raises(ValueError, match=r"at\.x: invalid literal"):
         read_form(fields, {"arg.at.x": "four"})
+
+
+def test_the_event_stream_needs_the_session_and_resumes_from_last_event_id(
+        served: tuple[ToolRegistry, InspectorServer]) -> None:
+    import json
+
+    registry, server = served
+    with httpx.Client(base_url=server.base_url, timeout=30) as stranger:
+        assert stranger.get("/api/events").status_code == 403
+    for i in range(3):
+        registry.invoke("math-add", {"a": i}, call_id=f"ev-{i}")
+    first = execution_log(registry).entries()[0].seq
+    with _client(server) as client, client.stream(
+            "GET", "/api/events", headers={"last-event-id": str(first)}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events: list[dict[str, str]] = []
+        current: dict[str, str] = {}
+        for line in response.iter_lines():
+            if not line:
+                if "event" in current:
+                    events.append(current)
+                current = {}
+                if len(events) == 2:
+                    break
+                continue
+            key, _, value = line.partition(": ")
+            current[key] = value
+    assert [json.loads(e["data"])["call_id"] for e in events] == ["ev-1", "ev-2"]
+    assert [int(e["id"]) for e in events] == [first + 1, first + 2]
+    assert all(e["event"] == "call" for e in events)
