@@ -18,6 +18,9 @@ ROOT = Path(__file__).parent
 # Every folder of plugins/ with a pyproject.toml is a plugin distribution and a session; what
 # its tests need beyond the kernel is its own ``test`` extra (``_editable`` installs it).
 PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml"))
+# The store seam's PostgreSQL driver (the kernel's store tests; plugins declare it in their
+# ``postgres`` extra).
+POSTGRES_DEPS = ["psycopg[binary]>=3.1", "psycopg_pool>=3.2"]
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "hypothesis>=6.100", "pip",
              "hatchling"]
 # pytest-xdist workers for the sessions whose tests mostly wait on processes they start (MCP
@@ -29,10 +32,12 @@ WORKERS = {"mcp": 3, "core": 3, "integration": 3}
 # The documentation's code blocks: each session runs the blocks whose plugins it has installed
 # (tests/docs/_blocks.py says how a block is marked); tests/site runs in the docs session.
 DOC_BLOCKS = "tests/docs/test_blocks.py"
+EXAMPLE_PLUGIN = "examples/third_party_plugin"
 DOCS_DEPS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "matplotlib>=3.8"]
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "typecheck", "core", *PLUGINS, "integration", "docs"]
+nox.options.sessions = ["lint", "typecheck", "core", *PLUGINS, "example_plugin", "integration",
+                        "docs"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -77,7 +82,7 @@ def _present(*paths: str) -> list[str]:
 def core(session: nox.Session) -> None:
     """The kernel with no plugin installed: no plugin is found or importable."""
     _install(session, "-e", "core", *TEST_DEPS, "openai", "anthropic", "google-genai",
-             "jsonschema", "botocore")
+             "jsonschema", "botocore", *POSTGRES_DEPS)
     session.run("python", "-c", (
         "import importlib.util as u, json, subprocess, sys;"
         f"bad=[m for m in {[f'toolregistry_{p}' for p in PLUGINS]!r} if u.find_spec(m)];"
@@ -107,6 +112,16 @@ def _plugin_session(name: str) -> None:
 
 for _name in PLUGINS:
     _plugin_session(_name)
+
+
+@nox.session
+def example_plugin(session: nox.Session) -> None:
+    """The example third-party plugin (examples/third_party_plugin), built as a wheel and
+    installed like any outside distribution, its tests run against the kernel alone."""
+    _install(session, "-e", "core", *TEST_DEPS)
+    _install(session, f"{EXAMPLE_PLUGIN}[test]")  # not editable: a real wheel, as users get
+    session.chdir(EXAMPLE_PLUGIN)  # its own pytest configuration, not the repository's
+    session.run("python", "-m", "pytest", "-q", *session.posargs)
 
 
 @nox.session

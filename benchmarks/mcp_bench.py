@@ -5,7 +5,7 @@
 
 Targets (issue 6): a call through the registry costs at most 10% more than the same call
 through the SDK's own ``ClientSession``; registering a 50-tool server costs at most 1.5x the
-SDK's connect + initialize + tools/list. Both sides talk to the same server script over
+SDK's connect + negotiation + tools/list. Both sides talk to the same server script over
 stdio; every figure is the median of ``--rounds`` rounds.
 
 The SDK's client is async only, so each way of calling is compared with the SDK used the same
@@ -35,6 +35,14 @@ SERVER = Path(__file__).resolve().parents[1] / "plugins" / "mcp" / "tests" / "se
 ECHO = {"command": sys.executable, "args": [str(SERVER)]}
 
 
+async def _negotiate(session: Any) -> None:
+    """The SDK client's own negotiation (``Client(mode="auto")``): ``server/discover`` at
+    2026-07-28, the ``initialize`` handshake for an older server; as our client does."""
+    from mcp.client._probe import negotiate_auto
+
+    await negotiate_auto(session)
+
+
 def _params(tools: int) -> object:
     from mcp.client.stdio import StdioServerParameters
 
@@ -61,7 +69,7 @@ class SdkOnThread:
 
         async with stdio_client(_params(0)) as (read, write), \
                 ClientSession(read, write) as session:  # type: ignore[arg-type]
-            await session.initialize()
+            await _negotiate(session)
             await session.list_tools()
             self.session = session
             self._ready.set()
@@ -102,7 +110,7 @@ async def per_call(calls: int, rounds: int
     try:
         async with stdio_client(_params(0)) as (read, write), \
                 ClientSession(read, write) as session:  # type: ignore[arg-type]
-            await session.initialize()
+            await _negotiate(session)
             await session.list_tools()
 
             async def sdk(i: int) -> None:
@@ -165,7 +173,7 @@ async def sdk_register(tools: int) -> float:
 
     started = time.perf_counter()
     async with stdio_client(_params(tools)) as (read, write), ClientSession(read, write) as s:  # type: ignore[arg-type]
-        await s.initialize()
+        await _negotiate(s)
         listed = await s.list_tools()
         elapsed = time.perf_counter() - started
     assert len(listed.tools) >= tools

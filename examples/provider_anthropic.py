@@ -2,6 +2,7 @@
 
 * ``render_tool_prompt(registry, context)`` -> ``system=`` (the tool part of it);
 * ``registry.get_schemas("anthropic", include_deferred=False)`` -> ``tools=``;
+  deferred tools go out with ``defer_loading`` and Anthropic's tool search tool (the ``deferral`` setting);
 * ``tool_choice(..., "anthropic", registry=registry)`` -> ``tool_choice=``;
 * the ``tool_use`` blocks of ``response.content`` -> ``registry.execute_tool_calls``;
 * ``registry.build_tool_call_messages(...)`` -> ``[assistant echo, user message of

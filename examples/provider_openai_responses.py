@@ -2,6 +2,8 @@
 
 * ``render_tool_prompt(registry, context)`` -> ``instructions=`` (the tool part of it);
 * ``registry.get_schemas("openai-responses", include_deferred=False)`` -> ``tools=``;
+  deferred tools go out with ``defer_loading`` and the hosted ``tool_search`` tool
+  (the ``deferral`` setting);
 * ``tool_choice(..., "openai-responses", registry=registry)`` -> ``tool_choice=``;
 * the ``function_call`` items of ``response.output`` -> ``registry.execute_tool_calls``;
 * ``registry.build_tool_call_messages(...)`` -> the ``function_call`` items echoed and their
@@ -93,7 +95,7 @@ def main() -> None:
     else:
         raise RuntimeError("the model kept asking for tools")
 
-    print("--- tools sent:", [t["name"] for t in tools])
+    print("--- tools sent:", [t.get("name", t["type"]) for t in tools])
     print("--- last request's items:",
           [i.get("type", i.get("role")) for i in create.requests[-1]["input"]])
     registry.close()

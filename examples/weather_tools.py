@@ -2,8 +2,8 @@
 
 ``get_weather`` (async, with a ``Best Practices:`` docstring section), ``list_files`` (a
 ``prompt_injection_builder`` that reads the application's context), ``make_chart`` (returns
-text and an image) and ``compress_file`` (deferred: announced in the system prompt, not sent
-as a schema).
+text and an image) and ``compress_file`` (deferred: announced in the system prompt, and sent as a
+schema only where the provider searches deferred tools itself, with ``defer_loading``).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def test_the_quoted_timeout_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         "configuration.md", "environment variable TOOLREGISTRY_DEFAULT_TIMEOUT:")
 
 
-@pytest.mark.parametrize("command", ["plugins", "schemas", "call", "demo"])
+@pytest.mark.parametrize("command", ["plugins", "schemas", "call", "demo", "new-plugin"])
 def test_the_usage_lines_of_the_kernel_commands(command: str) -> None:
     sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
     parser = sub.choices[command]

@@ -308,6 +308,38 @@ def test_tool_choice_values_are_fresh(api_format: str) -> None:
 
 # --- docs/formats.md ---------------------------------------------------------------------------
 
+def _format_rows(page: str) -> dict[str, list[str]]:
+    """The cells of the rows of ``docs/<page>`` whose first cell starts with a format name."""
+    rows: dict[str, list[str]] = {}
+    for line in (DOCS / page).read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        if cells and (m := re.match(r"`([a-z-]+)`", cells[0])) and m[1] in BUILTIN:
+            rows.setdefault(m[1], cells)
+    return rows
+
+
+def test_the_formats_table_of_the_docs_is_the_format_table() -> None:
+    rows = _format_rows("formats.md")
+    assert list(rows) == [fmt.name for fmt in BUILTIN]
+    features = ("schemas", "calls", "messages", "tool_choice")
+    for fmt in BUILTIN:
+        first, module, *offers = rows[fmt.name]
+        module_file = type(fmt).__module__.removeprefix("toolregistry.").replace(".", "/")
+        assert module == f"`{module_file}.py`", fmt.name
+        for alias in re.findall(r"`([^`]+)`", first)[1:]:
+            assert BUILTIN.get(alias) is fmt, (fmt.name, alias)
+        for feature, cell in zip(features, offers, strict=True):
+            assert (feature in fmt.features) == (not cell.startswith("–")), (fmt.name, feature)
+
+
+@pytest.mark.parametrize("page, feature", [
+    ("tools.md", "schemas"), ("execution.md", "calls"), ("execution.md", "messages"),
+    ("prompt.md", "tool_choice")])
+def test_every_format_has_its_row_where_the_docs_list_formats(page: str, feature: str) -> None:
+    missing = set(BUILTIN.names(feature)) - set(_format_rows(page))  # type: ignore[arg-type]
+    assert not missing, f"docs/{page}: no row for the {feature} of {sorted(missing)}"
+
+
 def test_the_docs_snippets_run() -> None:
     namespace: dict[str, Any] = {"__name__": "docs_formats"}
     snippets = [code for file, lang, code in _blocks() if file is None and lang == "python"]

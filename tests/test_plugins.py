@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 import toolregistry
 from toolregistry import ChangeEvent, Tool, ToolRegistry, hookimpl
 from toolregistry import hookspecs as specs
+from toolregistry._config import ConfigWarning
 from toolregistry._plugins import PluginHost, PluginSettings
 from toolregistry.errors import ConfigError, MissingPluginError, ToolRejected
 from toolregistry.plugin import ChoiceMode, Definition, ProviderFormat, SourceKind
@@ -659,8 +661,8 @@ def test_hook_provider_formats(recorder: tuple[Recorder, ToolRegistry]) -> None:
 
 
 def test_every_hook_has_a_test() -> None:
-    hooks = [n for n in dir(specs) if getattr(getattr(specs, n), "toolregistry_spec", None)]
-    assert sorted(hooks) == sorted(toolregistry._plugins.HOOK_NAMES)
+    hooks = [n for n, f in vars(specs).items() if getattr(f, "toolregistry_spec", None)]
+    assert tuple(hooks) == toolregistry._plugins.HOOK_NAMES  # every spec, in their order
     from tests import test_context, test_seams  # the seams are tested there
 
     tested = {*globals(), *vars(test_seams), *vars(test_context)}
@@ -717,7 +719,10 @@ def test_tool_discovery_without_the_plugin() -> None:
 
 def test_a_blocked_plugin_is_named_as_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLREGISTRY_DISABLE_PLUGINS", "think")
-    with pytest.raises(MissingPluginError, match="think_augment") as info:
+    with pytest.raises(MissingPluginError, match="think_augment") as info, \
+            warnings.catch_warnings():
+        # without the plugin, blocking it is itself reported (an unknown name)
+        warnings.simplefilter("ignore", ConfigWarning)
         ToolRegistry(think_augment=True)
     if _installed("think"):
         assert info.value.blocked and "blocked by configuration" in str(info.value)
@@ -753,3 +758,145 @@ def test_entry_points_are_read_as_importlib_metadata_reads_them(
         assert ours == theirs, group
     plugins = {e[0]: e for e in json.loads(proc.stdout)["toolregistry.plugins"][0]}
     assert plugins["misspelt"][2] == "toolregistry-misspelt"  # the distribution's Name
+
+
+# --- plugin-order -------------------------------------------------------------------------------
+
+class Ordered:
+    """An in-process plugin called ``name`` that notes when its hooks run."""
+
+    def __init__(self, name: str, calls: list[str]) -> None:
+        self.__name__ = name
+        self.calls = calls
+
+    @hookimpl
+    def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:
+        self.calls.append(f"{self.__name__}.on_change")
+
+    @hookimpl
+    def schema_transform(self, registry: ToolRegistry, tool: Tool, schema: dict[str, Any],
+                         api_format: str) -> None:
+        self.calls.append(f"{self.__name__}.schema_transform")
+
+    @hookimpl
+    def pre_invoke(self, registry: ToolRegistry, tool: Tool, call: Any) -> None:
+        self.calls.append(f"{self.__name__}.pre_invoke")
+
+
+@pytest.mark.parametrize("order", [["marker", "stamp"], ["stamp", "marker"]])
+def test_plugin_order_calls_the_named_plugins_first_named_first(order: list[str]) -> None:
+    calls: list[str] = []
+    plugins = [Ordered("marker", calls), Ordered("stamp", calls), Ordered("other", calls)]
+    with ToolRegistry(plugins=plugins, plugin_order=order) as reg:
+        reg.register(add)
+        reg.get_schemas()
+        reg.invoke("add", {"a": 1, "b": 2})
+    for hook in ("schema_transform", "pre_invoke"):
+        seen = [c.split(".")[0] for c in calls if c.endswith(f".{hook}")]
+        assert seen == [*order, "other"], (hook, seen)
+
+
+def test_plugin_order_from_the_file_and_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLREGISTRY_PLUGIN_ORDER", raising=False)
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.toolregistry]\nplugin-order = ["marker", "stamp"]\n')
+    for env, expected in ((None, ["marker", "stamp"]), ("stamp,marker", ["stamp", "marker"])):
+        if env is not None:
+            monkeypatch.setenv("TOOLREGISTRY_PLUGIN_ORDER", env)
+        calls: list[str] = []
+        plugins = [Ordered("stamp", calls), Ordered("marker", calls)]
+        with ToolRegistry(plugins=plugins, config=config) as reg:
+            reg.register(add)
+        assert [c.split(".")[0] for c in calls] == expected
+
+
+class OrderedFirst(Ordered):
+    @hookimpl(tryfirst=True)
+    def on_change(self, registry: ToolRegistry, event: ChangeEvent) -> None:
+        self.calls.append(f"{self.__name__}.on_change")
+
+
+def test_plugin_order_keeps_tryfirst() -> None:
+    calls: list[str] = []
+    plugins = [Ordered("marker", calls), OrderedFirst("stamp", calls)]
+    with ToolRegistry(plugins=plugins, plugin_order=["marker", "stamp"]) as reg:
+        reg.register(add)
+    assert calls == ["stamp.on_change", "marker.on_change"]
+
+
+def test_plugin_order_names_each_plugin_once() -> None:
+    with pytest.raises(ConfigError, match="plugin-order names marker more than once"):
+        ToolRegistry(plugin_order=["marker", "stamp", "marker"])
+
+
+# --- no silent failures -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("option", ["disable_plugins", "load_plugins", "plugin_order"])
+def test_an_unknown_plugin_name_is_reported(option: str) -> None:
+    marker = Ordered("marker", [])
+    with pytest.warns(ConfigWarning) as caught:
+        ToolRegistry(plugins=[marker], **{option: ["markr"]}).close()
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith(f"{option.replace('_', '-')} names 'markr', which is not an "
+                              "installed plugin (did you mean 'marker'?); installed: ")
+    assert "marker" in message.rsplit("installed: ", 1)[1].split(", ")
+
+
+def test_an_unknown_plugin_name_is_an_error_in_strict_mode() -> None:
+    with pytest.raises(ConfigError, match="disable-plugins names 'nosuch', which is not an "
+                                          "installed plugin"):
+        ToolRegistry(plugins=[Ordered("marker", [])], disable_plugins=["nosuch"],
+                     strict_plugins=True)
+
+
+def test_every_command_reports_a_broken_plugin(third_party: dict[str, Path],
+                                               tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.toolregistry]\n")
+    for args in (["schemas"], ["plugins"], ["call", "nope"]):
+        proc = _run(f"import sys; from toolregistry.cli import main; sys.exit(main({args!r}))",
+                    third_party["good"], third_party["broken"], cwd=tmp_path)
+        lines = proc.stderr.splitlines()
+        broken = [line for line in lines if "plugin 'broken'" in line]
+        assert broken == ["toolregistry: plugin 'broken' (toolregistry-broken) is left out: "
+                          "import failed: RuntimeError: this plugin is broken on purpose "
+                          "(see toolregistry plugins)"], (args, proc.stderr)
+    # the command itself still runs: it reports the unknown tool
+    assert proc.returncode == 2 and "no tool named 'nope'" in lines[-1]
+
+
+def test_the_kernel_offers_its_kind_and_formats_through_the_plugin_hooks() -> None:
+    from structlog.testing import capture_logs
+
+    from toolregistry.formats import BUILTIN_FORMATS
+    from toolregistry.formats.openai_chat import OpenAIChat
+
+    class Claimer:
+        """Claims the kernel's ``python`` kind and the ``openai-chat`` format."""
+
+        __name__ = "claimer"
+
+        @hookimpl
+        def loaders(self) -> list[SourceKind]:
+            return [SourceKind(name="python", load=lambda target: [])]
+
+        @hookimpl
+        def provider_formats(self) -> list[ProviderFormat]:
+            return [OpenAIChat()]
+
+    host = PluginHost(PluginSettings())
+    loaders = {i.plugin_name: i.function for i in host.pm.hook.loaders.get_hookimpls()}
+    assert [k.name for k in loaders["toolregistry"]()] == ["python"]
+    offers = {i.plugin_name: i.function for i in host.pm.hook.provider_formats.get_hookimpls()}
+    assert offers["toolregistry"]() == list(BUILTIN_FORMATS)
+    assert host.provider("python") == "toolregistry"
+    assert "toolregistry" not in host.records  # not a plugin of `toolregistry plugins`
+    # The kernel's come first: a plugin claiming them too is a conflict, the kernel's are used.
+    with capture_logs() as logs:
+        host.add(Claimer())
+    assert host.provider("python") == "toolregistry"
+    assert host.formats.get("openai-chat") is BUILTIN_FORMATS[0]
+    assert [(e["event"], e.get("kind") or e.get("format")) for e in logs
+            if e["event"] == "plugin.conflict"] == [("plugin.conflict", "python"),
+                                                     ("plugin.conflict", "openai-chat")]
+    assert host.records["claimer"].status == "loaded"

@@ -377,6 +377,29 @@ def test_aclose_awaits_async_closers_on_the_running_loop() -> None:
     assert seen == ["sync", True]
 
 
+def test_closers_run_last_added_first_once_and_one_failing_stops_none() -> None:
+    seen: list[str] = []
+    reg = ToolRegistry()
+    reg.add_closer(lambda: seen.append("first"))
+    reg.add_closer(lambda: 1 / 0)
+    reg.add_closer(lambda: seen.append("last"))
+    reg.close()
+    reg.close()
+    assert seen == ["last", "first"]
+
+
+def test_a_closer_added_after_close_runs_at_once() -> None:
+    """A plugin that opens something on a closed registry (a late call, a lazy client) must
+    not leave it open: nothing would ever close it."""
+    seen: list[str] = []
+    reg = ToolRegistry()
+    reg.close()
+    reg.add_closer(lambda: seen.append("late"))
+    assert seen == ["late"]
+    reg.close()
+    assert seen == ["late"]
+
+
 def test_a_malformed_call_is_still_echoed_and_answered(registry: ToolRegistry) -> None:
     registry.register(add)
     calls = [{"id": "ok", "type": "function", "function": {"name": "add",

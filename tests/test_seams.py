@@ -1230,7 +1230,7 @@ def test_hook_approval_queue_lists_decides_and_resumes_through_the_kernel() -> N
 
     holder = _Holder()
     # (the policy plugin, when installed, would add a queue of its own)
-    reg = ToolRegistry(plugins=[holder, _Broken()], disable_plugins=["policy"])
+    reg = ToolRegistry(plugins=[holder, _Broken()], load_plugins=[])
     sent: list[str] = []
 
     @reg.register

@@ -99,10 +99,15 @@ CASES: dict[str, tuple[str, str, Any, Any, Any]] = {
     "disable_plugins": ('["a"]', "b, c", ["d"], frozenset({"a"}), frozenset({"b", "c"})),
     "load_plugins": ('["think", "x"]', "y", ["z"], frozenset({"think", "x"}), frozenset({"y"})),
     "trace_hooks": ("true", "no", False, True, False),
+    "plugin_order": ('["b", "a"]', "c, a", ["x", "y"], ("b", "a"), ("c", "a")),
     "inline_calls": ("false", "on", True, False, True),
     "handoff_pinning": ("false", "auto", True, False, "auto"),
     "process_namespaces": ('["heavy"]', "a, b", ["x"], frozenset({"heavy"}),
                            frozenset({"a", "b"})),
+    "store": ('"sqlite:///state.db"', "postgresql://u@db/x", "sqlite:////tmp/a.db",
+              "sqlite:///state.db", "postgresql://u@db/x"),
+    "deferral": ('"registry"', "native", "auto", "registry", "native"),
+    "undiscovered_calls": ('"refuse"', "reveal", "run", "refuse", "reveal"),
     "tool_discovery": ("{field-weights = {name = 2}}", "off", True,
                        {"field_weights": {"name": 2.0}}, False),
 }
@@ -129,7 +134,9 @@ def test_precedence_argument_env_file_default(name: str, tmp_path: Path,
     assert getattr(Settings.resolve(cfg), name) == from_env
     assert Settings.resolve(cfg).origin(name) == f"environment variable {info.env}"
     given = Settings.resolve(cfg, **{name: argument})
-    expected = frozenset(argument) if isinstance(argument, list) else argument
+    expected = argument
+    if isinstance(argument, list):
+        expected = tuple(argument) if isinstance(from_file, tuple) else frozenset(argument)
     assert getattr(given, name) == expected and given.origin(name) == "argument"
 
 

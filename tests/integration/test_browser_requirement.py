@@ -8,12 +8,11 @@ interpreter's folder, so no chromium is found.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from ._requirements import run_without_tools
+
 BROWSER_TESTS = [
     "plugins/inspector/tests/test_browser.py",
     "tests/integration/test_inspector.py::test_accept_a_changed_mcp_tool_in_the_browser",
@@ -22,10 +21,7 @@ BROWSER_TESTS = [
 
 
 def _run_without_chromium(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "TOOLREGISTRY_REQUIRE_BROWSER"}
-    environ.update(PATH=str(Path(sys.executable).parent), HOME=str(tmp_path), **env)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", *BROWSER_TESTS],
-                          cwd=REPO, env=environ, capture_output=True, text=True, timeout=300)
+    return run_without_tools(tmp_path, BROWSER_TESTS, "TOOLREGISTRY_REQUIRE_BROWSER", **env)
 
 
 def test_without_chromium_the_browser_tests_skip_and_say_why(tmp_path: Path) -> None:

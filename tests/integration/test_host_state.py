@@ -104,7 +104,7 @@ def test_the_default_leaves_the_interpreter_as_it_found_it(changes: list[str]) -
                           callable=lambda **kw: kw))
     reg.register_from_class(Burner, namespace=True)
     # Emit schemas in every format (cold), and the discovery index build through a search.
-    for fmt in ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp"):
+    for fmt in reg.formats.names("schemas"):
         assert len(reg.get_schemas(api_format=fmt)) >= 900
     found = reg.invoke("discover_tools", {"query": "look up item 7"})
     assert found.ok, found.content

@@ -13,7 +13,7 @@ versions that add fields).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import ToolRegistryError
@@ -23,9 +23,13 @@ from .formats._base import has_field as _has
 from .types import ToolCall
 
 if TYPE_CHECKING:
-    from .formats import FormatTable, RawCall
+    from .formats import FormatTable, ProviderFormat, RawCall
 
-__all__ = ["CallParseError", "parse_arguments", "parse_call"]
+Passthrough = tuple["ProviderFormat", Any]
+"""An item of the model's output that is the provider's own server-side work (its tool
+search), with the format that knows it."""
+
+__all__ = ["CallParseError", "Passthrough", "parse_arguments", "parse_call", "split_passthrough"]
 
 
 class CallParseError(ToolRegistryError, ValueError):
@@ -113,6 +117,26 @@ def parse_call(obj: Any, index: int = 0, formats: FormatTable | None = None) -> 
                              "exact name", "malformed_call", call)
     call.arguments = parse_arguments(raw_args, call)
     return call
+
+
+def split_passthrough(calls: Sequence[Any], formats: FormatTable | None = None
+                      ) -> tuple[list[tuple[int, Any]], list[Passthrough], list[str]]:
+    """``calls`` (the model's output items) as ``(index, call)`` for the calls, the
+    passthrough items (the provider's server-side tool search: not calls to execute, echoed
+    in the answer) and the names of the tools those loaded, each in order."""
+    table = BUILTIN if formats is None else formats
+    kept: list[tuple[int, Any]] = []
+    items: list[Passthrough] = []
+    revealed: list[str] = []
+    for index, obj in enumerate(calls):
+        kind = None if isinstance(obj, ToolCall) else _get(obj, "type")
+        fmt = table.passthrough_for_type(kind)
+        if fmt is None:
+            kept.append((index, obj))
+        else:
+            items.append((fmt, obj))
+            revealed += fmt.revealed_by(obj, str(kind))
+    return kept, items, revealed
 
 
 def _expected(table: FormatTable) -> str:

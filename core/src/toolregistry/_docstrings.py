@@ -87,7 +87,7 @@ def _may_be_not_google(doc: str) -> bool:
 
 def _parse_google(doc: str) -> tuple[str, dict[str, str]] | None:
     """A single pass over a plain Google-style docstring (the common case: docstring-parser's
-    style detection runs every parser and costs ~10x more). ``None`` when the docstring has
+    style detection runs every parser first). ``None`` when the docstring has
     anything this pass does not know, so the full parser decides."""
     if _may_be_not_google(doc) and _NOT_GOOGLE.search(doc):
         return None

@@ -18,6 +18,8 @@ from attrs import frozen
 if TYPE_CHECKING:
     import argparse
 
+    from pydantic import BaseModel
+
     from ._registry import ToolRegistry
 
 __all__ = ["AsyncLoader", "Command", "CommandContext", "Exporter", "Loader", "SourceKind",
@@ -62,7 +64,10 @@ class SourceKind:
     loader gets ``namespace`` and ``replace``, and those of the others named in ``handles``
     (it implements them itself, e.g. filtering before it connects); the kernel applies the
     rest to the tools the loader registers. ``export`` turns registry tools into this kind's own
-    objects (``registry.export(name, ...)``).
+    objects (``registry.export(name, ...)``). ``options`` is a pydantic model of the kind's
+    own options: the kernel validates them before the loader runs, as it does plugin tables
+    (unknown ones warn, or fail in strict mode; bad values fail, naming the option as written),
+    and the loader gets the validated values of the options given.
     """
 
     name: str = attrs.field(validator=_identifier)
@@ -72,6 +77,7 @@ class SourceKind:
     paths: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
     export: Exporter | None = None
     handles: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
+    options: type[BaseModel] | None = None
 
 
 class CommandContext:

@@ -10,6 +10,8 @@ the calls and the result messages the provider expects.
 Calls are given as the model returned them (or as :class:`ToolCall`); a call whose arguments
 were malformed is echoed as sent, so its error result can still answer it by id. A call that
 is not a call at all is dropped: there is nothing the provider could match an answer to.
+The provider's own server-side tool-search items among the calls get no result: they are
+echoed back by the format (``echo_passthrough``), in the model's order.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ._calls import CallParseError, parse_call
-from .formats import BUILTIN, Answer, FormatTable
+from ._calls import CallParseError, parse_call, split_passthrough
+from .formats import BUILTIN, Answer, FormatTable, as_dict
 from .types import ToolCall, ToolResult
 
 __all__ = ["build_messages"]
@@ -43,7 +45,8 @@ def build_messages(calls: Sequence[Any], results: Sequence[ToolResult],
     ``fmt`` names a format of ``formats`` (default: the built-in formats).
     """
     table = BUILTIN if formats is None else formats
-    calls = list(calls)
+    kept, passthrough, _ = split_passthrough(calls, table)
+    calls = [c for _, c in kept]
     results = list(results)
     if len(calls) != len(results):
         raise ValueError(f"build_tool_call_messages: {len(calls)} calls but {len(results)} "
@@ -71,4 +74,7 @@ def build_messages(calls: Sequence[Any], results: Sequence[ToolResult],
         if not had_id:
             echo.extra["generated_id"] = True
         answers.append(Answer(echo, result, had_id))
-    return answerer.answer_messages(answers)
+    messages = answerer.answer_messages(answers)
+    if passthrough:
+        messages = answerer.echo_passthrough(messages, [as_dict(item) for _, item in passthrough])
+    return messages

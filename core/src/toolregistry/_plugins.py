@@ -5,32 +5,32 @@ from __future__ import annotations
 import difflib
 import importlib
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pluggy
 from attrs import define, field, frozen
 
-from . import hookspecs
-from ._config import RegistryConfig, load_config, plugin_settings
+from . import _kernel, hookspecs
+from ._config import ConfigWarning, RegistryConfig, load_config, plugin_settings
 from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
 from ._hooks import Hooks
 from ._log import log
 from ._settings import Settings
 from .errors import ConfigError, MissingPluginError, PluginError
-from .formats import BUILTIN_FORMATS, FormatConflict, FormatTable, ProviderFormat
+from .formats import FormatConflict, FormatTable, ProviderFormat
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
-HOOK_NAMES = ("register", "schema_transform", "pre_invoke", "post_invoke", "on_change",
-              "loaders", "suggest_tools", "call_hooks", "schema_hooks", "provider_formats",
-              "settings_model", "cli_commands", "authorize", "authorized", "call_observer",
-              "batch_observer", "dispatch", "operation_observer", "incoming_context",
-              "pending_changes", "review_change", "approval_queue", "output_limits")
+HOOK_NAMES: tuple[str, ...] = tuple(
+    name for name, spec in vars(hookspecs).items()
+    if getattr(spec, f"{hookspecs.PROJECT_NAME}_spec", None) is not None)
+"""Every hook, in the order ``hookspecs`` defines them (each function marked as a spec)."""
 HOST_HOOKS = ("loaders", "provider_formats", "settings_model", "cli_commands")
 """Hooks the host asks one plugin at a time (not through the per-call façade): a failure is
 recorded on that plugin's record and logged, never raised into a call (strict mode: raised)."""
-KERNEL = "toolregistry"
+KERNEL = _kernel.NAME
 """The provider named for what the kernel itself offers (the ``python`` source kind)."""
 
 # Install hints: an absent plugin cannot describe itself, so for the first-party source kinds
@@ -75,12 +75,13 @@ class PluginSettings:
     load: frozenset[str] | None = None
     strict: bool = False
     trace: bool = False
+    order: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, settings: Settings) -> PluginSettings:
         """The plugin part of resolved kernel settings."""
         return cls(settings.disable_plugins, settings.load_plugins, settings.strict_plugins,
-                   settings.trace_hooks)
+                   settings.trace_hooks, settings.plugin_order)
 
     @classmethod
     def resolve(
@@ -132,16 +133,21 @@ class PluginHost:
             self.pm.trace.root.setwriter(lambda msg: log.debug("hook.trace", message=msg))
             self.pm.enable_tracing()
         self.records: dict[str, PluginRecord] = {}
-        self.kinds: dict[str, tuple[str, SourceKind]] = {"python": (KERNEL, _python_kind())}
+        self.kinds: dict[str, tuple[str, SourceKind]] = {}
         self._objects: dict[str, Any] = {}
         self._models: dict[str, Any] = {}
         self._provided_formats: list[tuple[str, list[ProviderFormat]]] = []
         # Kept so that they outlive the host: get_host() caches hosts by the ids of these
         # objects, and a broken one is unregistered from the plugin manager.
         self.extra_plugins = tuple(extra_plugins)
+        # The kernel's own kinds and formats, offered the way plugins offer theirs, first.
+        self._register(PluginRecord(KERNEL, None, None, "loaded", module=_kernel.__name__),
+                       _kernel, listed=False)
         self._load_entry_points()
         for obj in self.extra_plugins:
             self.add(obj)
+        self._apply_order()
+        self._check_names()
         self.formats = self._format_table()
         self.hooks = Hooks(self)
 
@@ -184,11 +190,12 @@ class PluginHost:
         record = PluginRecord(pname, None, None, "loaded", module=getattr(obj, "__name__", None))
         self._register(record, obj)
         if hasattr(self, "hooks"):
+            self._apply_order()
             self.formats = self._format_table()
             self.hooks.refresh()
         return record
 
-    def _register(self, record: PluginRecord, obj: Any) -> None:
+    def _register(self, record: PluginRecord, obj: Any, *, listed: bool = True) -> None:
         try:
             self.pm.register(obj, name=record.name)
         except Exception as exc:  # pluggy validation: bad argument names, bad markers
@@ -235,15 +242,47 @@ class PluginHost:
                              exc=exc)
                 return
             self._provided_formats.append((record.name, formats))
+        if not listed:
+            return
         self.records[record.name] = record
         self._objects[record.name] = obj
         log.debug("plugin.loaded", plugin=record.name, distribution=record.distribution,
                   version=record.version, hooks=record.hooks)
 
+    def _check_names(self) -> None:
+        """Report a name of ``disable-plugins``, ``load-plugins`` or ``plugin-order`` that is
+        no installed plugin (a misspelling would otherwise change nothing, silently): a
+        ``ConfigWarning`` naming it and the installed plugins; strict mode: a ConfigError."""
+        installed = sorted({r.name for r in self.records.values()} | set(self._objects))
+        lists = (("disable-plugins", self.settings.disable),
+                 ("load-plugins", self.settings.load or ()),
+                 ("plugin-order", self.settings.order))
+        for option, names in lists:
+            for name in sorted(set(names) - set(installed)):
+                close = difflib.get_close_matches(name, installed, n=1)
+                msg = (f"{option} names {name!r}, which is not an installed plugin"
+                       + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + f"; installed: {', '.join(installed) or 'none'}")
+                if self.settings.strict:
+                    raise ConfigError(msg)
+                log.warning("plugin.unknown_name", option=option, name=name,
+                            installed=installed)
+                warnings.warn(msg, ConfigWarning, stacklevel=2)
+
+    def _apply_order(self) -> None:
+        """Make the plugins named by ``plugin-order`` called first, first named first: pluggy
+        calls the implementations of a hook last registered first, so each named plugin is
+        registered again, the last named first. ``tryfirst`` / ``trylast`` markers and
+        wrappers keep their meaning."""
+        for name in reversed([n for n in self.settings.order if n in self._objects]):
+            obj = self._objects[name]
+            self.pm.unregister(obj)
+            self.pm.register(obj, name=name)
+
     def _format_table(self) -> FormatTable:
-        """The built-in formats, then the plugins' in load order; a name claimed twice keeps
+        """The kernel's formats, then the plugins' in load order; a name claimed twice keeps
         its first owner (a ``plugin.conflict`` event names both; strict mode: an error)."""
-        table = FormatTable(BUILTIN_FORMATS)
+        table = FormatTable()
         for plugin, formats in self._provided_formats:
             for fmt in formats:
                 try:
@@ -402,12 +441,6 @@ class PluginHost:
     def report(self) -> list[dict[str, Any]]:
         """JSON-ready records, sorted by name (what ``toolregistry plugins`` prints)."""
         return [r.to_dict() for _, r in sorted(self.records.items())]
-
-
-def _python_kind() -> SourceKind:
-    from ._sources import load_python
-
-    return SourceKind(name="python", load=load_python, target="target")
 
 
 _hosts: dict[tuple[PluginSettings, tuple[int, ...]], PluginHost] = {}

@@ -36,6 +36,7 @@ from .tool import Tool, ToolMetadata
 if TYPE_CHECKING:
     from ._approvals import Approvals
     from ._execution import Executor, RetryPolicy
+    from ._store import StoreURL
     from .types import ToolCall, ToolResult
 
 __all__ = ["ToolRegistry"]
@@ -62,6 +63,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         *,
         think_augment: bool | None = None,
         tool_discovery: bool | Mapping[str, Any] | None = None,
+        deferral: Literal["auto", "native", "registry"] | None = None,
+        undiscovered_calls: Literal["run", "refuse", "reveal"] | None = None,
         default_timeout: float | Literal["none"] | None = None,
         max_workers: int | None = None,
         retry: RetryPolicy | None = None,
@@ -73,7 +76,9 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         inline_calls: bool | None = None,
         handoff_pinning: bool | Literal["auto"] | None = None,
         process_namespaces: Iterable[str] | None = None,
+        store: str | None = None,
         plugins: Iterable[Any] = (),
+        plugin_order: Iterable[str] | None = None,
     ) -> None:
         self.name = name
         if isinstance(config, _config.RegistryConfig):
@@ -83,10 +88,12 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         self.config = cfg
         settings = Settings.resolve(
             cfg, think_augment=think_augment, tool_discovery=tool_discovery,
+            deferral=deferral, undiscovered_calls=undiscovered_calls,
             default_timeout=default_timeout, max_workers=max_workers,
             disable_plugins=disable_plugins, load_plugins=load_plugins,
             strict_plugins=strict_plugins, trace_hooks=trace_hooks, inline_calls=inline_calls,
             process_namespaces=process_namespaces, handoff_pinning=handoff_pinning,
+            plugin_order=plugin_order, store=store,
         )
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
@@ -99,6 +106,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         self._callbacks: list[ChangeCallback] = []
         self._version = 0
         self._settings_version = 0
+        self._revealed: dict[str, None] = {}
+        self._reveal_version = 0
         self._emitter = Emitter(self, self._hooks)
         self._closers: list[Callable[[], Any]] = []
         self._plugin_state: dict[str, dict[str, Any]] = {}
@@ -173,6 +182,14 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         """The validated ``[tool.toolregistry.plugins.<name>]`` table of this registry's config."""
         return _config.plugin_settings(name, model, self.config,
                                        strict=self._host.settings.strict)
+
+    def store_url(self, override: str | None = None) -> StoreURL | None:
+        """The store URL a stateful plugin keeps shared state on: ``override`` (the plugin's
+        own setting), else the ``store`` option, else ``None`` (state kept in this process);
+        see :func:`toolregistry.plugin.store_url`."""
+        from ._store import store_url
+
+        return store_url(self, override)
 
     def plugin_state(self, plugin: str) -> dict[str, Any]:
         """A per-registry dict a plugin may keep its state in (dropped with the registry)."""
@@ -444,16 +461,23 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         return await self._get_executor().aexecute(calls, context=context, timeout=timeout)
 
     def parse_tool_calls(self, calls: Iterable[Any]) -> list[ToolCall]:
-        """Provider-native calls (objects or dicts, any supported format) as :class:`ToolCall`."""
-        from ._calls import parse_call
+        """Provider-native calls (objects or dicts, any supported format) as :class:`ToolCall`.
+
+        The provider's own tool-search items among them are no calls: left out, and the tools
+        they loaded count as revealed (:meth:`reveal_tools`)."""
+        from ._calls import parse_call, split_passthrough
 
         formats = self._host.formats
-        return [parse_call(c, i, formats) for i, c in enumerate(calls)]
+        kept, _, revealed = split_passthrough(list(calls), formats)
+        if revealed:
+            self.reveal_tools(revealed)
+        return [parse_call(c, i, formats) for i, c in kept]
 
     def build_tool_call_messages(self, calls: Iterable[Any], results: Sequence[ToolResult], *,
                                  api_format: str = "openai-chat") -> list[dict[str, Any]]:
         """The assistant tool-call message and the tool-result messages ``api_format``
-        expects next, ids matched."""
+        expects next, ids matched. ``calls`` may include the provider's own tool-search items
+        (they have no result): they are echoed where the provider expects them."""
         from ._messages import build_messages
 
         # Raw calls: the builder parses leniently, so a call with malformed arguments is still
@@ -462,9 +486,13 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
 
     # ------------------------------------------------------------------ lifecycle
     def add_closer(self, closer: Callable[[], Any]) -> None:
-        """Run ``closer()`` on :meth:`close` (plugins: sessions, clients, spool files)."""
+        """Run ``closer()`` on :meth:`close` (plugins: sessions, clients, spool files); on a
+        registry closed already, at once, so that nothing opened after close is left open."""
         with self._lock:
-            self._closers.append(closer)
+            if not self._closed:
+                self._closers.append(closer)
+                return
+        _run_closers([closer])
 
     def _begin_close(self) -> tuple[list[Callable[[], Any]], Executor | None] | None:
         """Mark the registry closed; the closers (last added first) and the executor to stop,
@@ -484,15 +512,7 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         if closing is None:
             return
         closers, executor = closing
-        for closer in closers:
-            try:
-                result = closer()
-                if inspect.isawaitable(result):
-                    import asyncio
-
-                    asyncio.run(_await(result))
-            except Exception as exc:
-                log.warning("registry.close_failed", error=f"{type(exc).__name__}: {exc}")
+        _run_closers(closers)
         if executor is not None:
             executor.shutdown()
 
@@ -557,3 +577,17 @@ mark_gone_methods(ToolRegistry)  # 0.19's methods that are gone name their repla
 async def _await(awaitable: Any) -> Any:
     return await awaitable
 
+
+
+def _run_closers(closers: list[Callable[[], Any]]) -> None:
+    """Run each closer in turn (an awaitable result is run to its end); a failure is logged
+    and the next one still runs."""
+    for closer in closers:
+        try:
+            result = closer()
+            if inspect.isawaitable(result):
+                import asyncio
+
+                asyncio.run(_await(result))
+        except Exception as exc:
+            log.warning("registry.close_failed", error=f"{type(exc).__name__}: {exc}")

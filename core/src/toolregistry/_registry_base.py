@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._hooks import Hooks
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
+    from ._settings import Settings
     from .events import ChangeKind
     from .formats._emit import Emitter
     from .tool import Tool
@@ -48,6 +49,9 @@ class RegistryBase:
         _callbacks: list[ChangeCallback]
         _version: int
         _settings_version: int
+        _revealed: dict[str, None]
+        _config_settings: Settings
+        _reveal_version: int
         _emitter: Emitter
         _executor: Executor | None
 

@@ -7,7 +7,7 @@ change (registration included) fires, and the name-collision message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -205,6 +205,36 @@ class RegistryChanges(RegistryBase):
                 callback(event)
             except Exception as exc:  # one bad subscriber must not break registration
                 log.warning("callback.failed", kind=kind, error=f"{type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ revealed deferred tools
+    def reveal_tools(self, names: Iterable[str]) -> list[str]:
+        """Mark deferred tools as revealed to the model (a search found them); returns the
+        names newly revealed, in order. ``get_schemas(include_deferred=False)`` appends
+        revealed tools after the others, in the order they were revealed, so the earlier
+        part of the list (and the provider's prompt cache) stays the same. Names that are
+        not registered are ignored. Tool searches (``discover_tools``, the provider's own
+        search results passed to ``execute_tool_calls``) call this."""
+        with self._lock:
+            new = [n for n in dict.fromkeys(names) if n in self._tools and n not in self._revealed]
+            if new:
+                self._revealed.update(dict.fromkeys(new))
+                self._reveal_version += 1
+        if new:
+            log.debug("tools.revealed", registry=self.name, tools=new)
+        return new
+
+    @property
+    def revealed_tools(self) -> list[str]:
+        """Names revealed by :meth:`reveal_tools`, in the order they were revealed."""
+        with self._lock:
+            return list(self._revealed)
+
+    def forget_revealed(self) -> None:
+        """Forget every revealed tool (a new conversation starts with deferred tools hidden)."""
+        with self._lock:
+            if self._revealed:
+                self._revealed.clear()
+                self._reveal_version += 1
 
     def _forget_plans(self, names: tuple[str, ...], details: Mapping[str, Any]) -> None:
         """The executor's per-tool call plans of ``names`` (and of renamed tools' old names)

@@ -12,11 +12,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._registry_base import RegistryBase
+from ._settings import DEFERRAL_MODES
 from .errors import ToolNotFoundError
 from .tool import Tool, ToolTag
 
 if TYPE_CHECKING:
-    from .formats import FormatTable
+    from .formats import FormatTable, ProviderFormat
+    from .formats._emit import Deferral
 
 
 class RegistryQueries(RegistryBase):
@@ -88,21 +90,59 @@ class RegistryQueries(RegistryBase):
     def get_schemas(
         self,
         api_format: str = "openai-chat",
-        include_deferred: bool = True,
+        include_deferred: bool | None = None,
         tags: Iterable[ToolTag | str] | ToolTag | str | None = None,
         exclude_tags: Iterable[ToolTag | str] | ToolTag | str | None = None,
         strict: bool = False,
         names: Sequence[str] | None = None,
+        deferral: str | None = None,
     ) -> list[dict[str, Any]]:
         """Tool definitions in ``api_format``'s dialect, enabled tools only, in registration
         order. ``tags``: keep tools having any of them; ``exclude_tags``: drop tools having any.
         ``strict`` applies OpenAI strict mode (openai-chat / openai-responses).
 
+        Deferred tools (``ToolMetadata(defer=True)``) go out as any other tool unless
+        ``include_deferred=False`` or a ``deferral`` is given; then ``deferral`` (default: the
+        registry's ``deferral`` setting) says how they are deferred: ``native`` marks them
+        the provider's way and adds its tool search (an error for a format without one),
+        ``registry`` leaves them out except those revealed (:meth:`reveal_tools`), appended
+        last in the order they were revealed, and ``auto`` is ``native`` where the format has
+        it. The order is stable across calls, so provider prompt caches survive.
+
         Results are cached until the registry changes; treat them as read-only.
         """
         fmt = self._host.formats.get(api_format, "schemas")
-        return self._emitter.schemas(fmt, include_deferred=include_deferred, tags=tags,
-                                     exclude_tags=exclude_tags, strict=strict, names=names)
+        if include_deferred is None:
+            include_deferred = deferral is None
+        elif include_deferred and deferral is not None:
+            raise ValueError(f"get_schemas: deferral={deferral!r} defers tools but "
+                             "include_deferred=True sends every tool in full; pass one or "
+                             "the other")
+        mode: Deferral = "none" if include_deferred else self._deferral(fmt, deferral)
+        return self._emitter.schemas(fmt, deferral=mode, tags=tags, exclude_tags=exclude_tags,
+                                     strict=strict, names=names)
+
+    def _deferral(self, fmt: ProviderFormat, asked: str | None) -> Deferral:
+        """``native`` or ``registry``: what ``asked`` (default: the setting) means for
+        ``fmt``."""
+        where = "get_schemas(deferral=...)"
+        if asked is None:
+            asked = self._config_settings.deferral
+            where = f"the deferral setting (from {self._config_settings.origin('deferral')})"
+        if asked not in DEFERRAL_MODES:
+            raise ValueError(f"{where}: unknown deferral {asked!r}; use one of "
+                             f"{', '.join(repr(m) for m in DEFERRAL_MODES)}")
+        if asked == "registry":
+            return "registry"
+        if fmt.native_search:
+            return "native"
+        if asked == "native":
+            have = [f.name for f in self._host.formats if f.native_search]
+            raise ValueError(f"{where}: deferral='native', but the {fmt.name!r} format has no "
+                             f"native tool search (formats that have one: "
+                             f"{', '.join(have) or 'none'}); use deferral='auto' to fall back "
+                             "to the registry's discover_tools, or 'registry'")
+        return "registry"
 
     def _emission_snapshot(self, names: Sequence[str] | None) -> tuple[int, int, list[Tool]]:
         """(version, settings version, the named tools or else every enabled one), read

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _config, _source_options
+from . import _config, _kind_options, _source_options
 from ._log import log
 from ._plugins import PluginSettings, get_host, on_kind_name
 from ._registry_base import RegistryBase
@@ -21,6 +21,7 @@ from .errors import ConfigError, MissingPluginError
 from .tool import Tool
 
 if TYPE_CHECKING:
+    from ._extensions import SourceKind
     from ._registry import ToolRegistry
 
 
@@ -33,6 +34,7 @@ class RegistrySources(RegistryBase):
         ``include``, ``exclude``) checked and applied alike for every kind."""
         source_kind = self._host.source_kind(kind)
         passed, common = _source_options.split(source_kind, options, _where(kind, source))
+        passed = self._own_options(source_kind, passed, source)
         with _source_options.applying(common):
             result = source_kind.load(self, source, **passed)
         return list(result or [])
@@ -42,12 +44,19 @@ class RegistrySources(RegistryBase):
         source_kind = self._host.source_kind(kind)
         if source_kind.aload is not None:
             passed, common = _source_options.split(source_kind, options, _where(kind, source))
+            passed = self._own_options(source_kind, passed, source)
             with _source_options.applying(common):
                 result = await source_kind.aload(self, source, **passed)
             return list(result or [])
         import asyncio
 
         return await asyncio.to_thread(self.load, kind, source, **options)
+
+    def _own_options(self, kind: SourceKind, options: dict[str, Any], source: Any
+                     ) -> dict[str, Any]:
+        """The kind's own options validated by its model (``SourceKind.options``)."""
+        return _kind_options.check(kind, options, _where(kind.name, source),
+                                   strict=self._host.settings.strict)
 
     def export(self, kind: str, names: Iterable[str] | None = None, **options: Any) -> Any:
         """Registry tools (all enabled ones, or ``names``) as ``kind``'s own objects, through
@@ -192,8 +201,11 @@ def load_source(registry: ToolRegistry, index: int, source: dict[str, Any]) -> N
                 target = _relative_to(folder, target)
             elif option in options:
                 options[option] = _relative_to(folder, options[option])
+    raw = registry.config.table.get("sources", [])
+    written = {k.replace("-", "_"): k for k in (raw[index] if index < len(raw) else {})}
     try:
-        registry.load(kind_name, target, **options)
+        with _kind_options.spelled(written, where):
+            registry.load(kind_name, target, **options)
     except MissingPluginError:
         raise
     except ConfigError as exc:

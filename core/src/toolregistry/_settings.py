@@ -22,8 +22,16 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from ._config import RegistryConfig
 
-__all__ = ["ENV_CONFIG", "MAX_TIMEOUT", "TIMEOUT_RULE", "Settings", "check_timeout",
-           "valid_timeout"]
+__all__ = [
+    "DEFERRAL_MODES",
+    "ENV_CONFIG",
+    "MAX_TIMEOUT",
+    "TIMEOUT_RULE",
+    "UNDISCOVERED_CALLS",
+    "Settings",
+    "check_timeout",
+    "valid_timeout",
+]
 
 ENV_CONFIG = "TOOLREGISTRY_CONFIG"
 """Which file holds ``[tool.toolregistry]`` (not an option: it says where the options are)."""
@@ -122,6 +130,21 @@ def _names(value: Any, text: bool) -> frozenset[str]:
     return frozenset(items)
 
 
+def _order(value: Any, text: bool) -> tuple[str, ...]:
+    if text:
+        items = [p.strip() for p in str(value).split(",") if p.strip()]
+    else:
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise _Invalid("must be a list of plugin names")
+        items = list(value)
+        if not all(isinstance(v, str) for v in items):
+            raise _Invalid("must be a list of plugin names")
+    twice = sorted({n for n in items if items.count(n) > 1})
+    if twice:
+        raise _Invalid(f"names {', '.join(twice)} more than once")
+    return tuple(items)
+
+
 def _discovery(value: Any, text: bool) -> bool | Mapping[str, Any]:
     if text or isinstance(value, bool):
         return _bool(value, text)
@@ -139,6 +162,22 @@ def _discovery(value: Any, text: bool) -> bool | Mapping[str, Any]:
     return {"field_weights": {str(k): float(w) for k, w in weights.items()}}
 
 
+def _choice(*allowed: str) -> Callable[[Any, bool], str]:
+    def parse(value: Any, text: bool) -> str:
+        if isinstance(value, str) and value.strip().lower() in allowed:
+            return value.strip().lower()
+        raise _Invalid("must be one of " + ", ".join(f'"{a}"' for a in allowed))
+
+    return parse
+
+
+DEFERRAL_MODES = ("auto", "native", "registry")
+"""How deferred tools reach the model (the ``deferral`` option)."""
+
+UNDISCOVERED_CALLS = ("run", "refuse", "reveal")
+"""What a call to a deferred tool not yet revealed does (``undiscovered_calls``)."""
+
+
 def _sources(value: Any, text: bool) -> tuple[Mapping[str, Any], ...]:
     if not isinstance(value, list) or not all(isinstance(s, Mapping) for s in value):
         raise _Invalid("must be an array of tables ([[tool.toolregistry.sources]])")
@@ -152,6 +191,21 @@ def _plugin_tables(value: Any, text: bool) -> Mapping[str, Mapping[str, Any]]:
         if not isinstance(table, Mapping):
             raise _Invalid(f"entry {name!r} must be a table ([tool.toolregistry.plugins.{name}])")
     return {name: dict(table) for name, table in value.items()}
+
+
+def _store(value: Any, text: bool) -> str:
+    from ._config import expand_env
+    from ._store import parse_store_url
+
+    if not isinstance(value, str) or not value.strip():
+        raise _Invalid("must be a store URL: sqlite:///path/to/file.db or "
+                       "postgresql://user:password@host/database")
+    try:
+        expanded: str = expand_env(value, "store")
+        parse_store_url(expanded)
+    except (ConfigError, ValueError) as exc:
+        raise _Invalid(str(exc).removeprefix("store: ")) from None
+    return expanded.strip()
 
 
 def _auto_workers() -> int:
@@ -195,6 +249,16 @@ class Settings:
     tool_discovery: bool | Mapping[str, Any] = _option(
         False, _discovery, name="tool_discovery", shown="false", needs_plugin="discovery",
         doc="register `discover_tools`; a table `{field-weights = {...}}` sets its weights")
+    deferral: str = _option(
+        "auto", _choice(*DEFERRAL_MODES), name="deferral", shown="auto",
+        doc="how `get_schemas(include_deferred=False)` defers tools: `native` with the "
+            "provider's own tool search (`defer_loading`; an error for a format without "
+            "one), `registry` by leaving them out for `discover_tools` to reveal, `auto` "
+            "native where the format has it (see Discovery)")
+    undiscovered_calls: str = _option(
+        "run", _choice(*UNDISCOVERED_CALLS), name="undiscovered_calls", shown="run",
+        doc="a call to a deferred tool that was never revealed: `run` it, `refuse` it with an "
+            "error result telling the model to search first, or `reveal` it and run it")
     default_timeout: float | None = _option(
         60.0, _timeout, name="default_timeout", shown="60",
         doc='seconds per call unless the tool or the call sets its own; `"none"` for no '
@@ -211,6 +275,10 @@ class Settings:
     load_plugins: frozenset[str] | None = _option(
         None, _names, name="load_plugins", shown="all",
         doc="allow list of entry-point names (comma-separated in the environment)")
+    plugin_order: tuple[str, ...] = _option(
+        (), _order, name="plugin_order", shown="[]",
+        doc="entry-point names whose hook implementations are called first, in this order "
+            "(first named, first called; comma-separated in the environment)")
     trace_hooks: bool = _option(
         False, _bool, name="trace_hooks", shown="false",
         doc="trace every hook call (pluggy's tracing) as `hook.trace` debug events")
@@ -232,6 +300,13 @@ class Settings:
             "of an idle CPU on a virtual machine; `auto`: only while some CPU is idle; "
             "`true`: always; `false` (the default): never -- the only setting by which the "
             "registry changes the CPU affinity of its own worker threads (see Execution)")
+    store: str | None = _option(
+        None, _store, name="store", shown="none",
+        doc="where stateful plugins keep what workers and hosts share (approvals, budgets, "
+            "the execution log): `sqlite:///path` (a file; relative to the configuration "
+            "file's folder) or `postgresql://user:password@host/db`; `${VAR}` is replaced by "
+            "that environment variable; none: each plugin keeps its state in the process "
+            "(see Deployment)")
     sources: tuple[Mapping[str, Any], ...] = _option(
         (), _sources, name="sources", shown="[]", env=False, file_only=True,
         doc="tool sources for `from_config()` (below)")
@@ -286,7 +361,7 @@ def env_text(info: OptionInfo) -> str | None:
     if info.env is None:
         return None
     raw = os.environ.get(info.env)
-    if raw is None or (not raw.strip() and info.parse is not _names):
+    if raw is None or (not raw.strip() and info.parse not in (_names, _order)):
         return None
     return raw
 
@@ -297,6 +372,10 @@ def parse_value(name: str, info: OptionInfo, value: Any, where: str, *, text: bo
     try:
         return info.parse(value, text)
     except _Invalid as exc:
+        if info.parse is _store and isinstance(value, str):
+            from ._store import masked_url
+
+            value = masked_url(value)
         raise ConfigError(f"{where}: {name.replace('_', '-')} {exc}, got {value!r}") from None
 
 

@@ -10,8 +10,8 @@ tool, which is what a worker thread gets too.
 Used only where that is possible: on Linux-like systems with real-time signals, on the main
 thread, when the application has not claimed the signal, and when the registry's
 ``inline-calls`` setting is on (off by default; ``TOOLREGISTRY_INLINE_CALLS=1`` turns it on;
-the executor asks). Everywhere else calls hop to a worker. Two cases it cannot cut (issue 16
-item 3), which is why it is not the default: a tool that swallows the cancellation with a bare
+the executor asks). Everywhere else calls hop to a worker. Two cases it cannot cut, which is
+why it is not the default: a tool that swallows the cancellation with a bare
 ``except:``, and one in a long C call that releases the GIL -- the handler runs only between
 bytecodes, and the caller's own thread is the one running the tool.
 """

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ._registry import ToolRegistry
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, EXIT_PIPE = 0, 1, 2, 141
-KERNEL_COMMANDS = ("plugins", "schemas", "call", "demo")
+KERNEL_COMMANDS = ("plugins", "schemas", "call", "demo", "new-plugin")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,6 +73,9 @@ def _parser(plugin_commands: Sequence[tuple[str, Command]] = (),
                    help="seconds (finite, > 0); default: the tool's or the registry's")
     d = sub.add_parser("demo", help="the end-to-end demo on the example configuration")
     d.add_argument("--format", default="openai-chat", help=_format_help(host))
+    n = sub.add_parser("new-plugin", help="write a new plugin's project from the template")
+    n.add_argument("name", help="the plugin's entry-point name (a lowercase identifier)")
+    n.add_argument("--dir", help="the project's folder (default: ./toolregistry-NAME)")
     for plugin, command in plugin_commands:
         if command.arguments is not None:
             try:  # on a scratch parser first: a failing plugin leaves no half-added command
@@ -165,6 +168,8 @@ def _main(argv: list[str]) -> int:
         parser = _parser(commands, host)
     except PluginError as exc:  # strict mode: a plugin's command is broken
         return _fail(str(exc).replace("\n", " "))
+    if host is not None:
+        _report_broken(host)
     missing = _missing_command(known.command, host, commands)
     if missing is not None:
         return _fail(missing)
@@ -179,6 +184,17 @@ def _main(argv: list[str]) -> int:
         return _fail(str(exc).replace("\n", " "))
     except KeyboardInterrupt:
         return 130
+
+
+def _report_broken(host: PluginHost) -> None:
+    """One line on stderr for each plugin left out, or whose commands are, whatever the
+    command: a broken plugin is never silent."""
+    for _, record in sorted(host.records.items()):
+        if record.error is None:
+            continue
+        status = " is left out" if record.status == "broken" else ""
+        print(f"toolregistry: plugin {record.name!r} ({record.distribution}){status}: "
+              f"{record.error} (see toolregistry plugins)".replace("\n", " "), file=sys.stderr)
 
 
 def _missing_command(name: str | None, host: PluginHost | None,
@@ -227,6 +243,11 @@ def _run(args: argparse.Namespace) -> int:
         from ._demo import run_demo
 
         return run_demo(args.config, args.format)
+    if args.command == "new-plugin":
+        from ._template import write_plugin
+
+        print(write_plugin(args.name, args.dir))
+        return EXIT_OK
 
     from ._registry import ToolRegistry
 

@@ -256,9 +256,9 @@ def schema_transform(
     ``schema`` is a private copy of the tool's JSON Schema parameters object (before the
     provider dialect is applied), and implementations edit it in place; the return value is
     ignored. Fires once per tool and format until the registry changes (results are cached).
-    ``api_format`` is the canonical name of a format that emits schemas: ``openai-chat``,
-    ``openai-responses``, ``anthropic``, ``gemini``, ``mcp`` or one a plugin adds
-    (``provider_formats``); a strict OpenAI emission passes ``openai-chat`` /
+    ``api_format`` is the canonical name of a format that emits schemas, one of
+    ``registry.formats.names("schemas")`` (the built-in formats and those plugins add with
+    ``provider_formats``); a strict OpenAI emission passes ``openai-chat`` /
     ``openai-responses`` with strictness applied afterwards by the format.
     """
 

@@ -14,7 +14,9 @@ settings option holding a path: relative to the configuration file's folder), an
 seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
-the values they exchange are in :mod:`toolregistry.types`.
+the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
+``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``: a shared database for state that
+workers and hosts share), loaded on first use.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
 """
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from ._execution._async import StartedCall
     from ._registry import ToolRegistry
     from ._source_options import SourceOptions
+    from ._store import Store, StoreURL, masked_url, open_store, parse_store_url, store_url
     from .formats import (
         Answer,
         ChoiceMode,
@@ -90,6 +93,8 @@ __all__ = [
     "RawCall",
     "Runner",
     "SourceKind",
+    "Store",
+    "StoreURL",
     "add_carrier",
     "add_log_context",
     "approval_id_of",
@@ -101,13 +106,17 @@ __all__ = [
     "import_target",
     "lazy_exports",
     "log",
+    "masked_url",
     "normalize_name",
+    "open_store",
     "operation",
     "outgoing_context",
     "output_limits",
+    "parse_store_url",
     "port_number",
     "source_options",
     "start_call",
+    "store_url",
     "value_shape",
 ]
 
@@ -185,5 +194,8 @@ def gc_paused(tools: int) -> Iterator[None]:
 
 _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCall", "field",
                  "has_field")
+_STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
+                "store_url")
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
+                                      **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
                                       "ConfigPath": "toolregistry._config_path"})

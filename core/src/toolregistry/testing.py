@@ -1,8 +1,10 @@
 """Test helpers for plugin authors (loaded by pytest through the ``pytest11`` entry point).
 
 Fixtures: ``registry`` (a fresh :class:`~toolregistry.ToolRegistry`, closed after the test),
-``registry_factory`` (build several, each closed after the test) and ``chromium`` (the path of
-Debian's chromium for Playwright's ``executable_path``).
+``registry_factory`` (build several, each closed after the test), ``chromium`` (the path of
+Debian's chromium for Playwright's ``executable_path``) and ``postgres_url`` (a fresh database
+on a PostgreSQL cluster the session starts in a temporary folder, ``postgres_cluster``, and
+stops; see :class:`PostgresCluster`).
 
 :class:`PluginContract` is a base class whose tests check that an installed plugin honours the
 hook contract: subclass it in your plugin's tests and set ``plugin_name``::
@@ -11,6 +13,12 @@ hook contract: subclass it in your plugin's tests and set ``plugin_name``::
 
     class TestMyPlugin(PluginContract):
         plugin_name = "myplugin"
+
+Its registry loads only the plugin under test (``load_plugins=[plugin_name]``), so other
+installed plugins cannot make the contract pass or fail. ``registry_options`` adds
+``ToolRegistry`` keywords; override ``make_registry()`` to build it another way. The contract
+also checks what the plugin provides: its source kinds (``sources`` gives a source per kind
+to load), its settings table (``settings_table``: a valid table) and its CLI commands.
 """
 
 from __future__ import annotations
@@ -19,18 +27,23 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
+from ._config import RegistryConfig, plugin_settings
 from ._plugins import HOOK_NAMES
 from ._registry import ToolRegistry
+from .errors import ConfigError
 from .tool import Tool, ToolMetadata
 
-__all__ = ["REQUIRE_BROWSER", "PluginContract", "chromium", "registry", "registry_factory",
+__all__ = ["REQUIRE_BROWSER", "REQUIRE_POSTGRES", "PluginContract", "PostgresCluster",
+           "chromium", "postgres_cluster", "postgres_url", "registry", "registry_factory",
            "sample_tools"]
 
 REQUIRE_BROWSER = "TOOLREGISTRY_REQUIRE_BROWSER"
+REQUIRE_POSTGRES = "TOOLREGISTRY_REQUIRE_POSTGRES"
 
 RegistryFactory = Callable[..., ToolRegistry]
 
@@ -79,10 +92,131 @@ def chromium() -> str:
         if found:
             return found
     reason = "this browser test needs Debian's chromium: apt-get install -y chromium"
-    if os.environ.get(REQUIRE_BROWSER, "") not in ("", "0"):
+    if _required(REQUIRE_BROWSER):
         pytest.fail(f"{reason} ({REQUIRE_BROWSER} is set: browser tests are required)",
                     pytrace=False)
     pytest.skip(reason)
+
+
+def _required(variable: str) -> bool:
+    return os.environ.get(variable, "") not in ("", "0")
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster: ``initdb`` in a temporary folder, the server on a free
+    loopback port (and a unix socket in that folder), trust authentication, ``stop()``
+    removes it all. As root, the server runs as ``nobody`` (``initdb`` refuses root)."""
+
+    def __init__(self, bindir: Path) -> None:
+        import socket
+        import subprocess
+        import tempfile
+
+        self.bindir = bindir
+        self.folder = Path(tempfile.mkdtemp(prefix="toolregistry-pg-"))
+        self._as: list[str] = []
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            import pwd
+
+            os.chown(self.folder, pwd.getpwnam("nobody").pw_uid, -1)
+            self._as = ["runuser", "-u", "nobody", "--"]
+        self.port = 0
+        self.user = "toolregistry"
+        self._run = subprocess.run
+        self._count = 0
+        data = self.folder / "data"
+        try:
+            self._tool("initdb", "-D", str(data), "-U", self.user, "--auth=trust", "-E",
+                       "UTF8", "--no-locale")
+            for attempt in range(3):
+                # A free port now may be taken before the server binds it: try another.
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", 0))
+                    self.port = sock.getsockname()[1]
+                try:
+                    self._tool("pg_ctl", "-D", str(data), "-l", str(self.folder / "server.log"),
+                               "-w", "-t", "60", "-o", f"-p {self.port} -k {self.folder} "
+                               "-c listen_addresses=127.0.0.1 -c fsync=off "
+                               "-c synchronous_commit=off -c full_page_writes=off", "start")
+                    break
+                except RuntimeError as exc:
+                    if attempt == 2:
+                        log = self.folder / "server.log"
+                        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                        raise RuntimeError(f"{exc}\nserver log:\n{tail}") from None
+        except BaseException:
+            self.stop()
+            raise
+
+    def _tool(self, name: str, *args: str) -> None:
+        done = self._run([*self._as, str(self.bindir / name), *args], capture_output=True,
+                         text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} failed ({done.returncode}): "
+                               f"{(done.stderr or done.stdout).strip()}")
+
+    def url(self, database: str = "postgres") -> str:
+        """The URL of ``database`` on this cluster."""
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL."""
+        self._count += 1
+        name = f"test_{os.getpid()}_{self._count}"
+        self._tool("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, name)
+        return self.url(name)
+
+    def stop(self) -> None:
+        """Stop the server and remove its folder (idempotent)."""
+        data = self.folder / "data"
+        if (data / "postmaster.pid").exists():
+            try:
+                self._tool("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+            except RuntimeError:
+                pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+POSTGRES_HOMES: tuple[Path, ...] = (Path("/usr/lib/postgresql"),)
+"""Where PostgreSQL's versions are installed (Debian: ``<home>/<version>/bin``), besides
+``PATH``."""
+
+
+def _postgres_bindir() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found and (Path(found).resolve().parent / "initdb").exists():
+        return Path(found).resolve().parent
+    versions = sorted((p for home in POSTGRES_HOMES for p in home.glob("*/bin/initdb")),
+                      key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
+                      else 0)
+    return versions[-1].parent if versions else None
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A PostgreSQL cluster for this test session, stopped after it. Without ``initdb`` /
+    ``pg_ctl`` the test is skipped, saying so; with ``TOOLREGISTRY_REQUIRE_POSTGRES=1``
+    (``.ci/run`` sets it) it fails instead."""
+    bindir = _postgres_bindir()
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if bindir is None or (as_root and shutil.which("runuser") is None):
+        reason = ("this test needs PostgreSQL's initdb and pg_ctl (and runuser as root): "
+                  "apt-get install -y postgresql")
+        if _required(REQUIRE_POSTGRES):
+            pytest.fail(f"{reason} ({REQUIRE_POSTGRES} is set: PostgreSQL tests are required)",
+                        pytrace=False)
+        pytest.skip(reason)
+    cluster = PostgresCluster(bindir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> str:
+    """The URL of a fresh database on the session's PostgreSQL cluster."""
+    return postgres_cluster.new_database()
 
 
 def sample_tools() -> list[Tool]:
@@ -123,21 +257,41 @@ def sample_tools() -> list[Tool]:
 
 
 class PluginContract:
-    """Contract tests every plugin must pass (see the module docstring)."""
+    """Contract tests every plugin must pass (see the module docstring).
+
+    Class attributes a subclass sets:
+
+    - ``plugin_name``: the entry-point name of the plugin under test (required);
+    - ``registry_options``: ``ToolRegistry`` keywords of the contract's registry;
+    - ``sources``: ``{kind: source}``, a source for source kinds the plugin provides, loaded
+      into the contract's registry with ``register_from_<kind>(source)`` (recommended: one
+      per kind, so that the contract runs over the tools they bring);
+    - ``settings_table``: a valid ``[tool.toolregistry.plugins.<name>]`` table (keys as in
+      the file), validated with the plugin's settings model.
+    """
 
     plugin_name: str = ""
     registry_options: dict[str, Any] = {}  # noqa: RUF012 - overridden by subclasses
+    sources: dict[str, Any] = {}  # noqa: RUF012 - overridden by subclasses
+    settings_table: dict[str, Any] | None = None
 
     def make_registry(self) -> ToolRegistry:
-        """Override to build a registry the way your plugin needs."""
-        return ToolRegistry(**self.registry_options)
+        """The registry the contract runs on: ``ToolRegistry(load_plugins=[plugin_name],
+        **registry_options)``. Override to build it the way your plugin needs."""
+        options = {"load_plugins": [self.plugin_name], **self.registry_options}
+        return ToolRegistry(**options)
 
     @pytest.fixture
     def contract_registry(self) -> Iterator[ToolRegistry]:
+        """``make_registry()`` with :func:`sample_tools` and ``sources`` loaded; closed after."""
         reg = self.make_registry()
-        reg.register_tools(sample_tools())
-        yield reg
-        reg.close()
+        try:
+            reg.register_tools(sample_tools())
+            for kind, source in self.sources.items():
+                getattr(reg, f"register_from_{kind}")(source)
+            yield reg
+        finally:
+            reg.close()
 
     def test_plugin_is_loaded(self, contract_registry: ToolRegistry) -> None:
         assert self.plugin_name, "set plugin_name on your PluginContract subclass"
@@ -187,3 +341,59 @@ class PluginContract:
         reg.unregister("tag_items")
         assert "tag_items" not in reg
         assert reg.invoke("add", {"a": 1, "b": 1}).text == "2"
+
+    def test_source_kinds(self, contract_registry: ToolRegistry) -> None:
+        """Each source kind the plugin provides is a ``register_from_<kind>`` method, and
+        the ``sources`` given (kinds the plugin provides) load tools."""
+        host = contract_registry.plugins
+        kinds = sorted(k for k, (owner, _) in host.kinds.items() if owner == self.plugin_name)
+        assert set(self.sources) <= set(kinds), (
+            f"sources names kinds the plugin does not provide (it provides: {kinds})")
+        for kind in kinds:
+            kind_object = host.source_kind(kind)
+            assert callable(kind_object.load), kind
+            assert callable(getattr(contract_registry, f"register_from_{kind}")), kind
+            assert callable(getattr(contract_registry, f"aregister_from_{kind}")), kind
+        if self.sources:
+            loaded = set(contract_registry.list_tools()) - {t.name for t in sample_tools()}
+            assert loaded, "the sources registered no tool"
+
+    def test_settings_table(self, contract_registry: ToolRegistry) -> None:
+        """The settings model (if any) accepts ``settings_table`` and refuses an unknown key,
+        naming the plugin and the key."""
+        model = contract_registry.plugins.settings_model(self.plugin_name)
+        if model is None:
+            assert not self.settings_table, (
+                f"plugin {self.plugin_name!r} has no settings_model() for settings_table")
+            return
+        table = dict(self.settings_table or {})
+        plugin_settings(self.plugin_name, model, _config_with(self.plugin_name, table),
+                        strict=True)
+        bad = {**table, "no-such-option": 1}
+        with pytest.raises(ConfigError) as caught:
+            plugin_settings(self.plugin_name, model, _config_with(self.plugin_name, bad),
+                            strict=True)
+        assert self.plugin_name in str(caught.value)
+        assert "no-such-option" in str(caught.value)
+
+    def test_cli_commands(self, contract_registry: ToolRegistry) -> None:
+        """The plugin's commands are added (no failure recorded) and each one's
+        ``toolregistry <name> --help`` works."""
+        from .cli import KERNEL_COMMANDS, _parser
+
+        host = contract_registry.plugins
+        commands = [(p, c) for p, c in host.commands(taken=KERNEL_COMMANDS)
+                    if p == self.plugin_name]
+        record = host.records[self.plugin_name]
+        assert record.error is None, record.error
+        parser = _parser(commands, host)
+        assert record.error is None, record.error
+        for _, command in commands:
+            with pytest.raises(SystemExit) as caught:
+                parser.parse_args([command.name, "--help"])
+            assert caught.value.code == 0, command.name
+
+
+def _config_with(plugin: str, table: dict[str, Any]) -> RegistryConfig:
+    """A configuration holding only ``[tool.toolregistry.plugins.<plugin>]`` = ``table``."""
+    return RegistryConfig(None, {"plugins": {plugin: table}}, {"plugins": {plugin: table}})

@@ -20,6 +20,7 @@ from ._validators import ArgumentsValidator, JsonSchemaValidator
 from .errors import ToolRegistrationError
 
 __all__ = [
+    "SEARCH_TOOL_TAG",
     "Injected",
     "Provenance",
     "SourceKind",
@@ -27,6 +28,11 @@ __all__ = [
     "ToolMetadata",
     "ToolTag",
 ]
+
+SEARCH_TOOL_TAG = "tool-search"
+"""A custom tag marking a tool through which the model finds deferred tools (the registry's
+own search, ``discover_tools``): left out of ``get_schemas`` when the provider's native tool
+search is sent in its place."""
 
 SourceKind = Literal["function", "class", "mcp", "openapi", "langchain", "manual", "plugin"]
 
@@ -92,6 +98,31 @@ def _optional_name(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> N
                          f"got {value!r}")
 
 
+def _to_examples(value: Iterable[Mapping[str, Any]] | Mapping[str, Any] | None
+                 ) -> tuple[dict[str, Any], ...]:
+    if not value:
+        return ()
+    if isinstance(value, Mapping):
+        value = [value]
+    examples = tuple(value)
+    for i, example in enumerate(examples):
+        if not isinstance(example, Mapping):
+            raise ValueError(f"ToolMetadata.input_examples[{i}] must be a mapping of argument "
+                             f"names to values (one example input), got {example!r}")
+    return tuple(dict(e) for e in examples)
+
+
+def _to_callers(value: Iterable[str] | str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    callers = (value,) if isinstance(value, str) else tuple(value)
+    for caller in callers:
+        if not isinstance(caller, str) or not caller:
+            raise ValueError("ToolMetadata.allowed_callers must be non-empty strings (e.g. "
+                             f'"direct", "code_execution_20260120"), got {caller!r}')
+    return callers
+
+
 @frozen(kw_only=True)
 class ToolMetadata:
     """Everything about a tool beyond its schema. Immutable: change it with
@@ -109,6 +140,10 @@ class ToolMetadata:
     deadline, ``"thread"`` in this process even when its namespace is listed in the
     ``process-namespaces`` setting; ``None`` follows that setting (default: this process).
     ``too_long_to_file``: spool long outputs to a file (spool plugin); ``None`` follows config.
+    ``input_examples``: example inputs (argument mappings) sent where the provider takes them
+    (Anthropic's ``input_examples``). ``allowed_callers``: who may call the tool where the
+    provider asks (Anthropic's ``allowed_callers``: ``"direct"``, ``"code_execution_..."``
+    for programmatic tool calling); empty: the provider's default.
     """
 
     think_augment: bool | None = None
@@ -127,6 +162,9 @@ class ToolMetadata:
     isolation: Literal["process", "thread"] | None = field(default=None, validator=_isolation)
     too_long_to_file: bool | None = None
     best_practices: tuple[str, ...] = field(default=(), converter=_to_practices)
+    input_examples: tuple[dict[str, Any], ...] = field(default=(), converter=_to_examples,
+                                                       hash=False)
+    allowed_callers: tuple[str, ...] = field(default=(), converter=_to_callers)
     prompt_injection_builder: Callable[[Mapping[str, Any]], str] | None = field(
         default=None, eq=False
     )

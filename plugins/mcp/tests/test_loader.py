@@ -15,6 +15,7 @@ import structlog
 import toolregistry_mcp
 from toolregistry import Image, ToolRegistry
 from toolregistry.errors import ToolNameCollisionError
+from toolregistry.formats import API_FORMATS
 
 SERVER = Path(__file__).parent / "servers" / "demo_server.py"
 COMPLEX = {
@@ -71,7 +72,7 @@ def test_schemas_valid_in_every_api_format(registry: ToolRegistry, spec: Any) ->
     assert mcp["plot"]["inputSchema"] == COMPLEX
     assert mcp["echo"]["annotations"]["readOnlyHint"] is True
     assert mcp["add"]["outputSchema"]["required"] == ["sum"]
-    for fmt in ("openai-chat", "openai-responses", "anthropic", "gemini"):
+    for fmt in API_FORMATS:
         schemas = registry.get_schemas(api_format=fmt)
         assert len(schemas) == len(registry)
         json.dumps(schemas)

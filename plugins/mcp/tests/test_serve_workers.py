@@ -237,7 +237,7 @@ BASE = '[tool.toolregistry.plugins.mcp.serve]\ntransport = "streamable-http"\n'
      r"event-store cannot be used with workers = 2"),
     (BASE + "stateless = true\n", {"workers": 2, "token_verifier": object()},
      r"JSON-like values"),
-    (BASE + "stateless = true\nworkers = 0\n", {}, r"'workers'"),
+    (BASE + "stateless = true\nworkers = 0\n", {}, r"invalid option: workers:"),
     (BASE + 'stateless = true\nworkers = 2\nhost = "0.0.0.0"\n', {},
      r"refusing to listen on '0.0.0.0' without authentication"),
     (BASE + 'stateless = true\nworkers = 2\nauth = "bearer"\n'

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolregistry import ToolRegistry
+from toolregistry.formats import API_FORMATS, BUILTIN
 from toolregistry_openapi import tools_from_openapi
 
 _KEYS = ["type", "nullable", "x-nullable", "properties", "items", "additionalProperties",
@@ -47,10 +48,9 @@ def test_any_schema_converts_to_valid_json_schema(schema, version):
     jsonschema.Draft202012Validator.check_schema(tools[0].parameters)
     with ToolRegistry() as registry:
         registry.register_tools(tools)
-        for fmt in ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp"):
+        for fmt in API_FORMATS:
             for entry in registry.get_schemas(api_format=fmt):
-                params = entry.get("function", entry).get(
-                    "parameters", entry.get("input_schema", entry.get("inputSchema")))
+                params = BUILTIN.get(fmt).read_definition(entry).parameters
                 if params is not None:
                     jsonschema_rs.meta.validate(params)
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from toolregistry import ToolRegistry
+from toolregistry.formats import API_FORMATS, BUILTIN
 
-FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "mcp")
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _MANIFEST = Path(__file__).resolve().parents[3] / "shared" / "data" / "openapi" / "MANIFEST.json"
 if not _MANIFEST.is_file():
@@ -48,15 +48,7 @@ def _independent_count(path: Path) -> int:
 
 
 def _params_of(entry: dict[str, Any], fmt: str) -> dict[str, Any] | None:
-    if fmt == "openai-chat":
-        return entry["function"]["parameters"]
-    if fmt == "openai-responses":
-        return entry["parameters"]
-    if fmt == "anthropic":
-        return entry["input_schema"]
-    if fmt == "gemini":
-        return entry.get("parameters")
-    return entry["inputSchema"]
+    return BUILTIN.get(fmt).read_definition(entry).parameters
 
 
 def _refs_resolve(schema: dict[str, Any]) -> None:
@@ -103,7 +95,7 @@ def test_document_loads_one_tool_per_operation(name: str, data_dir: Path) -> Non
                 if id(definition) not in checked:
                     checked.add(id(definition))
                     validator.check_schema(definition)
-        for fmt in FORMATS:
+        for fmt in API_FORMATS:
             schemas = registry.get_schemas(api_format=fmt)
             assert len(schemas) == expected
             for entry in schemas:

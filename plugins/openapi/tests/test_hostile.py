@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from toolregistry import ToolRegistry
+from toolregistry.formats import API_FORMATS
 from toolregistry_openapi import Limits, OpenAPIError, tools_from_openapi
 
 
@@ -136,7 +137,7 @@ def test_deep_schema_is_cut_and_stays_valid() -> None:
             node = next(iter(node["properties"].values()))
             depth += 1
         assert depth <= Limits().max_schema_depth + 1
-        for fmt in ("openai-chat", "anthropic", "gemini", "mcp"):
+        for fmt in API_FORMATS:
             assert registry.get_schemas(api_format=fmt)
 
 

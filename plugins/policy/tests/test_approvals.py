@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import toolregistry_policy as tp
-from toolregistry import ToolRegistry
+from toolregistry import ToolRegistry, ToolResult
 from toolregistry.types import ApprovalRequest, calling_for
 
 SENT: list[tuple[str, str]] = []
@@ -386,12 +387,17 @@ def test_a_decision_in_another_process(tmp_path: Path, monkeypatch: pytest.Monke
         registry.close()
 
 
-def test_two_resumers_race_and_one_runs(tmp_path: Path) -> None:
-    store = tp.SQLiteStore(tmp_path / "a.db")
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_two_resumers_race_and_one_runs(tmp_path: Path, kind: str,
+                                        request: pytest.FixtureRequest) -> None:
+    # A SQLite store object both registries are given, or a PostgreSQL store (the kernel's
+    # `store`) each opens on its own, as two hosts would.
+    store = tp.SQLiteStore(tmp_path / "a.db") if kind == "sqlite" else None
+    url = request.getfixturevalue("postgres_url") if kind == "postgresql" else None
     regs = []
     try:
         for _ in range(2):
-            reg = ToolRegistry()
+            reg = ToolRegistry(store=url)
             reg.register(lambda to, body: SENT.append((to, body)) or "ok", name="send_mail")
             tp.configure(reg, rules=[tp.Rule("ask", tools=["send_mail"])], store=store)
             regs.append(reg)
@@ -418,7 +424,82 @@ def test_two_resumers_race_and_one_runs(tmp_path: Path) -> None:
     finally:
         for reg in regs:
             reg.close()
-        store.close()
+        if store is not None:
+            store.close()
+
+
+# -- a shared store: approvals every worker and host sees ---------------------------------
+
+MAIL_TO = {"to": "a@example.com", "body": "x"}
+
+
+def _held(result: ToolResult) -> str:
+    """The approval id of a held call."""
+    assert result.pending and result.approval is not None, result.text
+    return result.approval.id
+
+
+def _send(to: str, body: str, ran: list[str]) -> str:
+    ran.append(to)
+    return "ok"
+
+
+def test_a_decision_on_another_host_runs_the_call_once(
+        tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mailtools.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    (tmp_path / "decide.py").write_text(DECIDER, encoding="utf-8")
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text(textwrap.dedent(f"""
+        [tool.toolregistry]
+        store = "{postgres_url}"
+        [tool.toolregistry.plugins.policy]
+        rules = [{{ tools = ["send_*"], decision = "ask" }}]
+    """), encoding="utf-8")
+    sent = tmp_path / "sent.txt"
+    monkeypatch.setenv("SENT_FILE", str(sent))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import mailtools
+
+    registry = ToolRegistry(config=cfg)
+    try:
+        registry.register(mailtools.send_mail)
+        [pending] = registry.execute_tool_calls([{"id": "m1", "name": "send_mail",
+                                                  "arguments": MAIL_TO}])
+        held = _held(pending)
+        policy = tp.get_policy(registry)
+        assert isinstance(policy.store, tp.ServerStore)
+        out = subprocess.run([sys.executable, str(tmp_path / "decide.py"), str(cfg)],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == {"id": held, "outcome": "ok",
+                                          "text": "sent to a@example.com"}
+        assert policy.get(held).status == "done"
+        with pytest.raises(tp.ApprovalError, match="used already"):
+            policy.resume([pending])
+        again = registry.execute_tool_calls([{"id": "m1", "name": "send_mail",
+                                              "arguments": MAIL_TO}])
+        assert _held(again[0]) != held
+        # ... and the call sent again finds its open approval, whichever worker it reaches.
+        assert _held(registry.execute_tool_calls([{"id": "m1", "name": "send_mail",
+                                                   "arguments": MAIL_TO}])[0]) == _held(again[0])
+        assert sent.read_text().splitlines() == ["a@example.com"]
+    finally:
+        registry.close()
+
+
+def test_a_sqlite_store_url_keeps_approvals_in_that_file(tmp_path: Path) -> None:
+    reg = ToolRegistry(store=f"sqlite:///{tmp_path}/state.db")
+    try:
+        reg.register(lambda to, body: "ok", name="send_mail")
+        tp.configure(reg, rules=[tp.Rule("ask", tools=["send_mail"])])
+        [pending] = reg.execute_tool_calls([{"id": "c1", "name": "send_mail",
+                                             "arguments": MAIL_TO}])
+        store = tp.get_policy(reg).store
+        assert isinstance(store, tp.SQLiteStore) and store.path == tmp_path / "state.db"
+        assert store.get(_held(pending)) is not None
+    finally:
+        reg.close()
 
 
 # -- blocking ------------------------------------------------------------------------------

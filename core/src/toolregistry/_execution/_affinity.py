@@ -3,10 +3,10 @@
 
 A sync call with a deadline crosses to a worker thread and back. When the worker sleeps on the
 other CPU, each crossing wakes a halted CPU -- on a virtual machine an inter-processor
-interrupt and a VM exit, 30-100 us per round trip where the same hand-off on one CPU costs a
-few. So, just before it wakes a worker for a call it will wait for, the caller pins that
-worker to the CPU it runs on (if the worker may run there at all); the worker, once awake and
-before it runs anything, puts back the CPU mask it had. The tool itself -- and any process it
+interrupt and a VM exit, many times what the same hand-off on one CPU costs. So, just before
+it wakes a worker for a call it will wait for, the caller pins that worker to the CPU it runs
+on (if the worker may run there at all); the worker, once awake and before it runs anything,
+puts back the CPU mask it had. The tool itself -- and any process it
 starts, which inherits the mask -- therefore always runs with the worker's own mask and
 migrates as the scheduler likes; only the wake-up is placed. A sync caller that then waits
 gives its CPU to the worker (``WorkerPool.let_run``), so that the answer is in when it runs
@@ -74,7 +74,7 @@ def available() -> bool:
 
 class _Load:
     """Is a CPU idle now? From the runnable tasks in ``/proc/loadavg`` (one read of an open
-    file, about 1 us), looked at again at most every :data:`_LOOK_EVERY` seconds."""
+    file), looked at again at most every :data:`_LOOK_EVERY` seconds."""
 
     def __init__(self) -> None:
         self.fd: int | None = None

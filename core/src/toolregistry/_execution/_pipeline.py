@@ -24,13 +24,19 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from toolregistry._calls import CallParseError, parse_arguments, parse_call
+from toolregistry._calls import (
+    CallParseError,
+    parse_arguments,
+    parse_call,
+    split_passthrough,
+)
 from toolregistry._hooks import Deciding
 from toolregistry._log import log
 from toolregistry._names import normalize_name
 from toolregistry._results import error_result, make_result
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 from toolregistry.hookspecs import UNOBSERVED
+from toolregistry.tool import SEARCH_TOOL_TAG
 from toolregistry.types import Decision, ToolCall, ToolContext, ToolResult
 
 from ._plan import CallPlan
@@ -190,7 +196,29 @@ class CallPipeline:
                 self._hooks.authorized(plan.hooks.authorized, self._registry, plan.tool, call,
                                        Decision.deny(text, rule="disabled"))
             return error_result(call.id, name, "disabled", text)
+        if plan.tool.metadata.defer and name not in self._registry._revealed:
+            return self._undiscovered(call, plan)
         return plan
+
+    def _undiscovered(self, call: ToolCall, plan: CallPlan) -> CallPlan | ToolResult:
+        """A call to a deferred tool no search revealed, as the ``undiscovered_calls``
+        setting says: run it, reveal it and run it, or refuse it."""
+        registry = self._registry
+        policy = registry.settings.undiscovered_calls
+        if policy == "run":
+            return plan
+        if policy == "reveal":
+            registry.reveal_tools([plan.tool.name])
+            return plan
+        search = [t.name for t in registry.get_tools() if SEARCH_TOOL_TAG in t.metadata.custom_tags]
+        how = (f"call {search[0]!r} to find it" if search
+               else "find it with the tool search")
+        text = (f"tool {plan.tool.name!r} is deferred and was not discovered in this "
+                f"conversation: {how} first, then call it as its definition says")
+        if plan.hooks.authorized is not None:  # refused before authorization: told so
+            self._hooks.authorized(plan.hooks.authorized, registry, plan.tool, call,
+                                   Decision.deny(text, rule="undiscovered"))
+        return error_result(call.id, plan.tool.name, "undiscovered", text)
 
     def refused(self, call: ToolCall | None, result: ToolResult) -> None:
         """Tell the call observers of a call that ended before its observers started (it
@@ -430,7 +458,10 @@ class CallPipeline:
         """Every call of a batch parsed and prepared, in order (error results logged), and
         the batch's observers (``None`` when there are none; then ``batch_finished`` must be
         told the results)."""
-        parsed = [self._parse(raw, index) for index, raw in enumerate(_as_list(calls))]
+        kept, _, revealed = split_passthrough(_as_list(calls), self._registry.formats)
+        if revealed:  # the provider's own tool search loaded them
+            self._registry.reveal_tools(revealed)
+        parsed = [self._parse(raw, index) for index, raw in kept]
         observers = self.batch_observers()
         if not observers:
             return self._prepare_parsed(parsed, context, timeout, async_path, False), None

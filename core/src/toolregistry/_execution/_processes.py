@@ -1,5 +1,5 @@
 """Process isolation: a :class:`~toolregistry.plugin.Runner` that runs calls in worker
-processes, killed at their deadline (issue 16 item 5).
+processes, killed at their deadline.
 
 A tool with ``ToolMetadata(isolation="process")`` (or in a namespace listed in the
 ``process-namespaces`` setting) has its calls run by the registry's :class:`ProcessRunner`

@@ -43,7 +43,7 @@ class PoolClosed(RuntimeError):
 
 class _Local(threading.local):
     # A class default: ``getattr(local, name, False)`` on a thread that never set the name
-    # raises and catches an AttributeError inside (2 us on every pooled call's path).
+    # raises and catches an AttributeError inside, on every pooled call's path.
     in_pool = False
 
 
@@ -74,12 +74,12 @@ class WorkerPool(CpuSlots):
     Each idle worker blocks reading its own pipe; ``submit`` hands a call to the most recently
     idle worker and writes one byte. ``os.write`` releases the GIL before it wakes the worker,
     so the worker runs at once instead of waking, finding the GIL taken and sleeping again
-    (a queue and lock hand-off costs about 13 us here, the pipe about 5). Results come back
+    (as it does after a queue and lock hand-off). Results come back
     through the call's raw lock. When every worker is busy and the pool is at ``max_workers``,
     calls wait in a backlog. A worker idle for ``idle_timeout`` seconds is retired at the next
     submit, and all leave at :meth:`shutdown` once their current call ends. With ``pinning``
     (Linux), ``submit`` wakes the worker on the caller's CPU, which the worker leaves at once
-    for its own CPU mask (see ``_affinity``): a wake-up across CPUs costs a VM 30-100 us.
+    for its own CPU mask (see ``_affinity``): a wake-up across CPUs is dear on a VM.
 
     **CPU slots** (``cpu_slots``; see ``_cpuslots``): calls of tools seen
     keeping a CPU busy take turns in fewer slots than there are CPUs, and the spawner thread
@@ -208,8 +208,8 @@ class WorkerPool(CpuSlots):
         The worker then usually runs the call and goes back to sleep before this thread runs
         again, so the answer is in without a wake-up. Otherwise the worker's answer wakes this
         thread, and the scheduler puts a woken thread on an idle CPU when its own is busy (the
-        worker still runs there): the wake-up of a halted CPU the pin was there to avoid, 30 us
-        of a 50 us ``invoke`` on a virtual machine. Only for a pinned worker, so only while a
+        worker still runs there): the wake-up of a halted CPU the pin was there to avoid, most
+        of a short ``invoke`` on a virtual machine. Only for a pinned worker, so only while a
         CPU is idle (``handoff-pinning = "auto"``): on a busy CPU another process would get
         it, for a whole time slice. A tool that takes longer (or sleeps) lets this thread run
         again when it blocks or its slice ends; this thread then waits as usual. (``call``
@@ -246,8 +246,8 @@ class WorkerPool(CpuSlots):
         """Ask the spawner thread for workers for the backlog (started on first use).
 
         ``Thread.start`` waits until the new thread runs, which takes long while busy threads
-        hold the interpreter (5 ms per busy thread and switch): 32 starts held a caller -- or
-        the event loop -- for seconds. The spawner takes that wait for everyone.
+        hold the interpreter (a switch interval per busy thread): a burst of starts held a
+        caller -- or the event loop -- for long. The spawner takes that wait for everyone.
 
         Neither the pool's lock nor the event's is taken once the spawner runs and has been
         asked already: under load every caller comes here, and a thread that blocks on a lock
@@ -299,8 +299,8 @@ class WorkerPool(CpuSlots):
                 if self._running > self.cpu_slots and \
                         time.perf_counter() - self._sampled_at >= _WATCH:
                     # Each start waits for the new thread to run, which takes long while
-                    # others keep the interpreter: keep looking meanwhile (32 starts took
-                    # 0.6 s with CPU-bound calls among them, none of which were held).
+                    # others keep the interpreter: keep looking meanwhile (a burst of starts
+                    # would otherwise leave the CPU-bound calls among them unheld).
                     self._watch()
                 self._start(worker)
 

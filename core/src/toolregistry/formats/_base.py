@@ -25,6 +25,7 @@ __all__ = [
     "ProviderFormat",
     "RawCall",
     "args_json",
+    "as_dict",
     "copy_json",
     "field",
     "has_field",
@@ -113,6 +114,12 @@ class ProviderFormat:
     """What this format's calls are, for the error about a call no format recognised
     (``"an Anthropic tool_use block"``)."""
 
+    passthrough_types: ClassVar[tuple[str, ...]] = ()
+    """Values of the ``type`` field of items in the model's output that are the provider's
+    own server-side work (its tool search): never calls to execute; echoed back as they came
+    (:meth:`echo_passthrough`), and the tools they loaded count as revealed
+    (:meth:`revealed_by`)."""
+
     features: ClassVar[frozenset[Feature]] = frozenset()
     """What the format offers; worked out from the methods the subclass overrides."""
 
@@ -148,6 +155,35 @@ class ProviderFormat:
         definitions: the inverse of :meth:`tool_definition`, for tests and tooling (the
         plugin contract checks every format's schemas with it)."""
         raise NotImplementedError
+
+    # -- provider-native deferral ----------------------------------------------------------
+    @property
+    def native_search(self) -> bool:
+        """Whether the provider searches deferred tools itself (:meth:`search_tools`)."""
+        return type(self).search_tools is not ProviderFormat.search_tools
+
+    def search_tools(self) -> list[dict[str, Any]]:
+        """The provider's own tool-search tool definitions, sent with deferred tools when
+        deferral is native. Override it only when the provider has native tool search."""
+        return []
+
+    def deferred_definitions(self, deferred: Sequence[tuple[Tool, dict[str, Any]]]
+                             ) -> list[dict[str, Any]]:
+        """The definitions of deferred tools (each ``(tool, its definition)``, in
+        registration order) marked the provider's way; new dicts, the given ones unchanged.
+        Default: ``defer_loading: true`` on each."""
+        return [{**definition, "defer_loading": True} for _, definition in deferred]
+
+    def revealed_by(self, obj: Any, kind: str) -> list[str]:
+        """The names of the tools a passthrough item (``kind`` is one of
+        :attr:`passthrough_types`) loaded into the model's context (``[]``: none)."""
+        return []
+
+    def echo_passthrough(self, messages: list[dict[str, Any]], items: Sequence[dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+        """:meth:`answer_messages`' ``messages`` with the passthrough ``items`` of the same
+        turn (as dicts, in the model's order) put back where the provider expects them."""
+        return messages
 
     # -- calls -----------------------------------------------------------------------------
     def read_call(self, obj: Any, kind: Any) -> RawCall | None:
@@ -208,6 +244,19 @@ def args_json(call: ToolCall) -> str:
         return json.dumps(call.arguments or {}, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return "{}"
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """An SDK object (pydantic, as the provider SDKs return them) or a mapping as a new dict
+    fit to send back to the provider (``None`` fields left out)."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    dump = getattr(obj, "model_dump", None)
+    if dump is not None:
+        out: dict[str, Any] = dump(mode="json", exclude_none=True, by_alias=True)
+        return out
+    raise TypeError(f"cannot send back a {type(obj).__name__}: pass the provider's objects "
+                    "or dicts")
 
 
 def copy_json(node: Any) -> Any:

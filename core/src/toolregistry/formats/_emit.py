@@ -20,10 +20,10 @@ with the registry's size.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolregistry._log import log
-from toolregistry.tool import ToolTag
+from toolregistry.tool import SEARCH_TOOL_TAG, ToolTag
 
 from ._base import ProviderFormat, copy_json
 
@@ -32,7 +32,13 @@ if TYPE_CHECKING:
     from toolregistry._registry import ToolRegistry
     from toolregistry.tool import Tool
 
-__all__ = ["Emitter", "tag_set"]
+__all__ = ["Deferral", "Emitter", "tag_set"]
+
+Deferral = Literal["none", "native", "registry"]
+"""How one emission treats deferred tools: ``none`` sends them as any other tool; ``native``
+marks them the provider's way and adds its search tool (dropping tools tagged
+:data:`~toolregistry.tool.SEARCH_TOOL_TAG`); ``registry`` leaves them out unless revealed,
+then appends them in the order they were revealed."""
 
 _MAX_LISTS = 64
 
@@ -59,36 +65,51 @@ class Emitter:
         self._lists: dict[tuple[Any, ...], tuple[int, list[dict[str, Any]]]] = {}
         self._tools: dict[tuple[str, bool], dict[str, tuple[Tool, int, dict[str, Any]]]] = {}
 
-    def schemas(self, fmt: ProviderFormat, *, include_deferred: bool,
+    def schemas(self, fmt: ProviderFormat, *, deferral: Deferral,
                 tags: Iterable[ToolTag | str] | ToolTag | str | None,
                 exclude_tags: Iterable[ToolTag | str] | ToolTag | str | None,
                 strict: bool, names: Sequence[str] | None) -> list[dict[str, Any]]:
-        """The definitions of the selected tools, in registration order (a new list)."""
+        """The definitions of the selected tools, in registration order, revealed deferred
+        tools appended (``registry``) or the deferred part after the rest (``native``); a
+        new list."""
         strict = bool(strict) and fmt.supports_strict
         want, drop = tag_set(tags), tag_set(exclude_tags)
-        key = (fmt.name, include_deferred, want, drop, strict, tuple(names) if names else None)
         registry = self._registry
+        key = (fmt.name, deferral, want, drop, strict, tuple(names) if names else None,
+               registry._reveal_version if deferral == "registry" else 0)
         cached = self._lists.get(key)
         if cached is not None and cached[0] == registry.version:
             return list(cached[1])
         version, settings_version, tools = registry._emission_snapshot(names)
-        selected = []
+        selected: list[Tool] = []
+        deferred: list[Tool] = []
         for tool in tools:
-            if not include_deferred and tool.metadata.defer:
-                continue
             if want is not None or drop is not None:
                 tagged = _tool_tags(tool)
                 if want is not None and not (tagged & want):
                     continue
                 if drop is not None and tagged & drop:
                     continue
-            selected.append(tool)
+            if deferral != "none" and tool.metadata.defer:
+                deferred.append(tool)
+            elif deferral != "native" or SEARCH_TOOL_TAG not in tool.metadata.custom_tags:
+                selected.append(tool)
+        if deferral == "registry" and deferred:
+            # Appended in the order they were revealed: what the model saw stays in place.
+            order = {n: i for i, n in enumerate(registry.revealed_tools)}
+            selected += sorted((t for t in deferred if t.name in order),
+                               key=lambda t: order[t.name])
         degraded: dict[str, list[str]] = {}
         out = [self.tool(tool, fmt, strict, settings_version, degraded) for tool in selected]
+        if deferral == "native" and deferred:
+            out += fmt.search_tools()
+            out += fmt.deferred_definitions(
+                [(t, self.tool(t, fmt, strict, settings_version, degraded)) for t in deferred])
         if degraded:  # one event per emission, not one per tool (large specs lose a lot)
             log.warning("schema.degraded", api_format=fmt.name, tools=len(degraded),
                         tool=next(iter(degraded)), lost=degraded)
-        if registry.version == version:
+        if registry.version == version and (
+                deferral != "registry" or registry._reveal_version == key[-1]):
             if len(self._lists) > _MAX_LISTS:
                 self._lists.clear()
             self._lists[key] = (version, out)

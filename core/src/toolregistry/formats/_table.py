@@ -40,6 +40,7 @@ class FormatTable:
         self._formats: dict[str, ProviderFormat] = {}
         self._lookup: dict[str, ProviderFormat] = {}
         self._by_type: dict[str, ProviderFormat] = {}
+        self._passthrough: dict[str, ProviderFormat] = {}
         self._readers: tuple[ProviderFormat, ...] = ()
         for fmt in formats:
             self.add(fmt)
@@ -73,8 +74,8 @@ class FormatTable:
             if other is not None:
                 raise FormatConflict(f"the name {key!r} of format {fmt.name!r} is taken by "
                                      f"format {other.name!r}")
-        for kind in fmt.call_types:
-            other = self._by_type.get(kind)
+        for kind in (*fmt.call_types, *fmt.passthrough_types):
+            other = self._by_type.get(kind) or self._passthrough.get(kind)
             if other is not None:
                 raise FormatConflict(f"format {fmt.name!r} claims calls of type {kind!r}, "
                                      f"which format {other.name!r} reads")
@@ -83,6 +84,8 @@ class FormatTable:
             self._lookup[key] = fmt
         for kind in fmt.call_types:
             self._by_type[kind] = fmt
+        for kind in fmt.passthrough_types:
+            self._passthrough[kind] = fmt
         self._readers = tuple(f for f in self._formats.values() if "calls" in f.features)
 
     # -- lookup ------------------------------------------------------------------------------
@@ -119,6 +122,10 @@ class FormatTable:
         return fmt
 
     # -- call recognition (see toolregistry._calls) -----------------------------------------
+    def passthrough_for_type(self, kind: Any) -> ProviderFormat | None:
+        """The format whose server-side items (not calls) have ``type`` ``kind``, if any."""
+        return self._passthrough.get(kind) if type(kind) is str else None
+
     def reader_for_type(self, kind: Any) -> ProviderFormat | None:
         """The format that claimed calls whose ``type`` is ``kind``."""
         return self._by_type.get(kind) if type(kind) is str else None

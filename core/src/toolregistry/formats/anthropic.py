@@ -3,7 +3,10 @@
 Owns: the ``{name, description, input_schema}`` envelope; reading ``tool_use`` blocks; the
 answer (an assistant message of ``tool_use`` blocks, then one user message of ``tool_result``
 blocks with ``is_error`` for errors and images as ``image`` blocks inside the result);
-``tool_choice`` (``{"type": "auto" | "none" | "any" | "tool"}``).
+``tool_choice`` (``{"type": "auto" | "none" | "any" | "tool"}``); native deferral (the BM25
+tool search tool, ``defer_loading: true`` on deferred tools) and the tool search's
+``server_tool_use`` / ``tool_search_tool_result`` blocks, echoed in the assistant message;
+``input_examples`` and ``allowed_callers`` from the tool's metadata.
 """
 
 from __future__ import annotations
@@ -29,14 +32,43 @@ class Anthropic(ProviderFormat):
     call_shape = "an Anthropic tool_use block"
     aliases = ("claude",)
     call_types = ("tool_use",)
+    passthrough_types = ("server_tool_use", "tool_search_tool_result")
 
     def tool_definition(self, tool: Tool, parameters: dict[str, Any], *, strict: bool
                         ) -> dict[str, Any]:
-        return {"name": tool.name, "description": tool.description, "input_schema": parameters}
+        out: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                               "input_schema": parameters}
+        meta = tool.metadata
+        if meta.input_examples:
+            out["input_examples"] = [dict(e) for e in meta.input_examples]
+        if meta.allowed_callers:
+            out["allowed_callers"] = list(meta.allowed_callers)
+        return out
 
     def read_definition(self, definition: Mapping[str, Any]) -> Definition:
         return Definition(definition["name"], definition.get("description"),
                           definition.get("input_schema"))
+
+    def search_tools(self) -> list[dict[str, Any]]:
+        return [{"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}]
+
+    def revealed_by(self, obj: Any, kind: str) -> list[str]:
+        if kind != "tool_search_tool_result":
+            return []
+        refs = field(field(obj, "content"), "tool_references")
+        if not isinstance(refs, (list, tuple)):
+            return []  # an error result loads nothing
+        names = (field(ref, "tool_name") for ref in refs)
+        return [n for n in names if isinstance(n, str)]
+
+    def echo_passthrough(self, messages: list[dict[str, Any]], items: Sequence[dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+        if not items:
+            return messages
+        if not messages:
+            return [{"role": "assistant", "content": list(items)}]
+        assistant, *rest = messages
+        return [{**assistant, "content": [*items, *assistant["content"]]}, *rest]
 
     def read_call(self, obj: Any, kind: Any) -> RawCall | None:
         if kind != "tool_use":

@@ -3,7 +3,10 @@
 Owns: the flat ``{"type": "function", name, description, parameters, strict}`` envelope with
 strict mode; reading ``function_call`` items (``call_id`` is the id the output answers, the
 item ``id`` is kept as ``extra["item_id"]``); the answer (``function_call`` items echoed, then
-``function_call_output`` items, images as ``input_image`` parts of the output); ``tool_choice``.
+``function_call_output`` items, images as ``input_image`` parts of the output); ``tool_choice``;
+native deferral (the hosted ``tool_search`` tool, ``defer_loading: true`` on deferred tools,
+deferred tools of a namespace grouped in a ``namespace`` tool under their registry names) and
+the ``tool_search_call`` / ``tool_search_output`` items, echoed before the calls.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class OpenAIResponses(ProviderFormat):
     aliases = ("responses",)
     supports_strict = True
     call_types = ("function_call",)
+    passthrough_types = ("tool_search_call", "tool_search_output")
 
     def rewrites_schema(self, strict: bool) -> bool:
         return strict
@@ -51,8 +55,47 @@ class OpenAIResponses(ProviderFormat):
                 "parameters": parameters, "strict": strict}
 
     def read_definition(self, definition: Mapping[str, Any]) -> Definition:
-        return Definition(definition["name"], definition.get("description"),
-                          definition.get("parameters"))
+        # the hosted tool search has no name of its own: it goes by its type
+        name = definition["name"] if "name" in definition else definition["type"]
+        return Definition(name, definition.get("description"), definition.get("parameters"))
+
+    def search_tools(self) -> list[dict[str, Any]]:
+        return [{"type": "tool_search"}]
+
+    def deferred_definitions(self, deferred: Sequence[tuple[Tool, dict[str, Any]]]
+                             ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for tool, definition in deferred:
+            marked = {**definition, "defer_loading": True}
+            namespace = tool.namespace
+            if not namespace:
+                out.append(marked)
+                continue
+            group = groups.get(namespace)
+            if group is None:  # the namespace sits where its first tool would
+                group = groups[namespace] = []
+                out.append({"type": "namespace", "name": namespace,
+                            "description": f"Tools of the {namespace} namespace.",
+                            "tools": group})
+            group.append(marked)
+        return out
+
+    def revealed_by(self, obj: Any, kind: str) -> list[str]:
+        if kind != "tool_search_output":
+            return []
+        names: list[str] = []
+        for loaded in field(obj, "tools") or ():
+            inner = field(loaded, "tools") if field(loaded, "type") == "namespace" else None
+            for item in inner if isinstance(inner, (list, tuple)) else (loaded,):
+                name = field(item, "name")
+                if isinstance(name, str):
+                    names.append(name)
+        return names
+
+    def echo_passthrough(self, messages: list[dict[str, Any]], items: Sequence[dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+        return [*items, *messages]
 
     def read_call(self, obj: Any, kind: Any) -> RawCall | None:
         # Typed items, or the same data without ``type`` (``call_id`` + ``name``): either way

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from toolregistry import Tool, ToolMetadata, ToolTag
 from toolregistry.errors import ToolNameCollisionError
 from toolregistry.plugin import hookimpl, log
-from toolregistry.tool import Provenance
+from toolregistry.tool import SEARCH_TOOL_TAG, Provenance
 from toolregistry.types import ToolContext
 
 if TYPE_CHECKING:
@@ -84,7 +84,12 @@ def make_discover_tool(discoverer: ToolDiscoveryTool) -> Tool:
     def discover_tools(query: str, top_k: int = 5, ctx: ToolContext | None = None
                        ) -> list[dict[str, Any]]:
         k = max(1, min(int(top_k), MAX_TOP_K))
-        return discoverer.discover(query, top_k=k, api_format=_format_of(ctx))
+        found = discoverer.discover(query, top_k=k, api_format=_format_of(ctx))
+        # The model now has these definitions: later get_schemas(include_deferred=False)
+        # appends them, and calls to them count as discovered.
+        discoverer.registry.reveal_tools(
+            r["name"] for r in found if r["deferred"] and "schema" in r)
+        return found
 
     return Tool(
         name=DISCOVER_TOOLS_NAME,
@@ -93,6 +98,7 @@ def make_discover_tool(discoverer: ToolDiscoveryTool) -> Tool:
         callable=discover_tools,
         metadata=ToolMetadata(
             tags={ToolTag.READ_ONLY, ToolTag.IDEMPOTENT},
+            custom_tags={SEARCH_TOOL_TAG},
             read_only_hint=True,
             idempotent_hint=True,
             open_world_hint=False,

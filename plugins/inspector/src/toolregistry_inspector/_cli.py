@@ -16,7 +16,7 @@ from toolregistry.plugin import port_number
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from toolregistry.plugin import CommandContext
+    from toolregistry.plugin import CommandContext, StoreURL
 
     from ._log import LogEntry
 
@@ -47,7 +47,8 @@ def log_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``log`` options."""
     p = parser
     p.add_argument("--db", default=None, metavar="PATH",
-                   help="the log file (default: log-db of [tool.toolregistry.plugins.inspector])")
+                   help="the log file or store URL (default: log-db of "
+                        "[tool.toolregistry.plugins.inspector], else the store)")
     p.add_argument("--tool", default=None, metavar="GLOB", help="only these tools ('srv-*')")
     p.add_argument("--outcome", default=None,
                    help="ok, error (every failed call), or an error kind: execution, timeout, "
@@ -62,13 +63,14 @@ def log_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-def _db(context: CommandContext) -> Path:
+def _db(context: CommandContext) -> Path | StoreURL:
     from pathlib import Path
 
     if context.args.db:
-        return Path(context.args.db)
+        return Path(context.args.db) if "://" not in context.args.db else _url(context.args.db)
     from toolregistry import ToolRegistry
 
+    from ._log import log_store
     from ._settings import PLUGIN_NAME, InspectorSettings
 
     # A bare registry reads the configuration's table without loading its sources.
@@ -76,14 +78,25 @@ def _db(context: CommandContext) -> Path:
     try:
         settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
         where = str(registry.config.path or "no configuration file found")
+        url = log_store(registry, settings)
     finally:
         registry.close()
-    if settings.log_db is None:
+    if url is None:
         raise ConfigError(
             "toolregistry log reads the execution log file, and none is configured "
             f"({where}): set log-db = \"calls.sqlite\" in [tool.toolregistry.plugins.inspector] "
-            "(the registry writes its calls there) or pass --db PATH")
-    return Path(settings.log_db)
+            "or store = \"postgresql://...\" in [tool.toolregistry] (the registry writes its "
+            "calls there) or pass --db PATH")
+    return url.path if url.kind == "sqlite" else url
+
+
+def _url(text: str) -> StoreURL:
+    from toolregistry.plugin import parse_store_url
+
+    try:
+        return parse_store_url(text)
+    except ValueError as exc:
+        raise ConfigError(f"--db: {exc}") from None
 
 
 def run_log(context: CommandContext) -> int:
@@ -123,7 +136,7 @@ def run_log(context: CommandContext) -> int:
         return 0
 
 
-def _newest(path: Path) -> int:
+def _newest(path: Path | StoreURL) -> int:
     from ._log import query_log
 
     newest = query_log(path, limit=1)

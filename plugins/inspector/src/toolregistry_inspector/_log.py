@@ -1,19 +1,18 @@
 """The execution log: a bounded ring buffer of calls fed by the kernel's call observer seam,
-optionally written to SQLite by a background thread, and the query API over both.
+optionally written to an SQLite file or the shared store by a background thread (``_sinks``),
+and the query API over both.
 
 The observer's work per call is one tuple appended to a ``deque`` (and put on a queue when a
 file is configured): everything else (redaction, JSON, SQL) happens when the log is read or
-on the writer thread, so a logged call stays within the issue's 5 µs budget.
+on the writer thread, so logging adds next to nothing to a call.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import itertools
 import json
 import math
-import os
 import sqlite3
 import threading
 import time
@@ -29,9 +28,18 @@ from toolregistry.plugin import log as events
 from toolregistry.plugin import value_shape
 
 from ._settings import PLUGIN_NAME, InspectorSettings
+from ._sinks import (
+    STORE_TABLE,
+    FileSink,
+    ServerSink,
+    has_result_column,
+    open_log_store,
+    sink,
+)
 
 if TYPE_CHECKING:
     from toolregistry import ToolCall, ToolRegistry, ToolResult
+    from toolregistry.plugin import Store, StoreURL
 
 ArgumentMode = Literal["redacted", "full"]
 
@@ -203,11 +211,34 @@ def _bounded_approval(data: dict[str, Any] | None, limit: int) -> dict[str, Any]
     return out
 
 
-class _Filter:
-    """The conditions of one query, shared by the memory buffer and the SQLite file."""
+def _glob_regex(pattern: str) -> str:
+    """A glob (``*``, ``?``, ``[...]``, as SQLite's ``GLOB``) as an anchored POSIX regular
+    expression (PostgreSQL's ``~``)."""
+    out, i = ["^"], 0
+    while i < len(pattern):
+        c = pattern[i]
+        close = pattern.find("]", i + 2) if c == "[" else -1
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif close != -1:
+            body = pattern[i + 1:close]
+            out.append("[" + ("^" + body[1:] if body.startswith("^") else body) + "]")
+            i = close
+        else:
+            out.append("\\" + c if not c.isalnum() else c)
+        i += 1
+    return "".join(out) + "$"
 
-    def __init__(self, tool: str | None, outcome: str | None, since: float | None,
-                 call_id: str | None, after: int | None, until: float | None = None,
+
+class _Filter:
+    """The conditions of one query, shared by the memory buffer, the SQLite file and the
+    store."""
+
+    def __init__(self, tool: str | None = None, outcome: str | None = None,
+                 since: float | None = None, call_id: str | None = None,
+                 after: int | None = None, until: float | None = None,
                  before: int | None = None) -> None:
         if outcome is not None and not isinstance(outcome, str):
             raise TypeError(f"outcome must be a string such as 'ok' or 'error', got {outcome!r}")
@@ -238,7 +269,7 @@ class _Filter:
                 return False
         return self.tool is None or fnmatch.fnmatchcase(r[2], self.tool)
 
-    def sql(self) -> tuple[str, list[Any]]:
+    def sql(self, kind: str = "sqlite") -> tuple[str, list[Any]]:
         where: list[str] = []
         params: list[Any] = []
         if self.after is not None:
@@ -262,8 +293,12 @@ class _Filter:
             where.append("outcome = ?")
             params.append(self.outcome)
         if self.tool is not None:
-            where.append("tool GLOB ?")
-            params.append(self.tool)
+            if kind == "sqlite":
+                where.append("tool GLOB ?")
+                params.append(self.tool)
+            else:
+                where.append("tool ~ ?")
+                params.append(_glob_regex(self.tool))
         return (" WHERE " + " AND ".join(where)) if where else "", params
 
 
@@ -320,12 +355,13 @@ class _Observer:
 class ExecutionLog:
     """The calls of one registry, newest last: ``execution_log(registry)``.
 
-    Memory holds the last ``size`` calls; with ``db`` they are also written to an SQLite file
-    (by a background thread; ``flush()`` waits for it), where ``query_log(db)`` and
+    Memory holds the last ``size`` calls; with ``db`` (an SQLite file, or a store URL: a
+    PostgreSQL database every worker and host writes to) they are also written there (by a
+    background thread; ``flush()`` waits for it), where ``query_log(db)`` and
     ``toolregistry log`` read them from any process.
     """
 
-    def __init__(self, size: int = 10_000, *, db: str | Path | None = None,
+    def __init__(self, size: int = 10_000, *, db: str | Path | StoreURL | None = None,
                  arguments: ArgumentMode = "redacted", max_value_chars: int = 2000,
                  retention_seconds: float = 7 * 86_400.0, max_rows: int = 1_000_000,
                  registry_name: str = "registry", max_field_chars: int = 8000) -> None:
@@ -343,14 +379,20 @@ class ExecutionLog:
         self._buffer: deque[_Record] = deque(maxlen=size)
         self._seq = itertools.count(1)
         self._shaper = _Shaper(arguments, max_value_chars, max_field_chars)
-        self._writer = (_Writer(Path(db), self._shaper, retention_seconds, max_rows,
+        self._writer = (_Writer(sink(db), self._shaper, retention_seconds, max_rows,
                                 registry_name) if db is not None else None)
         self.observer = _Observer(self)
 
     @property
     def db(self) -> Path | None:
         """The SQLite file the log is written to, if any."""
-        return self._writer.path if self._writer is not None else None
+        sink = self._writer.sink if self._writer is not None else None
+        return sink.path if isinstance(sink, FileSink) else None
+
+    @property
+    def store(self) -> StoreURL | None:
+        """The store the log is written to (a SQLite file or a PostgreSQL database), if any."""
+        return self._writer.sink.url if self._writer is not None else None
 
     def __len__(self) -> int:
         return len(self._buffer)
@@ -411,90 +453,17 @@ class ExecutionLog:
             self._writer.stop()
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS calls (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    time REAL NOT NULL,
-    registry TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    call_id TEXT,
-    arguments TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    duration REAL NOT NULL,
-    reason TEXT,
-    error TEXT,
-    approval TEXT,
-    spool TEXT,
-    format TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
-CREATE INDEX IF NOT EXISTS calls_tool ON calls (tool);
-"""
 _COLUMNS = ("seq", "time", "registry", "tool", "call_id", "arguments", "outcome", "duration",
             "reason", "error", "approval", "spool", "format")
 
 
-def _add_result_column(conn: sqlite3.Connection) -> None:
-    """Give a file made before results were logged its ``result`` column."""
-    if not _has_result(conn):
-        conn.execute("ALTER TABLE calls ADD COLUMN result TEXT")
-
-
-def _has_result(conn: sqlite3.Connection) -> bool:
-    return any(row[1] == "result" for row in conn.execute("PRAGMA table_info(calls)"))
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 10000")
-    return conn
-
-
-def _private_file(path: Path) -> None:
-    """Create ``path`` (and its folder) readable by this user only -- the log names the
-    tools, the callers and what failed -- or make an existing one so. SQLite gives the
-    ``-wal`` and ``-shm`` files the database file's mode."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask, or a file made before
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                path.with_name(path.name + suffix).chmod(0o600)
-    except PermissionError as exc:  # another user's file, shared on purpose: used as it is
-        events.warning("inspector.log_not_private", path=str(path), error=str(exc))
-    finally:
-        os.close(fd)
-
-
-_WAL_LIMIT = 1 << 20  # bytes the -wal file keeps after a checkpoint
-
-
 class _Writer:
-    """Batches records from the observer into the SQLite file on a thread of its own, and
-    applies the retention (age, then row count) every few seconds, giving the space of the
-    rows it deletes back to the file system."""
+    """Batches records from the observer into the log's file or database on a thread of its
+    own, and applies the retention (age, then row count) every few seconds."""
 
-    def __init__(self, path: Path, shaper: _Shaper, retention_seconds: float,
-                 max_rows: int, registry_name: str) -> None:
-        self.path = path.expanduser().resolve()
-        try:
-            _private_file(self.path)
-            conn = _connect(self.path)
-            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
-                # Incremental: deleted rows' pages can be handed back after retention. A file
-                # made before needs one VACUUM for the mode to take effect.
-                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                    conn.execute("VACUUM")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
-            conn.executescript(_SCHEMA)
-            _add_result_column(conn)
-        except (OSError, sqlite3.Error) as exc:
-            raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
-        self._conn = conn
+    def __init__(self, sink: FileSink | ServerSink, shaper: _Shaper,
+                 retention_seconds: float, max_rows: int, registry_name: str) -> None:
+        self.sink = sink
         self._shaper = shaper
         self._queue: SimpleQueue[Any] = SimpleQueue()
         self.put = self._queue.put
@@ -517,32 +486,17 @@ class _Writer:
                    None if e.result is None else json.dumps(e.result, ensure_ascii=False))
 
     def _write(self, records: list[_Record]) -> None:
-        sql = ("INSERT INTO calls (time, registry, tool, call_id, arguments, outcome, duration,"
-               " reason, error, approval, spool, format, result)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
         try:
-            with self._conn:
-                self._conn.execute("BEGIN")
-                self._conn.executemany(sql, self._rows(records))
-        except sqlite3.Error as exc:
-            events.warning("inspector.log_write_failed", path=str(self.path), calls=len(records),
-                           error=f"{type(exc).__name__}: {exc}")
+            self.sink.write(self._rows(records))
+        except Exception as exc:
+            events.warning("inspector.log_write_failed", store=str(self.sink.url),
+                           calls=len(records), error=f"{type(exc).__name__}: {exc}")
 
     def _retain(self) -> None:
         try:
-            conn = self._conn
-            deleted = conn.execute("DELETE FROM calls WHERE time < ?",
-                                   (time.time() - self.retention,)).rowcount
-            deleted += conn.execute(
-                "DELETE FROM calls WHERE seq <= (SELECT MAX(seq) FROM calls) - ?",
-                (self.max_rows,)).rowcount
-            if deleted > 0:
-                # The free pages go back to the file system (run as a script: a statement
-                # executed once frees one page), and the -wal file shrinks.
-                conn.executescript("PRAGMA incremental_vacuum;")
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error as exc:
-            events.warning("inspector.log_retention_failed", path=str(self.path),
+            self.sink.retain(time.time() - self.retention, self.max_rows)
+        except Exception as exc:
+            events.warning("inspector.log_retention_failed", store=str(self.sink.url),
                            error=f"{type(exc).__name__}: {exc}")
 
     def _run(self) -> None:
@@ -574,7 +528,7 @@ class _Writer:
             for waiter in waiters:
                 waiter.set()
             if stop:
-                self._conn.close()
+                self.sink.close()
                 return
 
     def flush(self, timeout: float) -> None:
@@ -583,7 +537,7 @@ class _Writer:
         done = threading.Event()
         self.put(done)
         if not done.wait(timeout):
-            raise TimeoutError(f"the execution log was not written to {self.path} "
+            raise TimeoutError(f"the execution log was not written to {self.sink.url} "
                                f"within {timeout} s")
 
     def stop(self) -> None:
@@ -594,48 +548,100 @@ class _Writer:
         self._thread.join(30.0)
 
 
-def query_log(db: str | Path, *, tool: str | None = None, outcome: str | None = None,
-              since: float | None = None, call_id: str | None = None,
-              after: int | None = None, limit: int | None = None,
+def _target(db: str | Path | StoreURL) -> Path | StoreURL:
+    """Where a log is read: its SQLite file, or the PostgreSQL store of a store URL."""
+    from toolregistry.plugin import StoreURL
+
+    if isinstance(db, str) and "://" in db:
+        from toolregistry.errors import ConfigError
+        from toolregistry.plugin import parse_store_url
+
+        try:
+            db = parse_store_url(db)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if isinstance(db, StoreURL) and db.kind != "sqlite":
+        return db
+    return (db.path if isinstance(db, StoreURL) else Path(db)).expanduser()
+
+
+def _fetch(target: Path | StoreURL, columns: str, tail: str, params: list[Any], *,
+           result: bool = False, store: Store | None = None) -> list[Sequence[Any]]:
+    """The rows of ``SELECT columns FROM <the log's table>{tail}`` (plus each call's result
+    with ``result``, when the file has that column); ``store``: the log's open store."""
+    if not isinstance(target, Path):
+        sql = f"SELECT {columns}{', result' if result else ''} FROM {STORE_TABLE}{tail}"
+        opened = store if store is not None else open_log_store(target)
+        try:
+            with opened.transaction() as tx:
+                return list(tx.execute(sql, params))
+        finally:
+            if store is None:
+                opened.close()
+    if not target.is_file():
+        raise FileNotFoundError(f"no execution log file at {target}: a registry writes one "
+                                "when [tool.toolregistry.plugins.inspector] log-db names it")
+    conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=10.0)
+    try:
+        if result and has_result_column(conn):
+            columns += ", result"
+        rows: list[Sequence[Any]] = conn.execute(f"SELECT {columns} FROM calls{tail}",
+                                                 params).fetchall()
+    except sqlite3.Error as exc:
+        raise ValueError(f"{target} is not an execution log file: {exc}") from exc
+    finally:
+        conn.close()
+    return rows
+
+
+def _kind(target: Path | StoreURL) -> str:
+    return "sqlite" if isinstance(target, Path) else target.kind
+
+
+def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
+              outcome: str | None = None, since: float | None = None,
+              call_id: str | None = None, after: int | None = None, limit: int | None = None,
               registry: str | None = None, until: float | None = None,
               before: int | None = None) -> list[LogEntry]:
-    """The calls recorded in an SQLite log file (``log-db``), oldest first (the last
-    ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry`` name."""
-    path = Path(db).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"no execution log file at {path}: a registry writes one when "
-                                "[tool.toolregistry.plugins.inspector] log-db names it")
-    where, params = _Filter(tool, outcome, since, call_id, after, until, before).sql()
+    """The calls recorded in a log file (``log-db``) or store (a ``sqlite:///`` or
+    ``postgresql://`` URL, or a :class:`~toolregistry.plugin.StoreURL`), oldest first (the
+    last ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry``
+    name."""
+    return _query(_target(db), None, limit=limit, registry=registry, tool=tool,
+                  outcome=outcome, since=since, call_id=call_id, after=after, until=until,
+                  before=before)
+
+
+def _query(target: Path | StoreURL, store: Store | None, *, limit: int | None = None,
+           registry: str | None = None, **filters: Any) -> list[LogEntry]:
+    """:func:`query_log` of a read target (``store``: the log's own, when open)."""
+    where, params = _Filter(**filters).sql(_kind(target))
     if registry is not None:
         where += (" AND" if where else " WHERE") + " registry = ?"
         params.append(registry)
-    order = " ORDER BY seq DESC"
+    tail = where + " ORDER BY seq DESC"
     if limit is not None:
-        order += " LIMIT ?"
+        tail += " LIMIT ?"
         params.append(max(limit, 0))
-    return _select(path, where + order, params)
-
-
-def _select(path: Path, tail: str, params: list[Any]) -> list[LogEntry]:
-    """The entries of ``SELECT ... FROM calls{tail}``, oldest first."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
-    try:
-        columns = ", ".join(_COLUMNS) + (", result" if _has_result(conn) else "")
-        rows = conn.execute(f"SELECT {columns} FROM calls{tail}", params).fetchall()
-    except sqlite3.Error as exc:
-        raise ValueError(f"{path} is not an execution log file: {exc}") from exc
-    finally:
-        conn.close()
+    rows = _fetch(target, ", ".join(_COLUMNS), tail, params, result=True, store=store)
     return [_row_entry(row) for row in reversed(rows)]
 
 
+def _log_store(log: ExecutionLog) -> Store | None:
+    """The open store the log writes to, which its readers share (``None`` for a file)."""
+    writer = log._writer
+    if writer is None or writer._stopped or not isinstance(writer.sink, ServerSink):
+        return None
+    return writer.sink.store
+
+
 def read_log(log: ExecutionLog, **filters: Any) -> list[LogEntry]:
-    """The calls a UI shows: from the log's file when it has one (so every process that
-    writes to the shared ``log-db`` is seen, this one included), else from memory. Same
+    """The calls a UI shows: from the log's file or store when it has one (so every process
+    that writes to the shared ``log-db`` is seen, this one included), else from memory. Same
     filters as :meth:`ExecutionLog.entries`."""
-    if log.db is None:
+    if log.store is None:
         return log.entries(**filters)
-    return query_log(log.db, **filters)
+    return _query(_target(log.store), _log_store(log), **filters)
 
 
 def durations(log: ExecutionLog, *, since: float | None = None, until: float | None = None,
@@ -643,28 +649,30 @@ def durations(log: ExecutionLog, *, since: float | None = None, until: float | N
     """``(tool, duration, ok)`` of the last ``limit`` calls in what :func:`read_log` reads
     (only what per-tool statistics need: no field is decoded)."""
     where = _Filter(None, None, since, None, None, until)
-    if log.db is None:
+    if log.store is None:
         return [(r[2], r[6], r[5] == "ok") for r in log._buffer.copy() if where.match(r)][-limit:]
-    sql, params = where.sql()
-    conn = sqlite3.connect(f"file:{log.db}?mode=ro", uri=True, timeout=10.0)
-    try:
-        rows = conn.execute(f"SELECT tool, duration, outcome = 'ok' FROM calls{sql} "
-                            "ORDER BY seq DESC LIMIT ?", [*params, limit]).fetchall()
-    except sqlite3.Error as exc:
-        raise ValueError(f"{log.db} is not an execution log file: {exc}") from exc
-    finally:
-        conn.close()
+    target = _target(log.store)
+    sql, params = where.sql(_kind(target))
+    rows = _fetch(target, "tool, duration, outcome = 'ok'", f"{sql} ORDER BY seq DESC LIMIT ?",
+                  [*params, limit], store=_log_store(log))
     return [(tool, duration, bool(ok)) for tool, duration, ok in rows]
 
 
 def get_entry(log: ExecutionLog, seq: int) -> LogEntry | None:
     """The call numbered ``seq`` in what :func:`read_log` reads (``None`` when it is not
     there, or no longer)."""
-    if log.db is None:
+    if log.store is None:
         found = [r for r in log._buffer.copy() if r[0] == seq]
         return log.entry(found[0]) if found else None
-    rows = _select(log.db, " WHERE seq = ?", [seq])
-    return rows[0] if rows else None
+    rows = _fetch(_target(log.store), ", ".join(_COLUMNS), " WHERE seq = ?", [seq],
+                  result=True, store=_log_store(log))
+    return _row_entry(rows[0]) if rows else None
+
+
+def log_store(registry: ToolRegistry, settings: InspectorSettings) -> StoreURL | None:
+    """Where ``registry``'s log is written besides memory: ``log-db`` (a file, relative to
+    the configuration file, or a store URL), else the registry's ``store``, else nowhere."""
+    return registry.store_url(settings.log_db)
 
 
 def _row_entry(row: Sequence[Any]) -> LogEntry:
@@ -690,10 +698,7 @@ def get_log(registry: ToolRegistry) -> ExecutionLog | None:
             settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
             made = None
             if settings.log:
-                db = None
-                if settings.log_db is not None:
-                    db = Path(settings.log_db)
-                made = ExecutionLog(settings.log_size, db=db,
+                made = ExecutionLog(settings.log_size, db=log_store(registry, settings),
                                     arguments=settings.arguments,
                                     max_value_chars=settings.max_value_chars,
                                     max_field_chars=settings.max_field_chars,

@@ -16,8 +16,9 @@ class InspectorSettings(BaseModel):
 
     ``log``: keep an execution log of every call (``False``: the plugin observes nothing).
     ``log_size``: how many calls the in-memory ring buffer keeps (oldest dropped first).
-    ``log_db``: an SQLite file the log is also written to (by a background thread), which
-    ``toolregistry log`` reads from another process. ``log_retention_seconds`` /
+    ``log_db``: an SQLite file (or a store URL) the log is also written to (by a background
+    thread), which ``toolregistry log`` reads from another process; default: the kernel's
+    ``store``, if any. ``log_retention_seconds`` /
     ``log_max_rows``: rows older or beyond that are deleted from the file.
     ``arguments``: ``"redacted"`` (default) keeps each argument's type and size, never its
     value; ``"full"`` keeps the values (JSON-encoded, cut at ``max_value_chars``).

@@ -27,12 +27,15 @@ from toolregistry.plugin import log
 
 from . import _loop
 from ._session import (
+    InputHandler,
     MCPConnectError,
+    Negotiated,
     SessionBase,
     ToolsChanged,
     _abandon,
     _Connection,
     _first_error,
+    check_protocol_version,
 )
 from ._spec import ServerSpec, parse_server
 
@@ -74,6 +77,16 @@ class MCPClient(SessionBase):
     it runs; a blocking call on its own thread is refused (it would wait for itself). When
     that loop closes the session ends (``asyncio.run`` cancels it and the server is stopped);
     the next call opens a new one.
+
+    ``protocol_version``: ``"auto"`` (default) asks ``server/discover`` at 2026-07-28 and falls
+    back to the ``initialize`` handshake (2025-11-25 and older) for a server that does not
+    speak it; ``"legacy"`` only the handshake; ``"2026-07-28"`` that revision without a probe.
+    ``elicitation`` / ``sampling`` answer a server's input requests (a multi-round-trip
+    call's ``InputRequiredResult`` at 2026-07-28, a server-to-client request before): called
+    with the request's params (``mcp_types.ElicitRequestParams`` /
+    ``CreateMessageRequestParams``), on the session's loop, they return the result (a model or
+    its dict; a coroutine is awaited). Without one, the client declares no such capability and
+    a call that needs input fails with an error result saying so.
     """
 
     def __init__(
@@ -95,10 +108,20 @@ class MCPClient(SessionBase):
         command_prefix: tuple[str, ...] = (),
         protect_parent: bool = False,
         auth: Any = None,
+        protocol_version: str = "auto",
+        elicitation: InputHandler | None = None,
+        sampling: InputHandler | None = None,
     ) -> None:
         if session_loop not in SESSION_LOOPS:
             raise ValueError(f"session_loop must be one of {', '.join(map(repr, SESSION_LOOPS))}"
                              f", not {session_loop!r}")
+        self.protocol_version = check_protocol_version(protocol_version)
+        for what, handler in (("elicitation", elicitation), ("sampling", sampling)):
+            if handler is not None and not callable(handler):
+                raise ConfigError(f"{what}= must be a callable taking the request's params, "
+                                  f"not {type(handler).__name__}")
+        self.elicitation = elicitation
+        self.sampling = sampling
         self.spec: ServerSpec = parse_server(server, headers=headers, env=env, cwd=cwd,
                                              transport=transport)
         self._auth: Any = None
@@ -127,9 +150,10 @@ class MCPClient(SessionBase):
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._listeners: list[ToolsChanged] = []
         self._closed = False
-        self._init: mcp_types.InitializeResult | None = None
+        self._init: Negotiated | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.invalid_tools: dict[str, str] = {}
+        self._as_task: set[str] = set()  # tools whose definition requires a task
         """Tools of the last listing whose definitions were malformed: ``{name: why}``."""
         _live.add(self)
         # The background loop runs while a client is open; this lets go of it exactly once
@@ -142,6 +166,11 @@ class MCPClient(SessionBase):
     def display(self) -> str:
         """How events and errors name this server."""
         return self.spec.display
+
+    @property
+    def negotiated_version(self) -> str | None:
+        """The protocol revision of the open session (``None`` before connecting)."""
+        return self._init.protocol_version if self._init is not None else None
 
     @property
     def server_info(self) -> mcp_types.Implementation | None:
@@ -301,17 +330,17 @@ class MCPClient(SessionBase):
         import mcp_types as types
         from pydantic import ValidationError
 
-        session = conn.session
-        assert session is not None
+        client = conn.client
+        assert client is not None
         tools: list[types.Tool] = []
         invalid: dict[str, str] = {}
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             with _timeout_scope(self.connect_timeout):
                 if not conn.lenient:
                     try:
-                        page = await session.list_tools(params=params)
+                        # The SDK client's listing honours the server's cache hints.
+                        page = await client.list_tools(cursor=cursor)
                     except ValidationError:
                         # One malformed tool fails the SDK's whole listing; read the raw
                         # listing instead and drop only the malformed tools.
@@ -322,17 +351,38 @@ class MCPClient(SessionBase):
             cursor = page.next_cursor
             if not cursor:
                 break
+        self._as_task = set()
+        kept: list[types.Tool] = []
+        for tool in tools:
+            support = tool.execution.task_support if tool.execution is not None else None
+            if support == "required" and not self._tasks_offered(conn):
+                invalid[tool.name] = (
+                    "it must be called as a task (execution.taskSupport is \"required\"), and "
+                    "the server does not offer task-augmented tools/call on this session "
+                    f"(protocol {conn.init.protocol_version if conn.init else '?'})")
+                continue
+            if support == "required":
+                self._as_task.add(tool.name)
+            kept.append(tool)
         self.invalid_tools = invalid
-        return tools
+        return kept
+
+    @staticmethod
+    def _tasks_offered(conn: _Connection) -> bool:
+        """The server takes task-augmented ``tools/call`` (2025-11-25 core tasks; at
+        2026-07-28 tasks are an extension this client does not speak)."""
+        caps = conn.init.capabilities if conn.init is not None else None
+        tasks = caps.tasks if caps is not None and not conn.init.modern else None  # type: ignore[union-attr]
+        return bool(tasks is not None and tasks.requests is not None
+                    and tasks.requests.tools is not None
+                    and tasks.requests.tools.call is not None)
 
     async def _raw_list(self, conn: _Connection, cursor: str | None,
                         invalid: dict[str, str]) -> mcp_types.ListToolsResult:
         import mcp_types as types
         from pydantic import ValidationError
 
-        assert conn.dispatcher is not None
-        raw = await conn.dispatcher.send_raw_request(
-            "tools/list", {"cursor": cursor} if cursor else None, self._raw_options(conn))
+        raw = await self._send_raw(conn, "tools/list", {"cursor": cursor} if cursor else {})
         items = raw.get("tools")
         if not isinstance(items, list):
             raise ValueError("tools/list result has no 'tools' list")
@@ -350,18 +400,24 @@ class MCPClient(SessionBase):
         return types.ListToolsResult(tools=good, next_cursor=next_cursor
                                      if isinstance(next_cursor, str) else None)
 
-    def _raw_options(self, conn: _Connection, timeout: float | None = None,
-                     on_progress: Any = None) -> Any:
-        from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-
+    async def _send_raw(self, conn: _Connection, method: str, params: dict[str, Any],
+                        timeout: float | None = None, on_progress: Any = None
+                        ) -> dict[str, Any]:
+        """A request whose result is parsed here, not by the SDK: the session's own stamp
+        (the 2026-07-28 ``_meta`` envelope and headers, or the handshake's version header)
+        goes on it as on every other request."""
+        assert conn.dispatcher is not None
+        data: dict[str, Any] = {"method": method, "params": params}
         opts: dict[str, Any] = {}
+        stamp = getattr(conn.session, "_stamp", None)
+        if stamp is not None:
+            stamp(data, opts)
         if on_progress is not None:
             opts["on_progress"] = on_progress
-        if conn.init is not None:
-            opts["headers"] = {MCP_PROTOCOL_VERSION_HEADER: conn.init.protocol_version}
         if timeout is not None:
             opts["timeout"] = timeout
-        return opts
+        return await conn.dispatcher.send_raw_request(  # type: ignore[no-any-return]
+            method, data["params"] or None, opts)
 
     async def _call_tool(self, name: str, arguments: dict[str, Any] | None,
                          timeout: float | None, progress: ProgressReporter | None = None,
@@ -385,13 +441,22 @@ class MCPClient(SessionBase):
                                 error=f"{type(exc).__name__}: {exc}")
 
             on_progress = forward
+        if name in self._as_task:
+            async with self._session() as conn:
+                try:
+                    return await self._call_as_task(conn, name, arguments, limit, request_meta)
+                except ToolCallError:
+                    raise
+                except Exception as exc:
+                    raise self._call_error(name, exc, limit) from None
         attempts: tuple[int, ...] = (1, 2)
         live = self._conn
         if (self.persistent and live is not None and not live.dead and not live.lenient
-                and live.session is not None and not self._closed):
+                and live.client is not None and not self._closed):
             # The common case, without the session context manager's own cost per call.
+            # The SDK client drives multi-round-trip (input-required) calls to their end.
             try:
-                return await live.session.call_tool(name, arguments or {},
+                return await live.client.call_tool(name, arguments or {},
                                                     read_timeout_seconds=limit,
                                                     progress_callback=on_progress,
                                                     meta=request_meta)
@@ -401,21 +466,20 @@ class MCPClient(SessionBase):
             attempts = (2,)  # sent once already: one more try, on a new session
         for attempt in attempts:
             async with self._session() as conn:
-                session = conn.session
-                assert session is not None
+                client = conn.client
+                assert client is not None
                 try:
                     if conn.lenient:
                         # The SDK re-lists tools to validate structured output, which fails
                         # for this server; call through the dispatcher, parse the result alone.
-                        assert conn.dispatcher is not None
                         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
                         if request_meta:
-                            params["_meta"] = request_meta
-                        raw = await conn.dispatcher.send_raw_request(
-                            "tools/call", params, self._raw_options(conn, limit, on_progress))
+                            params["_meta"] = dict(request_meta)
+                        raw = await self._send_raw(conn, "tools/call", params, limit,
+                                                   on_progress)
                         return types.CallToolResult.model_validate(raw, by_name=False)
                     # The SDK's per-request timeout sends notifications/cancelled when it fires.
-                    return await session.call_tool(name, arguments or {},
+                    return await client.call_tool(name, arguments or {},
                                                    read_timeout_seconds=limit,
                                                    progress_callback=on_progress,
                                                    meta=request_meta)
@@ -424,6 +488,69 @@ class MCPClient(SessionBase):
                         continue
                     raise self._call_error(name, exc, limit) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _call_as_task(self, conn: _Connection, name: str,
+                            arguments: dict[str, Any] | None, limit: float | None,
+                            meta: Mapping[str, Any] | None) -> mcp_types.CallToolResult:
+        """A task-augmented call: created, polled (at the server's ``pollInterval``) until it
+        ends, its result fetched; cancelled on the server when the deadline passes first or
+        the caller gives up."""
+        import anyio
+        import mcp_types as types
+
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {},
+                                  "task": {"ttl": _TASK_TTL_MS}}
+        if meta:
+            params["_meta"] = dict(meta)
+        deadline = None if limit is None else anyio.current_time() + limit
+        created = types.CreateTaskResult.model_validate(
+            await self._send_raw(conn, "tools/call", params, limit), by_name=False)
+        task: Any = created.task
+        try:
+            while task.status in ("working", "input_required"):
+                if task.status == "input_required":
+                    # The server's questions come as requests on the session while the
+                    # result is awaited; the handlers answer them.
+                    break
+                pause = (task.poll_interval or 1000) / 1000
+                if deadline is not None:
+                    pause = min(pause, max(deadline - anyio.current_time(), 0))
+                    if pause <= 0:
+                        raise TimeoutError
+                await anyio.sleep(pause)
+                task = types.GetTaskResult.model_validate(
+                    await self._send_raw(conn, "tasks/get", {"taskId": task.task_id},
+                                         _left(deadline)), by_name=False)
+            if task.status in ("failed", "cancelled"):
+                return types.CallToolResult(is_error=True, content=[types.TextContent(
+                    type="text", text=f"the task {task.status}"
+                    + (f": {task.status_message}" if task.status_message else ""))])
+            raw = await self._send_raw(conn, "tasks/result", {"taskId": task.task_id},
+                                       _left(deadline))
+            return types.CallToolResult.model_validate(raw, by_name=False)
+        except BaseException as exc:
+            if isinstance(exc, TimeoutError) or _is_timeout(exc) or isinstance(
+                    exc, asyncio.CancelledError):
+                await self._cancel_task(conn, name, task.task_id)
+                if not isinstance(exc, asyncio.CancelledError):
+                    log.warning("mcp.call_timeout", server=self.display, tool=name,
+                                timeout=limit, task=task.task_id)
+                    raise ToolCallError(
+                        f"MCP server {self.display}: tool {name!r} (run as a task) did not "
+                        f"finish within {limit:g}s; the task was cancelled (tasks/cancel "
+                        "sent)", kind="timeout") from None
+            raise
+
+    async def _cancel_task(self, conn: _Connection, name: str, task_id: str) -> None:
+        import anyio
+
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            try:
+                await self._send_raw(conn, "tasks/cancel", {"taskId": task_id}, 5)
+                log.info("mcp.task_cancelled", server=self.display, tool=name, task=task_id)
+            except Exception as exc:
+                log.warning("mcp.task_cancel_failed", server=self.display, tool=name,
+                            task=task_id, error=f"{type(exc).__name__}: {exc}")
 
     def _session_expired(self, conn: _Connection, exc: BaseException) -> bool:
         """An HTTP server that forgot our session (it restarted) answers 404, which the SDK
@@ -447,7 +574,7 @@ class MCPClient(SessionBase):
     def _call_error(self, what: str, exc: BaseException, limit: float | None = None
                     ) -> ToolCallError:
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from mcp_types import CONNECTION_CLOSED, MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 
         exc = _first_error(exc)
         label = f"tool {what!r}" if what != "tools/list" else "tools/list"
@@ -463,6 +590,21 @@ class MCPClient(SessionBase):
             return ToolCallError(
                 f"MCP server {self.display}: {label} did not answer in time", kind="timeout"
             )
+        if (self.spec.transport != "stdio" and isinstance(exc, MCPError)
+                and "byte limit" in exc.error.message and self.max_message_bytes):
+            # The SDK abandoned this request's response; the HTTP session goes on.
+            from ._stdio import too_large
+
+            log.warning("mcp.message_too_large", server=self.display, tool=what,
+                        limit=self.max_message_bytes)
+            return ToolCallError(f"MCP server {self.display}: {label} failed: "
+                                 f"{too_large(self.max_message_bytes)}", kind="remote")
+        if isinstance(exc, MCPError) and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+            return ToolCallError(
+                f"MCP server {self.display}: {label} asks for input this client cannot give "
+                f"({exc.error.message}); answer such requests with an input handler: "
+                "register_from_mcp(..., elicitation=handler) or sampling=handler",
+                kind="remote")
         if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
             return ToolCallError(
                 f"MCP server {self.display} rejected {label}: {exc.error.message} "
@@ -474,15 +616,6 @@ class MCPClient(SessionBase):
             # is unusable. An error result for this call; no restart.
             log.warning("mcp.invalid_result", server=self.display, tool=what, error=invalid)
             return ToolCallError(f"MCP server {self.display}: {label} {invalid}", kind="remote")
-        if (self.spec.transport != "stdio" and isinstance(exc, MCPError)
-                and "byte limit" in exc.error.message and self.max_message_bytes):
-            # The SDK abandoned this request's event stream; the HTTP session goes on.
-            from ._stdio import too_large
-
-            log.warning("mcp.message_too_large", server=self.display, tool=what,
-                        limit=self.max_message_bytes)
-            return ToolCallError(f"MCP server {self.display}: {label} failed: "
-                                 f"{too_large(self.max_message_bytes)}", kind="remote")
         if self._closed:
             return ToolCallError(f"MCP client for {self.display} was closed during {label}",
                                  kind="cancelled")
@@ -506,6 +639,23 @@ class MCPClient(SessionBase):
             msg += f"; its stderr ends with:\n{tail[-1000:]}"
         log.error("mcp.call_failed", server=self.display, tool=what, error=detail)
         return ToolCallError(msg, kind="remote")
+
+
+_TASK_TTL_MS = 10 * 60 * 1000  # how long the server keeps a task's result for us
+
+
+def _left(deadline: float | None) -> float | None:
+    import anyio
+
+    return None if deadline is None else max(deadline - anyio.current_time(), 0.001)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import REQUEST_TIMEOUT
+
+    exc = _first_error(exc)
+    return isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
 
 
 def _invalid_result(exc: BaseException) -> str | None:

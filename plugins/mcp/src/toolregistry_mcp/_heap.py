@@ -7,8 +7,8 @@ does not retune its host's interpreter.
 A served registry keeps a large, long-lived heap: the imported modules (the SDK, pydantic,
 every installed plugin), the registry, its tools and schemas, the server. Under load each full
 collection walks all of it again, and the per-request objects of many clients trigger one
-every few hundred calls: with 100 clients over streamable HTTP, 10 full collections of about
-115 ms each per 2,000 calls, a fifth of the server's CPU. So serving first collects what is
+every few hundred calls: with many clients over streamable HTTP the full collections take a
+large share of the server's CPU. So serving first collects what is
 garbage already, then moves everything left to the permanent generation (``gc.freeze``); those
 objects still die by reference counting as ever, only the collector no longer walks them. When
 the last server of the process stops, they are given back (``gc.unfreeze``), so a process that

@@ -103,7 +103,8 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = Fa
 _OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
             "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
             "session_loop", "max_message_bytes", "screening", "command_prefix",
-            "protect_parent", "ordering", "auth")
+            "protect_parent", "ordering", "auth", "protocol_version", "elicitation",
+            "sampling")
 
 
 def _auth_option(auth: Any, base_dir: Any) -> Any:
@@ -159,6 +160,9 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
                                 options.get("command_prefix", settings.command_prefix)),
         protect_parent=bool(options.get("protect_parent", settings.protect_parent)),
         auth=_auth_option(options.get("auth"), base_dir),
+        protocol_version=str(options.get("protocol_version", "auto")),
+        elicitation=options.get("elicitation"),
+        sampling=options.get("sampling"),
     )
     try:
         listed = await client.alist_tools()
@@ -288,7 +292,10 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     ``max_message_bytes``, ``screening`` (``"warn"``, ``"strip"``, ``"disable"``, ``"refuse"``,
     ``"off"``), ``command_prefix`` and ``protect_parent`` (see :class:`MCPClient`),
     ``ordering`` (``"server"``, default: a batch's calls to this server's tools not declared
-    read-only run in call order relative to its other calls; ``"none"``).
+    read-only run in call order relative to its other calls; ``"none"``),
+    ``protocol_version`` (``"auto"``, default: 2026-07-28 through ``server/discover``, else the
+    ``initialize`` handshake; ``"legacy"``; ``"2026-07-28"``), ``elicitation`` and ``sampling``
+    (the application's answer to a server's input requests: see :class:`MCPClient`).
     """
     with operation(registry, "mcp.load", _load_attributes(server, options)) as attrs:
         tools = _loop.run(_aload(registry, server, options, _settings(registry)))

@@ -4,8 +4,9 @@ Every enabled tool is listed from ``registry.get_schemas(api_format="mcp")`` (so
 ``schema_transform`` hooks, think-augment included, apply) and called through
 ``registry.ainvoke`` (so validation, ``pre_invoke`` / ``post_invoke`` and timeouts apply);
 error results become ``isError`` results. Registry changes are announced to every connected
-client with ``notifications/tools/list_changed``, on its connection's standalone channel,
-whether or not it has a request in flight.
+client with ``notifications/tools/list_changed``: on its connection's standalone channel,
+whether or not it has a request in flight (2025-11-25 and older), or on its
+``subscriptions/listen`` stream (2026-07-28).
 """
 
 from __future__ import annotations
@@ -101,7 +102,10 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     without a verified token see no tool.
     """
     import mcp_types as types
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
+    # 2026-07-28 clients hear of changes on subscriptions/listen streams, fed by this bus.
+    bus = InMemorySubscriptionBus()
     # The client connections changes are announced to: the SDK's ``Connection`` of each, which
     # lives as long as the client stays (a request's ``ctx.session`` is a proxy built for that
     # request alone, gone when it ends). Weakly: a closed connection is forgotten.
@@ -202,6 +206,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     async def announce() -> None:
         # Once to each connection, all at once: a client that stopped reading holds up no one.
         await asyncio.gather(*[tell(conn) for conn in list(connections)])
+        await bus.publish(ToolsListChanged())  # to every subscriptions/listen stream
 
     def start_announcing() -> None:
         task = asyncio.get_running_loop().create_task(announce())
@@ -235,6 +240,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
+            on_subscriptions_listen=ListenHandler(bus),
         )
 
 
@@ -245,7 +251,7 @@ def _server_class() -> type[Server[Any]]:
     The registry announces every change, on every transport. The SDK's streamable-HTTP
     session manager builds each session's ``initialize`` answer from
     ``create_initialization_options()`` with no arguments, so the default is where the
-    capability must be said (issue 15.5: HTTP advertised ``listChanged: false``).
+    capability must be said (otherwise HTTP sessions advertise ``listChanged: false``).
     """
     from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.models import InitializationOptions

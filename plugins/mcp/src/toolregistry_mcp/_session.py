@@ -16,26 +16,28 @@ import asyncio
 import contextlib
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from toolregistry.errors import ToolCallError
+from toolregistry.errors import ConfigError, ToolCallError
 from toolregistry.plugin import log
 
 from ._spec import child_environment, make_non_dumpable
 
 if TYPE_CHECKING:
     import mcp_types
+    from mcp.client.client import Client
     from mcp.client.session import ClientSession
 
     from ._client import MCPClient
     from ._spec import ServerSpec
 
-__all__ = ["MCPConnectError", "SessionBase"]
+__all__ = ["MCPConnectError", "Negotiated", "SessionBase", "check_protocol_version"]
 
 ToolsChanged = Callable[["MCPClient"], Awaitable[None]]
+InputHandler = Callable[[Any], Any]
 
 _STDERR_TAIL = 4000  # bytes of a child's stderr kept for error messages
 
@@ -117,12 +119,58 @@ class _WatchedStream:
         return await self._inner.__aexit__(*exc)  # type: ignore[no-any-return]
 
 
+@attrs.frozen
+class Negotiated:
+    """What the server said when the session opened (``server/discover`` at 2026-07-28,
+    the ``initialize`` handshake before)."""
+
+    protocol_version: str
+    modern: bool  # 2026-07-28 or later: no session, every request carries its _meta
+    server_info: mcp_types.Implementation | None
+    capabilities: mcp_types.ServerCapabilities | None
+    instructions: str | None
+
+
+def _negotiated(client: Any) -> Negotiated:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    version = client.protocol_version
+    return Negotiated(protocol_version=version, modern=version in MODERN_PROTOCOL_VERSIONS,
+                      server_info=client.server_info,
+                      capabilities=client.server_capabilities,
+                      instructions=client.instructions)
+
+
+def _input_callback(handler: InputHandler | None, kind: str) -> Any:
+    """The SDK callback for an application's input handler (``None``: the SDK's default,
+    which declares no capability and refuses)."""
+    if handler is None:
+        return None
+    import inspect
+
+    import mcp_types as types
+
+    result_type: Any = types.ElicitResult if kind == "elicitation" else \
+        types.CreateMessageResult
+
+    async def callback(context: Any, params: Any) -> Any:
+        answer = handler(params)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, Mapping):
+            answer = result_type.model_validate(answer)
+        return answer
+
+    return callback
+
+
 @attrs.define(eq=False)
 class _Connection:
     """One live session (one child process or HTTP session) and its runner task."""
 
     session: ClientSession | None = None
-    init: mcp_types.InitializeResult | None = None
+    client: Client | None = None  # the SDK's client around the session
+    init: Negotiated | None = None
     runner: asyncio.Task[None] | None = None
     stop: asyncio.Event = attrs.field(factory=asyncio.Event)
     dead: bool = False
@@ -134,16 +182,52 @@ class _Connection:
     refused: tuple[int, str] | None = None  # an HTTP 401 / 403 and its WWW-Authenticate
 
 
-def _refusals(conn: _Connection) -> Callable[[Any], Awaitable[None]]:
+def _refusals(conn: _Connection, endpoint: str) -> Callable[[Any], Awaitable[None]]:
     """An httpx response hook keeping the server's last 401 / 403 (the SDK reports them as
-    a bare "Server returned an error response")."""
+    a bare "Server returned an error response"). Any other answer of the MCP endpoint after
+    it (the sign-in worked) forgets it: the error then is the server's own."""
 
     async def hook(response: Any) -> None:
         # A 403 (insufficient scope) says more than the 401 that may follow a failed step-up.
-        if response.status_code in (401, 403) and (conn.refused is None
-                                                   or conn.refused[0] != 403):
-            conn.refused = (response.status_code,
-                            str(response.headers.get("www-authenticate", "")))
+        if response.status_code in (401, 403):
+            if conn.refused is None or conn.refused[0] != 403:
+                conn.refused = (response.status_code,
+                                str(response.headers.get("www-authenticate", "")))
+        elif conn.refused is not None and _same_endpoint(str(response.request.url), endpoint):
+            conn.refused = None
+
+    return hook
+
+
+def _same_endpoint(url: str, endpoint: str) -> bool:
+    return url.split("?", 1)[0].rstrip("/") == endpoint.split("?", 1)[0].rstrip("/")
+
+
+def _bounded_json(limit: int | None) -> Callable[[Any], Awaitable[None]]:
+    """An httpx response hook bounding a JSON response body (the SDK bounds SSE events, and
+    a 2026-07-28 server answers most requests with plain JSON): past ``limit`` bytes the
+    read fails for that request alone, and the session goes on."""
+    import httpx2
+
+    class Bounded(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any, limit: int) -> None:
+            self.inner = inner
+            self.limit = limit
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            size = 0
+            async for chunk in self.inner:
+                size += len(chunk)
+                if size > self.limit:
+                    raise httpx2.StreamError(f"response over the {self.limit:,}-byte limit")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    async def hook(response: Any) -> None:
+        if limit and response.headers.get("content-type", "").startswith("application/json"):
+            response.stream = Bounded(response.stream, limit)
 
     return hook
 
@@ -179,6 +263,19 @@ def _refusal_hint(refused: tuple[int, str], have_auth: bool) -> str:
             "(a missing scope: ask for it with auth.scope, or use another account)")
 
 
+def check_protocol_version(value: str) -> str:
+    """``"auto"`` (2026-07-28 through ``server/discover``, else the ``initialize`` handshake),
+    ``"legacy"`` (the handshake only) or a 2026-era revision (that one, no probe)."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    if value in ("auto", "legacy") or value in MODERN_PROTOCOL_VERSIONS:
+        return value
+    hint = (" (a handshake-era revision: use 'legacy', which negotiates the newest of them "
+            "the server speaks)" if value in HANDSHAKE_PROTOCOL_VERSIONS else "")
+    raise ConfigError(f"protocol_version must be 'auto', 'legacy' or one of "
+                      f"{', '.join(map(repr, MODERN_PROTOCOL_VERSIONS))}, not {value!r}{hint}")
+
+
 def _first_error(exc: BaseException) -> BaseException:
     """The innermost meaningful exception of an (anyio) exception group."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -202,12 +299,15 @@ class SessionBase:
         max_message_bytes: int | None
         shutdown_grace: float
         client_name: str
+        protocol_version: str
+        elicitation: InputHandler | None
+        sampling: InputHandler | None
         _auth: Any
         _conn: _Connection | None
         _lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None
         _listeners: list[ToolsChanged]
         _closed: bool
-        _init: mcp_types.InitializeResult | None
+        _init: Negotiated | None
         _background: set[asyncio.Task[Any]]
         _release_loop: Callable[[], Any]
 
@@ -258,6 +358,7 @@ class SessionBase:
         self._init = conn.init
         info = conn.init.server_info if conn.init else None
         log.info("mcp.connected", server=self.display, transport=self.spec.transport,
+                 protocol_version=conn.init.protocol_version if conn.init else None,
                  server_name=info.name if info else None,
                  server_version=info.version if info else None)
         return conn
@@ -286,8 +387,7 @@ class SessionBase:
     async def _run(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
         import anyio
         import mcp_types as types
-        from mcp.client.session import ClientSession
-        from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+        from mcp.client.client import Client
 
         def mark_dead() -> None:
             if not conn.dead:
@@ -296,24 +396,37 @@ class SessionBase:
                     log.warning("mcp.disconnected", server=self.display)
             conn.stop.set()  # end the transport now (the process, its pipes), not at next use
 
+        # The SDK's own client: version negotiation (server/discover first, the initialize
+        # handshake for older servers), the per-request _meta envelope and headers, input
+        # requests, the tools/list cache. Our part is the transport under it.
+        client = Client(
+            self._watched(conn, mark_dead),
+            mode=self.protocol_version,
+            message_handler=self._on_message,
+            logging_callback=self._on_log,
+            elicitation_callback=_input_callback(self.elicitation, "elicitation"),
+            sampling_callback=_input_callback(self.sampling, "sampling"),
+            client_info=types.Implementation(name=self.client_name, version=_version()),
+        )
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(conn))
-                # Our own dispatcher object, so that the lenient path can send raw requests.
-                conn.dispatcher = JSONRPCDispatcher(_WatchedStream(read, mark_dead), write)
-                session = ClientSession(
-                    dispatcher=conn.dispatcher,
-                    message_handler=self._on_message,
-                    logging_callback=self._on_log,
-                    client_info=types.Implementation(name=self.client_name,
-                                                     version=_version()),
-                )
-                await stack.enter_async_context(session)
-                with anyio.fail_after(self.connect_timeout):
-                    conn.init = await session.initialize()
-                conn.session = session
-                ready.set_result(None)
-                await conn.stop.wait()
+            # One scope around the whole session (anyio needs its task groups entered and
+            # left inside it): the deadline covers opening and negotiating, then is lifted.
+            with anyio.CancelScope() as scope:
+                scope.deadline = anyio.current_time() + self.connect_timeout
+                async with client:
+                    scope.deadline = float("inf")
+                    conn.client = client
+                    conn.session = client.session
+                    conn.init = _negotiated(client)
+                    conn.dispatcher = getattr(client.session, "_dispatcher", None)
+                    ready.set_result(None)
+                    async with anyio.create_task_group() as tasks:
+                        if self.listen_for_changes(conn):
+                            tasks.start_soon(self._listen, conn, client)
+                        await conn.stop.wait()
+                        tasks.cancel_scope.cancel()
+            if scope.cancelled_caught and not ready.done():
+                raise TimeoutError("handshake")
         except BaseException as exc:
             conn.dead = True
             if not ready.done():
@@ -329,8 +442,42 @@ class SessionBase:
         finally:
             conn.dead = True
             conn.session = None
+            conn.client = None
             if conn.stderr is not None:
                 conn.stderr.close()
+
+    def listen_for_changes(self, conn: _Connection) -> bool:
+        """A 2026-07-28 server announces tool-list changes only on a ``subscriptions/listen``
+        stream: open one when it says its tool list can change."""
+        caps = conn.init.capabilities if conn.init is not None else None
+        return bool(conn.init is not None and conn.init.modern and caps is not None
+                    and caps.tools is not None and caps.tools.list_changed)
+
+    async def _listen(self, conn: _Connection, client: Any) -> None:
+        """Until the session ends: each tools-list event goes to the listeners; a lost stream
+        is opened again (its events are not replayed, so the listeners refetch)."""
+        from mcp.client.subscriptions import ToolsListChanged
+
+        while not conn.stop.is_set():
+            try:
+                async with client.listen(tools_list_changed=True) as sub:
+                    async for event in sub:
+                        if isinstance(event, ToolsListChanged):
+                            self._tools_changed()
+                    return  # the server ended the stream gracefully
+            except Exception as exc:
+                if conn.stop.is_set() or conn.dead:
+                    return
+                log.warning("mcp.listen_lost", server=self.display,
+                            error=f"{type(exc).__name__}: {exc}")
+                await asyncio.sleep(1.0)
+                self._tools_changed()
+
+    @contextlib.asynccontextmanager
+    async def _watched(self, conn: _Connection, on_eof: Callable[[], None]
+                       ) -> AsyncIterator[Any]:
+        async with self._transport(conn) as (read, write):
+            yield _WatchedStream(read, on_eof), write
 
     @contextlib.asynccontextmanager
     async def _transport(self, conn: _Connection) -> AsyncIterator[Any]:
@@ -370,7 +517,8 @@ class SessionBase:
 
             async with create_mcp_http_client(headers=dict(spec.headers) or None,
                                               auth=self._auth) as http:
-                http.event_hooks["response"].append(_refusals(conn))
+                http.event_hooks["response"] += [_refusals(conn, spec.url or ""),
+                                                 _bounded_json(self.max_message_bytes)]
                 async with streamable_http_client(
                         spec.url or "", http_client=http,
                         max_sse_event_size=self.max_message_bytes) as streams:
@@ -382,7 +530,7 @@ class SessionBase:
             def factory(headers: dict[str, str] | None = None, timeout: Any = None,
                         auth: Any = None) -> Any:
                 http = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
-                http.event_hooks["response"].append(_refusals(conn))
+                http.event_hooks["response"].append(_refusals(conn, spec.url or ""))
                 return http
 
             async with sse_client(spec.url or "", headers=dict(spec.headers) or None,
@@ -396,13 +544,16 @@ class SessionBase:
                         error=f"{type(message).__name__}: {message}")
             return
         if getattr(message, "method", None) == "notifications/tools/list_changed":
-            log.info("mcp.tools_list_changed", server=self.display)
-            for callback in list(self._listeners):
-                # Not awaited here: the callback lists tools through this same session, and
-                # the dispatcher is waiting for this handler to return.
-                task = asyncio.get_running_loop().create_task(self._notify(callback))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+            self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        log.info("mcp.tools_list_changed", server=self.display)
+        for callback in list(self._listeners):
+            # Not awaited here: the callback lists tools through this same session, and
+            # the dispatcher is waiting for this handler to return.
+            task = asyncio.get_running_loop().create_task(self._notify(callback))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _notify(self, callback: ToolsChanged) -> None:
         try:

@@ -1,12 +1,12 @@
 """The stdio transport: spawn an MCP server and frame its newline-delimited JSON-RPC.
 
 Why not the SDK's ``stdio_client``: it re-joins and re-splits its whole line buffer on every
-64 KiB read, which is quadratic in the message size (a 50 MB result took ~20 s of CPU here),
-it has no bound on one message, and it kills the process group only when the leader itself
-hangs, so helpers a launcher started (``npx`` -> ``node``) can outlive it. This transport
-reads linearly, bounds a message at ``max_message_bytes``, and always ends the whole process
-group. It keeps the SDK's shutdown order (close stdin, wait, SIGTERM, wait, SIGKILL) and its
-message types; on Windows the SDK's own transport is used.
+64 KiB read, which is quadratic in the message size (a large result keeps a CPU busy for
+long), it has no bound on one message, and it kills the process group only when
+the leader itself hangs, so helpers a launcher started (``npx`` -> ``node``) can outlive it.
+This transport reads linearly, bounds a message at ``max_message_bytes``, and always ends the
+whole process group. It keeps the SDK's shutdown order (close stdin, wait, SIGTERM, wait,
+SIGKILL) and its message types; on Windows the SDK's own transport is used.
 
 It is also shorter on the hot path: the SDK's streams are the ``ReadStream`` /
 ``WriteStream`` protocols of ``mcp.shared._stream_protocols``, and here they sit right on the

@@ -90,11 +90,28 @@ def main() -> int:
             auth.update(client_id=context["client_id"],
                         client_secret=context.get("client_secret"))
     with ToolRegistry() as registry:
-        tools = registry.register_from_mcp(url, auth=auth, timeout=20)
-        if tools:
-            result = registry.invoke(tools[0].name, {})
+        tools = registry.register_from_mcp(url, auth=auth, timeout=20, elicitation=_accept)
+        # The calls the scenario asks for, or the first tool with example arguments.
+        calls = context.get("toolCalls") or (
+            [{"name": tools[0].name, "arguments": _example(tools[0].parameters)}]
+            if tools else [])
+        for call in calls:
+            result = registry.invoke(call["name"], call.get("arguments") or {})
             print(result.text[:200])
     return 0
+
+
+def _accept(params: Any) -> dict[str, Any]:
+    """An elicitation answered as a user accepting, with an example value for each field."""
+    return {"action": "accept", "content": _example(params.requested_schema)}
+
+
+def _example(schema: Any) -> dict[str, Any]:
+    """An example value for each required property of an object schema."""
+    values = {"number": 1, "integer": 1, "boolean": True, "string": "example"}
+    props = schema.get("properties") or {} if isinstance(schema, dict) else {}
+    return {name: values.get(props.get(name, {}).get("type"), "example")
+            for name in (schema.get("required") or [] if isinstance(schema, dict) else [])}
 
 
 if __name__ == "__main__":

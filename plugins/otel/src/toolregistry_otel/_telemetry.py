@@ -58,7 +58,7 @@ class _Switch:
     public getters only when one is set, or when the environment names a provider for the API
     to load (which the getter then does). Why not the public getters on every call: while no
     provider is set, each also looks ``OTEL_PYTHON_*_PROVIDER`` up in ``os.environ`` (a
-    failed lookup raises and catches ``KeyError`` twice), about 20 times the cost of reading
+    failed lookup raises and catches ``KeyError`` twice), many times the cost of reading
     the globals and more than the rest of what the plugin adds to a call
     (``benchmarks/otel_bench.py``, "provider check"). The API has no public, cheaper way to
     ask (its proxy tracer answers a ``start_span`` with a non-recording span, costlier still).

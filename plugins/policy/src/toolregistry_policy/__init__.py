@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         ApprovalError,
         ApprovalStore,
         MemoryStore,
+        ServerStore,
         SQLiteStore,
     )
     from ._audit import AuditLog, AuditRecord
@@ -45,6 +46,7 @@ __all__ = [
     "PolicySettings",
     "Rule",
     "SQLiteStore",
+    "ServerStore",
     "TerminalApprover",
     "Verdict",
     "configure",
@@ -59,6 +61,7 @@ _LAZY = {
     "ApprovalStore": "._approvals",
     "MemoryStore": "._approvals",
     "SQLiteStore": "._approvals",
+    "ServerStore": "._approvals",
     "AuditLog": "._audit",
     "AuditRecord": "._audit",
     "Policy": "._policy",

@@ -1,5 +1,6 @@
 """The approvals store: calls held for a person, their decisions, and the one run each
-approved call gets. In memory, or in a SQLite file that several processes share.
+approved call gets. In memory, in a SQLite file that the processes of one host share, or in
+a PostgreSQL store every worker and host shares (``ServerStore``).
 
 Every held call gets an approval of its own (a fresh id). ``key`` says which later calls are
 the same call sent again (the same tool, arguments, call id and caller): a re-sent call
@@ -16,7 +17,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import attrs
 from attrs import frozen
@@ -24,7 +25,11 @@ from attrs import frozen
 from toolregistry.errors import ToolRegistryError
 from toolregistry.types import ApprovalRequest
 
-__all__ = ["Approval", "ApprovalError", "ApprovalStore", "MemoryStore", "SQLiteStore", "Status"]
+if TYPE_CHECKING:
+    from toolregistry.plugin import Store
+
+__all__ = ["Approval", "ApprovalError", "ApprovalStore", "MemoryStore", "SQLiteStore",
+           "ServerStore", "Status"]
 
 Status = Literal["pending", "approved", "denied", "running", "done"]
 STATUSES: tuple[Status, ...] = ("pending", "approved", "denied", "running", "done")
@@ -261,3 +266,67 @@ class SQLiteStore:
             f"SELECT data FROM approvals WHERE key = ? AND status IN ({marks}) "
             "ORDER BY created, id", (key, *OPEN)).fetchall()
         return [a for a in map(self._load, rows) if a is not None]
+
+
+class ServerStore:
+    """Approvals in a shared database (a ``postgresql://`` store): every worker and host sees
+    a decision made on any of them, and each approved call is claimed by exactly one. Each
+    method is one transaction; a transition is one conditional ``UPDATE``."""
+
+    TABLE = "policy_approvals"
+    SCHEMA = ("policy-approvals", 1, (
+        f"CREATE TABLE IF NOT EXISTS {TABLE} (id TEXT PRIMARY KEY, status TEXT NOT NULL, "
+        "created DOUBLE PRECISION NOT NULL, data TEXT NOT NULL, key TEXT)",
+        f"CREATE INDEX IF NOT EXISTS {TABLE}_key ON {TABLE} (key)",
+        f"CREATE INDEX IF NOT EXISTS {TABLE}_status ON {TABLE} (status, created)",
+    ))
+
+    def __init__(self, store: Store) -> None:
+        component, version, ddl = self.SCHEMA
+        store.ensure_schema(component, version, ddl)
+        self.store = store
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> builtins.list[Approval]:
+        with self.store.transaction() as tx:
+            rows = tx.execute(f"SELECT data FROM {self.TABLE}{where}", params)
+        return [a for a in map(SQLiteStore._load, rows) if a is not None]
+
+    def add(self, approval: Approval) -> Approval:
+        data = json.dumps(approval.to_dict(), default=str)
+        with self.store.transaction() as tx:
+            tx.execute(f"INSERT INTO {self.TABLE} (id, status, created, data, key) "
+                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                       (approval.id, approval.status, approval.created, data, approval.key))
+        kept = self.get(approval.id)
+        return kept if kept is not None else approval
+
+    def get(self, approval_id: str) -> Approval | None:
+        found = self._select(" WHERE id = ?", (approval_id,))
+        return found[0] if found else None
+
+    def list(self, status: Status | None = None) -> builtins.list[Approval]:
+        if status is None:
+            return self._select(" ORDER BY created, id", ())
+        return self._select(" WHERE status = ? ORDER BY created, id", (status,))
+
+    def transition(self, approval_id: str, expected: tuple[Status, ...],
+                   new: Approval) -> Approval | None:
+        marks = ", ".join("?" * len(expected))
+        with self.store.transaction() as tx:
+            changed = tx.execute(
+                f"UPDATE {self.TABLE} SET status = ?, data = ? WHERE id = ? AND status IN "
+                f"({marks}) RETURNING id",
+                (new.status, json.dumps(new.to_dict(), default=str), approval_id, *expected))
+        return new if changed else self.get(approval_id)
+
+    def remove(self, approval_id: str) -> None:
+        with self.store.transaction() as tx:
+            tx.execute(f"DELETE FROM {self.TABLE} WHERE id = ?", (approval_id,))
+
+    def find(self, key: str) -> builtins.list[Approval]:
+        marks = ", ".join("?" * len(OPEN))
+        return self._select(f" WHERE key = ? AND status IN ({marks}) ORDER BY created, id",
+                            (key, *OPEN))
+
+    def close(self) -> None:
+        """Nothing of its own to close: the policy closes the store's connections."""

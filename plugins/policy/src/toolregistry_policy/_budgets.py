@@ -1,5 +1,6 @@
 """Budgets and rate limits: calls per tool, namespace or registry, calls per minute, and cost
-weights against a total budget. Counted when a call is allowed to run."""
+weights against a total budget. Counted when a call is allowed to run: in this process, or on
+the store every worker shares (``_counts``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, frozen
 
 from toolregistry.errors import ConfigError
 
 from ._rules import ToolFacts
+
+if TYPE_CHECKING:
+    from ._counts import StoreCounts
 
 __all__ = ["Budgets", "Limit"]
 
@@ -34,6 +38,29 @@ class Limit:
     per_minute: int | None = None
 
 
+def spent_calls(limit: Limit) -> str:
+    """What the model is told when ``limit``'s call budget is spent."""
+    return (f"the call budget of {limit.scope} is spent ({limit.max_calls} calls); "
+            "do not call it again")
+
+
+def rate_limited(limit: Limit, oldest_age: float) -> str:
+    """What the model is told when ``limit``'s minute is full (its oldest call
+    ``oldest_age`` seconds ago)."""
+    wait = _WINDOW - oldest_age
+    return (f"rate limit: at most {limit.per_minute} calls per minute to "
+            f"{limit.scope}; try again in {max(1, round(wait))} s")
+
+
+def spent_cost(spent: float, max_cost: float, cost: float, tool: str) -> str | None:
+    """What the model is told when a call costing ``cost`` does not fit the cost budget
+    (``None``: it fits)."""
+    if spent + cost <= max_cost + 1e-9:
+        return None
+    return (f"the cost budget is spent ({spent:g} of {max_cost:g} used; a call to {tool!r} "
+            f"costs {cost:g}); do not call it again")
+
+
 @define
 class _Counter:
     limit: Limit
@@ -43,15 +70,12 @@ class _Counter:
     def refusal(self, now: float) -> str | None:
         limit = self.limit
         if limit.max_calls is not None and self.calls >= limit.max_calls:
-            return (f"the call budget of {limit.scope} is spent ({limit.max_calls} calls); "
-                    "do not call it again")
+            return spent_calls(limit)
         if limit.per_minute is not None and self.recent is not None:
             while self.recent and now - self.recent[0] >= _WINDOW:
                 self.recent.popleft()
             if len(self.recent) >= limit.per_minute:
-                wait = _WINDOW - (now - self.recent[0])
-                return (f"rate limit: at most {limit.per_minute} calls per minute to "
-                        f"{limit.scope}; try again in {max(1, round(wait))} s")
+                return rate_limited(limit, now - self.recent[0])
         return None
 
     def take(self, now: float) -> None:
@@ -78,9 +102,12 @@ def _limit(scope: str, spec: Any, where: str) -> Limit:
 
 
 class Budgets:
-    """The budgets of one policy, their counters and the cost spent (thread-safe)."""
+    """The budgets of one policy, their counters and the cost spent (thread-safe): counted in
+    this process, or on ``shared`` (a store every worker and host counts on, atomically)."""
 
-    def __init__(self, table: Mapping[str, Any] | None) -> None:
+    def __init__(self, table: Mapping[str, Any] | None,
+                 shared: StoreCounts | None = None) -> None:
+        self.shared = shared
         table = {str(k).replace("_", "-"): v for k, v in (table or {}).items()}
         unknown = sorted(set(table) - set(BUDGET_KEYS))
         if unknown:
@@ -140,13 +167,20 @@ class Budgets:
             return None
         return ToolBudget(self, tuple(counters), cost, facts.name)
 
+    def _counters(self) -> list[_Counter]:
+        scopes = [c for _, c in self.tools] + [c for _, c in self.namespaces]
+        if self.registry is not None:
+            scopes.append(self.registry)
+        return scopes
+
     def reset(self) -> None:
-        """Start every counter and the cost spent afresh."""
+        """Start every counter and the cost spent afresh (on a shared store: for every
+        worker)."""
+        if self.shared is not None:
+            self.shared.reset()
+            return
         with self._lock:
-            counters = [c for _, c in self.tools] + [c for _, c in self.namespaces]
-            if self.registry is not None:
-                counters.append(self.registry)
-            for c in counters:
+            for c in self._counters():
                 c.calls = 0
                 if c.recent is not None:
                     c.recent.clear()
@@ -154,11 +188,12 @@ class Budgets:
 
     def usage(self) -> dict[str, Any]:
         """Calls counted per scope and the cost spent, for dashboards."""
+        if self.shared is not None:
+            calls, spent = self.shared.usage([c.limit for c in self._counters()])
+            return {"calls": calls, "cost": spent, "max_cost": self.max_cost}
         with self._lock:
-            scopes = [c for _, c in self.tools] + [c for _, c in self.namespaces]
-            if self.registry is not None:
-                scopes.append(self.registry)
-            return {"calls": {c.limit.scope: c.calls for c in scopes}, "cost": self.spent,
+            return {"calls": {c.limit.scope: c.calls for c in self._counters()},
+                    "cost": self.spent,
                     "max_cost": self.max_cost}
 
 
@@ -177,16 +212,17 @@ class ToolBudget:
         budgets = self.budgets
         if now is None:
             now = time.monotonic()
+        if budgets.shared is not None:
+            return budgets.shared.charge(self, now)
         with budgets._lock:
             for counter in self.counters:
                 why = counter.refusal(now)
                 if why is not None:
                     return why
-            if budgets.max_cost is not None and self.cost and \
-                    budgets.spent + self.cost > budgets.max_cost + 1e-9:
-                return (f"the cost budget is spent ({budgets.spent:g} of {budgets.max_cost:g} "
-                        f"used; a call to {self.tool!r} costs {self.cost:g}); do not call it "
-                        "again")
+            if budgets.max_cost is not None and self.cost:
+                why = spent_cost(budgets.spent, budgets.max_cost, self.cost, self.tool)
+                if why is not None:
+                    return why
             for counter in self.counters:
                 counter.take(now)
             budgets.spent += self.cost
@@ -195,6 +231,9 @@ class ToolBudget:
     def refund(self, now: float) -> None:
         """Give back the call counted at ``now`` (it did not run after all)."""
         budgets = self.budgets
+        if budgets.shared is not None:
+            budgets.shared.refund(self, now)
+            return
         with budgets._lock:
             for counter in self.counters:
                 counter.calls = max(0, counter.calls - 1)

@@ -19,10 +19,19 @@ from toolregistry.errors import ConfigError
 from toolregistry.plugin import log
 from toolregistry.types import ApprovalRequest, Decision, ToolResult, current_caller
 
-from ._approvals import Approval, ApprovalError, ApprovalStore, MemoryStore, SQLiteStore, find
-from ._audit import AuditLog
+from ._approvals import (
+    Approval,
+    ApprovalError,
+    ApprovalStore,
+    MemoryStore,
+    ServerStore,
+    SQLiteStore,
+    find,
+)
+from ._audit import AuditLog, StoreTrail
 from ._blocking import EditGrants, Verdict, ask_handler, load_handler
 from ._budgets import Budgets, ToolBudget
+from ._counts import StoreCounts
 from ._decider import ToolPolicy
 from ._resume import GRANT, claim, granted, pending_result
 from ._rules import Compiled, Rule, compile_rules, tool_facts
@@ -30,6 +39,7 @@ from ._settings import PolicySettings
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolCall, ToolRegistry
+    from toolregistry.plugin import Store
 
 __all__ = ["Policy", "Verdict", "pending_result"]
 
@@ -57,6 +67,8 @@ class Policy:
         self.audit = AuditLog(settings.audit_size)
         self.store: ApprovalStore = MemoryStore()
         self._code_rules: list[Rule | Mapping[str, Any]] | None = None
+        self._shared_counts: StoreCounts | None = None
+        self._databases: dict[str, Store] = {}
         self._hidden: set[str] = set()  # tools this policy disabled (hide_denied)
         self._hiding = threading.local()
         self.settings = settings
@@ -73,14 +85,18 @@ class Policy:
         rules = self._code_rules if self._code_rules is not None else settings.rules
         compiled = compile_rules(rules, self._base())
         budgets = Budgets(settings.budgets)
+        if not budgets.empty:
+            budgets.shared = self._counts(settings)
         if handler is None and settings.handler is not None:
             handler = load_handler(settings.handler)
-        if store is None and settings.store is not None and (
-                init or settings.store != self.settings.store):
-            sqlite = SQLiteStore(Path(settings.store))
-            self._registry.add_closer(sqlite.close)
-            store = sqlite
+        if store is None and (init or settings.store != self.settings.store):
+            store = self._approvals(settings)
         self.audit.resize(settings.audit_size)
+        database = self._database(settings)
+        if database is None:
+            self.audit.shared = None
+        elif self.audit.shared is None or self.audit.shared.store is not database:
+            self.audit.shared = StoreTrail(database)
         with self._lock:
             self.settings = settings
             self.rules = compiled
@@ -96,6 +112,43 @@ class Policy:
             version = int(self._registry.get_setting("policy", 0)) + 1
             self._registry.set_setting("policy", version)
             self.hide_denied()
+
+    def _database(self, settings: PolicySettings) -> Store | None:
+        """The store the approvals and the budgets share (the policy's ``store``, else the
+        registry's), opened once per URL; ``None``: state kept in this process."""
+        url = self._registry.store_url(settings.store)
+        if url is None:
+            return None
+        opened = self._databases.get(url.url)
+        if opened is None:
+            from toolregistry.plugin import open_store
+
+            opened = self._databases[url.url] = open_store(url)
+            self._registry.add_closer(opened.close)
+        return opened
+
+    def _counts(self, settings: PolicySettings) -> StoreCounts | None:
+        """The budgets' counters on the store; ``None``: counted in this process."""
+        database = self._database(settings)
+        if database is None:
+            return None
+        if self._shared_counts is None or self._shared_counts.store is not database:
+            self._shared_counts = StoreCounts(database)
+        return self._shared_counts
+
+    def _approvals(self, settings: PolicySettings) -> ApprovalStore | None:
+        """The approvals store on the configured store (``None``: none configured): a SQLite
+        file as before, a server's table for every worker and host."""
+        url = self._registry.store_url(settings.store)
+        if url is None:
+            return None
+        if url.kind == "sqlite":
+            sqlite = SQLiteStore(url.path)
+            self._registry.add_closer(sqlite.close)
+            return sqlite
+        database = self._database(settings)
+        assert database is not None
+        return ServerStore(database)
 
     def configure(self, *, rules: Iterable[Rule | Mapping[str, Any]] | None = None,
                   handler: Callable[[ApprovalRequest], Any] | str | object | None = _KEEP,

@@ -19,8 +19,10 @@ class PolicySettings(BaseModel):
     ``rules``: the rules, first match wins (see docs/policy.md). ``handler``: who answers
     ``ask`` at once (blocking): ``"terminal"`` or ``"pkg.mod:fn"``; without one, ``ask``
     calls are deferred (a pending result with an approval id). ``handler_timeout``: seconds a
-    handler may take before the call is denied. ``store``: a SQLite file for the approvals
-    (relative to the configuration file), shared by processes; default: in memory.
+    handler may take before the call is denied. ``store``: a store URL (``sqlite:///...``,
+    ``postgresql://...``) or a SQLite file (relative to the configuration file) for the
+    approvals, the budgets' counters and the audit trail, shared by processes; default: the
+    kernel's ``store``, else in memory.
     ``budgets``: limits and costs. ``audit_size``: records kept in memory.
     ``audit_allowed``: audit calls a rule allows statically too (they then pay for the
     hook). ``deny_message``: the reason given when the default denies. ``hide_denied``: tools

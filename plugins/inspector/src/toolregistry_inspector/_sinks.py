@@ -1,0 +1,186 @@
+"""Where the execution log is written besides memory: its private SQLite file (retention gives
+deleted rows' space back to the file system), or a PostgreSQL store every worker and host
+writes to. One sink a log; the writer thread (``_log``) calls it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolregistry.plugin import log as events
+
+if TYPE_CHECKING:
+    from toolregistry.plugin import Store, StoreURL
+
+__all__ = ["STORE_TABLE", "FileSink", "ServerSink", "has_result_column", "open_log_store",
+           "sink"]
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    registry TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    call_id TEXT,
+    arguments TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    duration REAL NOT NULL,
+    reason TEXT,
+    error TEXT,
+    approval TEXT,
+    spool TEXT,
+    format TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
+CREATE INDEX IF NOT EXISTS calls_tool ON calls (tool);
+"""
+
+
+def has_result_column(conn: sqlite3.Connection) -> bool:
+    """Whether a log file has the ``result`` column (files made before results were logged
+    do not, until a writer opens them)."""
+    return any(row[1] == "result" for row in conn.execute("PRAGMA table_info(calls)"))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    return conn
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` (and its folder) readable by this user only -- the log names the
+    tools, the callers and what failed -- or make an existing one so. SQLite gives the
+    ``-wal`` and ``-shm`` files the database file's mode."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask, or a file made before
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                path.with_name(path.name + suffix).chmod(0o600)
+    except PermissionError as exc:  # another user's file, shared on purpose: used as it is
+        events.warning("inspector.log_not_private", path=str(path), error=str(exc))
+    finally:
+        os.close(fd)
+
+
+_WAL_LIMIT = 1 << 20  # bytes the -wal file keeps after a checkpoint
+
+
+class FileSink:
+    """The log's SQLite file: private to this user, retention giving deleted rows' space back
+    to the file system."""
+
+    def __init__(self, path: Path) -> None:
+        from toolregistry.plugin import StoreURL
+
+        self.path = path.expanduser().resolve()
+        self.url = StoreURL("sqlite:///" + str(self.path))
+        try:
+            _private_file(self.path)
+            conn = _connect(self.path)
+            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                # Incremental: deleted rows' pages can be handed back after retention. A file
+                # made before needs one VACUUM for the mode to take effect.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    conn.execute("VACUUM")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
+            conn.executescript(_SCHEMA)
+            if not has_result_column(conn):  # each call's result, in new and older files
+                conn.execute("ALTER TABLE calls ADD COLUMN result TEXT")
+        except (OSError, sqlite3.Error) as exc:
+            raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
+        self._conn = conn
+
+    def write(self, rows: Iterator[tuple[Any, ...]]) -> None:
+        with self._conn:
+            self._conn.execute("BEGIN")
+            self._conn.executemany(_INSERT.format(table="calls"), rows)
+
+    def retain(self, oldest: float, max_rows: int) -> None:
+        conn = self._conn
+        deleted = conn.execute("DELETE FROM calls WHERE time < ?", (oldest,)).rowcount
+        deleted += conn.execute(
+            "DELETE FROM calls WHERE seq <= (SELECT MAX(seq) FROM calls) - ?",
+            (max_rows,)).rowcount
+        if deleted > 0:
+            # The free pages go back to the file system (run as a script: a statement
+            # executed once frees one page), and the -wal file shrinks.
+            conn.executescript("PRAGMA incremental_vacuum;")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+STORE_TABLE = "inspector_calls"
+# Version 2 adds each call's result; every statement is safe to run again, so a store at
+# version 1 is upgraded by running them all.
+_STORE_SCHEMA = ("inspector-log", 2, (
+    f"CREATE TABLE IF NOT EXISTS {STORE_TABLE} (seq BIGSERIAL PRIMARY KEY, "
+    "time DOUBLE PRECISION NOT NULL, registry TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT, "
+    "arguments TEXT NOT NULL, outcome TEXT NOT NULL, duration DOUBLE PRECISION NOT NULL, "
+    "reason TEXT, error TEXT, approval TEXT, spool TEXT, format TEXT NOT NULL, result TEXT)",
+    f"ALTER TABLE {STORE_TABLE} ADD COLUMN IF NOT EXISTS result TEXT",
+    f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_time ON {STORE_TABLE} (time)",
+    f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_tool ON {STORE_TABLE} (tool)",
+))
+
+
+def open_log_store(url: StoreURL) -> Store:
+    from toolregistry.plugin import open_store
+
+    store = open_store(url)
+    try:
+        component, version, ddl = _STORE_SCHEMA
+        store.ensure_schema(component, version, ddl)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+class ServerSink:
+    """The log's table in a PostgreSQL store that every worker and host writes to."""
+
+    def __init__(self, url: StoreURL) -> None:
+        self.url = url
+        self.path = None
+        self.store = open_log_store(url)
+
+    def write(self, rows: Iterator[tuple[Any, ...]]) -> None:
+        sql = _INSERT.format(table=STORE_TABLE)
+        with self.store.transaction() as tx:
+            for row in rows:
+                tx.execute(sql, row)
+
+    def retain(self, oldest: float, max_rows: int) -> None:
+        with self.store.transaction(lock=STORE_TABLE) as tx:
+            tx.execute(f"DELETE FROM {STORE_TABLE} WHERE time < ?", (oldest,))
+            tx.execute(f"DELETE FROM {STORE_TABLE} WHERE seq <= "
+                       f"(SELECT MAX(seq) FROM {STORE_TABLE}) - ?", (max_rows,))
+
+    def close(self) -> None:
+        self.store.close()
+
+
+_INSERT = ("INSERT INTO {table} (time, registry, tool, call_id, arguments, outcome, duration,"
+           " reason, error, approval, spool, format, result)"
+           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
+
+
+def sink(db: str | Path | StoreURL) -> FileSink | ServerSink:
+    from toolregistry.plugin import StoreURL
+
+    if isinstance(db, StoreURL):
+        return FileSink(db.path) if db.kind == "sqlite" else ServerSink(db)
+    return FileSink(Path(db))
