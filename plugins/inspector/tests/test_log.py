@@ -398,3 +398,35 @@ def test_latency_percentiles_per_tool() -> None:
     calls = [("t", i / 10, bool(i % 2)) for i in range(1, 11)]
     assert latency_table(calls) == [{"tool": "t", "calls": 10, "errors": 5, "p50": 0.5,
                                        "p90": 0.9, "p99": 1.0, "max": 1.0}]
+
+
+def test_writers_opening_an_older_log_file_at_once_add_its_column_once(tmp_path: Path) -> None:
+    from toolregistry_inspector._sinks import _SCHEMA
+
+    db = tmp_path / "calls.sqlite"
+    with sqlite3.connect(db) as made:  # a file made before results were logged
+        made.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        made.execute("PRAGMA journal_mode = WAL")
+        made.executescript(_SCHEMA)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer's transaction: both openers wait for it
+    logs: list[ExecutionLog] = []
+    errors: list[BaseException] = []
+
+    def open_log() -> None:
+        try:
+            logs.append(ExecutionLog(10, db=db))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_log) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)  # both have read the schema and wait for the lock
+    holder.execute("COMMIT")
+    holder.close()
+    for thread in threads:
+        thread.join(30)
+    for log in logs:
+        log.close()
+    assert errors == [] and len(logs) == 2

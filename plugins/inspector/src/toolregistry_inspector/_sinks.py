@@ -47,6 +47,19 @@ def has_result_column(conn: sqlite3.Connection) -> bool:
     return any(row[1] == "result" for row in conn.execute("PRAGMA table_info(calls)"))
 
 
+def _add_result_column(conn: sqlite3.Connection) -> None:
+    """Give the file (new, or made before results were logged) its ``result`` column, under
+    the write lock: writers of several processes may open the same file at once."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not has_result_column(conn):
+            conn.execute("ALTER TABLE calls ADD COLUMN result TEXT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 10000")
@@ -95,8 +108,7 @@ class FileSink:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
             conn.executescript(_SCHEMA)
-            if not has_result_column(conn):  # each call's result, in new and older files
-                conn.execute("ALTER TABLE calls ADD COLUMN result TEXT")
+            _add_result_column(conn)
         except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
         self._conn = conn
