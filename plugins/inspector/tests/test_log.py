@@ -301,3 +301,132 @@ def test_toolregistry_log_follow(tmp_path: Path) -> None:
         proc.terminate()
         proc.communicate(timeout=10)
         reg.close()
+
+
+def _text_and_image(tmp_path: Path, body: str) -> tuple[ToolRegistry, ExecutionLog]:
+    from toolregistry import Image
+
+    reg = ToolRegistry(config=_config(tmp_path, body))
+    reg.register(lambda title: [f"caption {title}", Image.from_bytes(b"\x89PNG-ish", "image/png")],
+                 name="chart")
+    return reg, execution_log(reg)
+
+
+def test_the_result_is_kept_redacted_by_default(tmp_path: Path) -> None:
+    reg, log = _text_and_image(tmp_path, 'log-db = "calls.sqlite"\n')
+    try:
+        reg.invoke("chart", {"title": "q3-secret"}, call_id="c1")
+        log.flush()
+        for entry in (log.entries()[-1], query_log(tmp_path / "calls.sqlite")[-1]):
+            assert entry.result == [{"type": "text", "text": "<str, 17 chars>"},
+                                    {"type": "image", "media_type": "image/png", "bytes": 8}]
+            assert "q3-secret" not in json.dumps(entry.to_dict())
+    finally:
+        reg.close()
+
+
+def test_the_result_is_kept_in_full_mode(tmp_path: Path) -> None:
+    reg, log = _text_and_image(tmp_path, 'log-db = "calls.sqlite"\narguments = "full"\n'
+                                         "max-field-chars = 64\n")
+    reg.register(lambda: "y" * 100, name="long")
+    try:
+        reg.invoke("chart", {"title": "q3"}, call_id="c1")
+        reg.invoke("long", {}, call_id="c2")
+        log.flush()
+        chart, long = query_log(tmp_path / "calls.sqlite")
+        assert chart.result is not None and chart.result[0] == {"type": "text",
+                                                                "text": "caption q3"}
+        assert chart.result[1]["url"] == "data:image/png;base64,iVBORy1pc2g="
+        assert long.result == [{"type": "text", "text": "y" * 64 + "… (100 chars)"}]
+        assert log.entries()[-1].result == long.result
+    finally:
+        reg.close()
+
+
+def test_a_log_file_made_before_results_were_kept_gets_the_column(tmp_path: Path) -> None:
+    from toolregistry_inspector._sinks import _SCHEMA
+
+    db = tmp_path / "calls.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(_SCHEMA)
+    conn.execute("INSERT INTO calls (time, registry, tool, call_id, arguments, outcome, "
+                 "duration, format) VALUES (?, 'old', 'echo', 'old-1', '{}', 'ok', 0.1, "
+                 "'registry')", (time.time(),))
+    conn.commit()
+    conn.close()
+    assert [e.call_id for e in query_log(db)] == ["old-1"]  # read as it is
+    reg = ToolRegistry(config=_config(tmp_path, 'log-db = "calls.sqlite"\n'))
+    reg.register(lambda x: x, name="echo")
+    try:
+        reg.invoke("echo", {"x": "hi"}, call_id="new-1")
+        execution_log(reg).flush()
+    finally:
+        reg.close()
+    old, new = query_log(db)
+    assert (old.call_id, old.result) == ("old-1", None)
+    assert (new.call_id, new.result) == ("new-1", [{"type": "text", "text": "<str, 2 chars>"}])
+
+
+def test_entries_page_back_and_stop_at_a_time(tmp_path: Path) -> None:
+    from toolregistry_inspector._log import durations
+
+    reg = ToolRegistry(config=_config(tmp_path, 'log-db = "calls.sqlite"\n'))
+    reg.register(lambda x: x, name="echo")
+    log = execution_log(reg)
+    try:
+        for i in range(5):
+            reg.invoke("echo", {"x": i}, call_id=f"e{i}")
+        log.flush()
+        cut = log.entries()[3].time  # e3 started at or after it
+        for read in (log.entries, lambda **kw: query_log(tmp_path / "calls.sqlite", **kw)):
+            assert [e.call_id for e in read(before=4, limit=2)] == ["e1", "e2"]
+            assert [e.call_id for e in read(until=cut)] == ["e0", "e1", "e2"]
+        memory = durations(ExecutionLog(), limit=3)
+        assert memory == []
+        shared = durations(log, until=cut)
+        assert [(tool, ok) for tool, _, ok in shared] == [("echo", True)] * 3
+    finally:
+        reg.close()
+
+
+def test_latency_percentiles_per_tool() -> None:
+    from toolregistry_inspector._views import latency_table, percentile
+
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
+    assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
+    assert percentile([7.0], 0.9) == 7.0
+    calls = [("t", i / 10, bool(i % 2)) for i in range(1, 11)]
+    assert latency_table(calls) == [{"tool": "t", "calls": 10, "errors": 5, "p50": 0.5,
+                                       "p90": 0.9, "p99": 1.0, "max": 1.0}]
+
+
+def test_writers_opening_an_older_log_file_at_once_add_its_column_once(tmp_path: Path) -> None:
+    from toolregistry_inspector._sinks import _SCHEMA
+
+    db = tmp_path / "calls.sqlite"
+    with sqlite3.connect(db) as made:  # a file made before results were logged
+        made.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        made.execute("PRAGMA journal_mode = WAL")
+        made.executescript(_SCHEMA)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer's transaction: both openers wait for it
+    logs: list[ExecutionLog] = []
+    errors: list[BaseException] = []
+
+    def open_log() -> None:
+        try:
+            logs.append(ExecutionLog(10, db=db))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_log) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)  # both have read the schema and wait for the lock
+    holder.execute("COMMIT")
+    holder.close()
+    for thread in threads:
+        thread.join(30)
+    for log in logs:
+        log.close()
+    assert errors == [] and len(logs) == 2

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,76 @@ def test_an_unreachable_log_store_is_named(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     with pytest.raises(Exception, match=rf"postgresql://u:\*\*\*@127.0.0.1:{port}/x cannot be"):
         ExecutionLog(10, db=StoreURL(f"postgresql://u:pw@127.0.0.1:{port}/x"))
+
+
+def test_the_live_inspector_reads_a_postgres_log(tmp_path: Path, postgres_url: str) -> None:
+    import httpx
+
+    from toolregistry_inspector import serve
+    from toolregistry_inspector._log import durations, get_entry, read_log
+
+    folder = _project(tmp_path, postgres_url)
+    worker = subprocess.run([sys.executable, "worker.py", "pyproject.toml", "agent"], cwd=folder,
+                            capture_output=True, text=True, timeout=120)
+    assert worker.returncode == 0, worker.stderr
+    reg = ToolRegistry(name="inspector", config=folder / "pyproject.toml")
+    server = serve(reg, port=0, token="test-token-0123456789", block=False, quiet=True)
+    try:
+        log = execution_log(reg)
+        assert log is not None and log.db is None
+        seen = read_log(log)  # the agent's calls, though this process made none
+        assert [e.call_id for e in seen] == ["agent-0", "agent-1", "agent-2", "agent-crash"]
+        assert seen[0].result == [{"type": "text", "text": "<str, 1 chars>"}]
+        assert [e.call_id for e in read_log(log, before=seen[2].seq)] == ["agent-0", "agent-1"]
+        assert read_log(log, until=seen[0].time) == []
+        assert sorted((t, ok) for t, _, ok in durations(log)) == [
+            ("crash", False), ("echo", True), ("echo", True), ("echo", True)]
+        assert get_entry(log, seen[3].seq) == seen[3]
+        assert get_entry(log, seen[3].seq + 1) is None
+        assert server is not None
+        with httpx.Client(base_url=server.base_url, timeout=30) as login:
+            location = login.get("/tools?token=test-token-0123456789").headers["location"]
+        with httpx.Client(base_url=server.base_url + location[: -len("/tools")],
+                          timeout=30) as client:
+            api = client.get("/api/log").json()["entries"]
+            assert [e["call_id"] for e in api] == [e.call_id for e in seen]
+            page = client.get(f"/calls/{seen[3].seq}")
+            assert page.status_code == 200 and "agent-crash" in page.text
+            assert "pw" not in client.get("/log").text.replace(postgres_url, "")
+    finally:
+        if server is not None:
+            server.close()
+        reg.close()
+
+
+def test_a_postgres_log_made_before_results_were_kept_gets_the_column(
+        postgres_url: str) -> None:
+    from toolregistry.plugin import open_store
+
+    url = parse_store_url(postgres_url)
+    old = open_store(url)
+    try:  # the table as the first version of the schema made it, with one call
+        old.ensure_schema("inspector-log", 1, (
+            "CREATE TABLE inspector_calls (seq BIGSERIAL PRIMARY KEY, time DOUBLE PRECISION "
+            "NOT NULL, registry TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT, arguments TEXT "
+            "NOT NULL, outcome TEXT NOT NULL, duration DOUBLE PRECISION NOT NULL, reason TEXT, "
+            "error TEXT, approval TEXT, spool TEXT, format TEXT NOT NULL)",))
+        with old.transaction() as tx:
+            tx.execute("INSERT INTO inspector_calls (time, registry, tool, call_id, arguments, "
+                       "outcome, duration, format) VALUES (?, 'old', 'echo', 'old-1', '{}', "
+                       "'ok', 0.1, 'registry')", (time.time(),))
+    finally:
+        old.close()
+    reg = ToolRegistry(name="new", store=postgres_url)
+    reg.register(lambda x: x, name="echo")
+    try:
+        reg.invoke("echo", {"x": "hi"}, call_id="new-1")
+        log = execution_log(reg)
+        assert log is not None
+        log.flush()
+    finally:
+        reg.close()
+    first, second = query_log(url)
+    assert (first.call_id, first.result) == ("old-1", None)
+    assert (second.call_id, second.result) == ("new-1", [{"type": "text",
+                                                          "text": "<str, 2 chars>"}])

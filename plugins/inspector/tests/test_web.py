@@ -289,3 +289,60 @@ def test_toolregistry_inspect_command(tmp_path: Path) -> None:
                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
                          env={k: v for k, v in os.environ.items() if k != "NO_SUCH_VARIABLE_X"})
     assert out.returncode == 2 and "NO_SUCH_VARIABLE_X" in out.stderr
+
+
+def test_form_fields_follow_refs_nest_objects_and_read_back() -> None:
+    from toolregistry_inspector._views import form_fields, read_form
+
+    schema = {"$defs": {"Point": {"type": "object", "required": ["x"], "properties": {
+        "x": {"type": "integer", "minimum": 0}, "y": {"type": "number"}}}},
+        "type": "object", "required": ["at"], "properties": {
+            "at": {"$ref": "#/$defs/Point"},
+            "names": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "mode": {"anyOf": [{"enum": ["a", 2]}, {"type": "null"}], "default": None},
+            "raw": {"type": "array", "items": {"type": "object"}}}}
+    at, names, mode, raw = form_fields(schema)
+    assert (at.widget, [c.name for c in at.children]) == ("object", ["at.x", "at.y"])
+    assert at.children[0].constraints == (("min", "0"),)
+    assert (names.widget, names.item, names.constraints) == ("list", "string",
+                                                             (("data-max-items", "3"),))
+    assert (mode.widget, mode.choices, mode.labels) == ("select", ('"a"', "2"), ("a", "2"))
+    assert (raw.widget, raw.json_type) == ("json", "array")
+    fields = [at, names, mode, raw]
+    assert read_form(fields, {"arg.at.x": "4", "arg.names": "p\n\n q \n", "arg.mode": "2"}) \
+        == {"at": {"x": 4}, "names": ["p", "q"], "mode": 2}
+    with pytest.raises(ValueError, match=r"at\.x: required"):
+        read_form(fields, {"arg.at.y": "1.5"})
+    with pytest.raises(ValueError, match=r"at\.x: invalid literal"):
+        read_form(fields, {"arg.at.x": "four"})
+
+
+def test_the_event_stream_needs_the_session_and_resumes_from_last_event_id(
+        served: tuple[ToolRegistry, InspectorServer]) -> None:
+    import json
+
+    registry, server = served
+    with httpx.Client(base_url=server.base_url, timeout=30) as stranger:
+        assert stranger.get("/api/events").status_code == 403
+    for i in range(3):
+        registry.invoke("math-add", {"a": i}, call_id=f"ev-{i}")
+    first = execution_log(registry).entries()[0].seq
+    with _client(server) as client, client.stream(
+            "GET", "/api/events", headers={"last-event-id": str(first)}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events: list[dict[str, str]] = []
+        current: dict[str, str] = {}
+        for line in response.iter_lines():
+            if not line:
+                if "event" in current:
+                    events.append(current)
+                current = {}
+                if len(events) == 2:
+                    break
+                continue
+            key, _, value = line.partition(": ")
+            current[key] = value
+    assert [json.loads(e["data"])["call_id"] for e in events] == ["ev-1", "ev-2"]
+    assert [int(e["id"]) for e in events] == [first + 1, first + 2]
+    assert all(e["event"] == "call" for e in events)

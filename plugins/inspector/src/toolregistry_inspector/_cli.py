@@ -26,13 +26,21 @@ _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-def _since(text: str) -> float:
-    """``--since``: a duration back from now (``90``, ``30s``, ``10m``, ``2h``, ``1d``)."""
+def ago(text: str, what: str = "--since") -> float:
+    """The time a duration back from now (``90``, ``30s``, ``10m``, ``2h``, ``1d``);
+    ``ValueError`` naming ``what`` otherwise."""
     m = _DURATION.match(text.strip())
     if not m:
-        raise argparse.ArgumentTypeError(
-            f"--since takes a duration such as 30s, 10m, 2h or 1d, got {text!r}")
+        raise ValueError(f"{what} takes a duration such as 30s, 10m, 2h or 1d, got {text!r}")
     return time.time() - float(m[1]) * _UNITS[m[2]]
+
+
+def _since(text: str) -> float:
+    """``--since``: a duration back from now."""
+    try:
+        return ago(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def log_arguments(parser: argparse.ArgumentParser) -> None:

@@ -28,17 +28,25 @@ from toolregistry.plugin import log as events
 from toolregistry.plugin import value_shape
 
 from ._settings import PLUGIN_NAME, InspectorSettings
-from ._sinks import STORE_TABLE, FileSink, ServerSink, open_log_store, sink
+from ._sinks import (
+    STORE_TABLE,
+    FileSink,
+    ServerSink,
+    has_result_column,
+    open_log_store,
+    sink,
+)
 
 if TYPE_CHECKING:
     from toolregistry import ToolCall, ToolRegistry, ToolResult
-    from toolregistry.plugin import StoreURL
+    from toolregistry.plugin import Store, StoreURL
 
 ArgumentMode = Literal["redacted", "full"]
 
 # (seq, time, tool, call_id, arguments, outcome, duration, reason, error, approval, spool,
-#  format): what the observer keeps per call, turned into a LogEntry when read.
-_Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", Any, Any, Any, str]
+#  format, content): what the observer keeps per call, turned into a LogEntry when read.
+_Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", Any, Any, Any, str,
+                Any]
 
 _STATE_KEY = "log"
 _create_lock = threading.Lock()
@@ -55,7 +63,11 @@ class LogEntry:
     ``"full"``; ``reason``: the model's ``toolcall_reason`` (think plugin); ``approval``: the
     approval asked for a pending call (``id``, ``rule``, ``reason``, ``message``); ``spool``:
     the spool handle of an output written to a file (spool plugin); ``format``: the provider
-    format the call came in; ``seq``: its number in this log (in the SQLite file: the row id).
+    format the call came in; ``seq``: its number in this log (in the SQLite file: the row id);
+    ``result``: the content the model got back, as parts (``{"type": "text", "text": ...}``,
+    ``{"type": "image", "media_type": ..., "bytes": ...}``), each value redacted to its shape
+    like the arguments unless the log keeps them ``"full"`` (then texts, cut at
+    ``max_field_chars``, and images as ``data:`` URLs up to ``MAX_IMAGE_CHARS``).
     """
 
     seq: int
@@ -70,6 +82,7 @@ class LogEntry:
     approval: dict[str, Any] | None = None
     spool: str | None = None
     format: str = "registry"
+    result: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -81,7 +94,8 @@ class LogEntry:
         return {"seq": self.seq, "time": self.time, "tool": self.tool, "call_id": self.call_id,
                 "arguments": self.arguments, "outcome": self.outcome,
                 "duration": self.duration, "reason": self.reason, "error": self.error,
-                "approval": self.approval, "spool": self.spool, "format": self.format}
+                "approval": self.approval, "spool": self.spool, "format": self.format,
+                "result": self.result}
 
 
 redact = value_shape
@@ -132,6 +146,47 @@ def _error(value: Any, mode: ArgumentMode) -> str | None:
     return text
 
 
+MAX_IMAGE_CHARS = 1 << 20
+"""The longest ``data:`` URL of an image the log keeps (``full`` mode); larger ones keep only
+their media type and size."""
+
+
+def _image_part(image: Any, mode: ArgumentMode) -> dict[str, Any]:
+    data = getattr(image, "data", None)
+    part: dict[str, Any] = {"type": "image", "media_type": getattr(image, "media_type", None),
+                            "bytes": None if data is None else len(data)}
+    if mode == "full":
+        url = getattr(image, "url", None)
+        try:
+            url = url if url is not None else image.as_url()
+        except (OSError, AttributeError) as exc:
+            part["error"] = f"{type(exc).__name__}: {exc}"
+            return part
+        if len(url) <= MAX_IMAGE_CHARS:
+            part["url"] = url
+    return part
+
+
+def shape_result(content: Any, mode: ArgumentMode, limit: int) -> list[dict[str, Any]] | None:
+    """A result's content as the log keeps it: parts, redacted to their shape unless
+    ``mode`` is ``"full"`` (texts cut at ``limit``)."""
+    if content is None:
+        return None
+    parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            text = str(part.get("text", ""))
+            out.append({"type": "text", "text": _cut(text, limit) if mode == "full"
+                        else redact(text)})
+        elif kind == "image":
+            out.append(_image_part(part.get("image"), mode))
+        else:
+            out.append({"type": str(kind), "shape": redact(part)})
+    return out
+
+
 def _cut(text: str | None, limit: int) -> str | None:
     """``text`` cut to ``limit`` characters, saying how long it was."""
     if text is None or len(text) <= limit:
@@ -178,10 +233,13 @@ def _glob_regex(pattern: str) -> str:
 
 
 class _Filter:
-    """The conditions of one query, shared by the memory buffer and the SQLite file."""
+    """The conditions of one query, shared by the memory buffer, the SQLite file and the
+    store."""
 
-    def __init__(self, tool: str | None, outcome: str | None, since: float | None,
-                 call_id: str | None, after: int | None) -> None:
+    def __init__(self, tool: str | None = None, outcome: str | None = None,
+                 since: float | None = None, call_id: str | None = None,
+                 after: int | None = None, until: float | None = None,
+                 before: int | None = None) -> None:
         if outcome is not None and not isinstance(outcome, str):
             raise TypeError(f"outcome must be a string such as 'ok' or 'error', got {outcome!r}")
         self.tool = tool
@@ -189,9 +247,15 @@ class _Filter:
         self.since = since
         self.call_id = call_id
         self.after = after
+        self.until = until
+        self.before = before
 
     def match(self, r: _Record) -> bool:
         if self.after is not None and r[0] <= self.after:
+            return False
+        if self.before is not None and r[0] >= self.before:
+            return False
+        if self.until is not None and r[1] >= self.until:
             return False
         if self.since is not None and r[1] < self.since:
             return False
@@ -214,6 +278,12 @@ class _Filter:
         if self.since is not None:
             where.append("time >= ?")
             params.append(self.since)
+        if self.before is not None:
+            where.append("seq < ?")
+            params.append(self.before)
+        if self.until is not None:
+            where.append("time < ?")
+            params.append(self.until)
         if self.call_id is not None:
             where.append("call_id = ?")
             params.append(self.call_id)
@@ -244,7 +314,7 @@ class _Shaper:
 
     def entry(self, record: _Record) -> LogEntry:
         seq, started, tool, call_id, arguments, outcome, duration, reason, error, approval, \
-            spool, fmt = record
+            spool, fmt, content = record
         limit = self.max_field_chars
         shown = shape_arguments(arguments, self.mode, self.max_value_chars)
         return LogEntry(seq=seq, time=started, tool=_cut(tool, limit) or "",
@@ -253,7 +323,8 @@ class _Shaper:
                         duration=duration, reason=_cut(reason, limit),
                         error=_cut(_error(error, self.mode), limit),
                         approval=_bounded_approval(_approval(approval), limit),
-                        spool=_cut(_spool(spool), limit), format=fmt[:limit])
+                        spool=_cut(_spool(spool), limit), format=fmt[:limit],
+                        result=shape_result(content, self.mode, limit))
 
 
 class _Observer:
@@ -274,7 +345,8 @@ class _Observer:
         record = (next(self._seq), token, call.name, call.id, call.arguments,
                   error or ("error" if result.is_error else "ok"), result.duration, call.reason,
                   result if result.is_error else None, result.approval,
-                  result.metadata.get("spool") if result.metadata else None, call.format)
+                  result.metadata.get("spool") if result.metadata else None, call.format,
+                  result.content)
         self._append(record)
         if self._put is not None:
             self._put(record)
@@ -331,14 +403,16 @@ class ExecutionLog:
 
     def entries(self, *, tool: str | None = None, outcome: str | None = None,
                 since: float | None = None, call_id: str | None = None,
-                after: int | None = None, limit: int | None = None) -> list[LogEntry]:
+                after: int | None = None, limit: int | None = None,
+                until: float | None = None, before: int | None = None) -> list[LogEntry]:
         """The logged calls that match, oldest first (the last ``limit`` of them).
 
         ``tool``: a name or glob (``"srv-*"``); ``outcome``: ``"ok"``, an error kind, or
-        ``"error"`` for every call that did not succeed; ``since``: a start time (epoch
-        seconds); ``after``: only entries with a larger ``seq`` (to follow the log).
+        ``"error"`` for every call that did not succeed; ``since`` / ``until``: calls that
+        started at or after / before these times (epoch seconds); ``after`` / ``before``:
+        only entries with a larger / smaller ``seq`` (to follow the log, to page back).
         """
-        where = _Filter(tool, outcome, since, call_id, after)
+        where = _Filter(tool, outcome, since, call_id, after, until, before)
         matched = [r for r in self._buffer.copy() if where.match(r)]
         if limit is not None:
             matched = matched[-limit:] if limit > 0 else []
@@ -408,7 +482,8 @@ class _Writer:
                    json.dumps(e.arguments, ensure_ascii=False), e.outcome, e.duration,
                    e.reason, e.error,
                    None if e.approval is None else json.dumps(e.approval, default=repr),
-                   e.spool, e.format)
+                   e.spool, e.format,
+                   None if e.result is None else json.dumps(e.result, ensure_ascii=False))
 
     def _write(self, records: list[_Record]) -> None:
         try:
@@ -473,14 +548,8 @@ class _Writer:
         self._thread.join(30.0)
 
 
-def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
-              outcome: str | None = None, since: float | None = None,
-              call_id: str | None = None, after: int | None = None, limit: int | None = None,
-              registry: str | None = None) -> list[LogEntry]:
-    """The calls recorded in a log file (``log-db``) or store (a ``sqlite:///`` or
-    ``postgresql://`` URL, or a :class:`~toolregistry.plugin.StoreURL`), oldest first (the
-    last ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry``
-    name."""
+def _target(db: str | Path | StoreURL) -> Path | StoreURL:
+    """Where a log is read: its SQLite file, or the PostgreSQL store of a store URL."""
     from toolregistry.plugin import StoreURL
 
     if isinstance(db, str) and "://" in db:
@@ -491,36 +560,113 @@ def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
             db = parse_store_url(db)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    kind = db.kind if isinstance(db, StoreURL) else "sqlite"
-    where, params = _Filter(tool, outcome, since, call_id, after).sql(kind)
+    if isinstance(db, StoreURL) and db.kind != "sqlite":
+        return db
+    return (db.path if isinstance(db, StoreURL) else Path(db)).expanduser()
+
+
+def _fetch(target: Path | StoreURL, columns: str, tail: str, params: list[Any], *,
+           result: bool = False, store: Store | None = None) -> list[Sequence[Any]]:
+    """The rows of ``SELECT columns FROM <the log's table>{tail}`` (plus each call's result
+    with ``result``, when the file has that column); ``store``: the log's open store."""
+    if not isinstance(target, Path):
+        sql = f"SELECT {columns}{', result' if result else ''} FROM {STORE_TABLE}{tail}"
+        opened = store if store is not None else open_log_store(target)
+        try:
+            with opened.transaction() as tx:
+                return list(tx.execute(sql, params))
+        finally:
+            if store is None:
+                opened.close()
+    if not target.is_file():
+        raise FileNotFoundError(f"no execution log file at {target}: a registry writes one "
+                                "when [tool.toolregistry.plugins.inspector] log-db names it")
+    conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=10.0)
+    try:
+        if result and has_result_column(conn):
+            columns += ", result"
+        rows: list[Sequence[Any]] = conn.execute(f"SELECT {columns} FROM calls{tail}",
+                                                 params).fetchall()
+    except sqlite3.Error as exc:
+        raise ValueError(f"{target} is not an execution log file: {exc}") from exc
+    finally:
+        conn.close()
+    return rows
+
+
+def _kind(target: Path | StoreURL) -> str:
+    return "sqlite" if isinstance(target, Path) else target.kind
+
+
+def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
+              outcome: str | None = None, since: float | None = None,
+              call_id: str | None = None, after: int | None = None, limit: int | None = None,
+              registry: str | None = None, until: float | None = None,
+              before: int | None = None) -> list[LogEntry]:
+    """The calls recorded in a log file (``log-db``) or store (a ``sqlite:///`` or
+    ``postgresql://`` URL, or a :class:`~toolregistry.plugin.StoreURL`), oldest first (the
+    last ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry``
+    name."""
+    return _query(_target(db), None, limit=limit, registry=registry, tool=tool,
+                  outcome=outcome, since=since, call_id=call_id, after=after, until=until,
+                  before=before)
+
+
+def _query(target: Path | StoreURL, store: Store | None, *, limit: int | None = None,
+           registry: str | None = None, **filters: Any) -> list[LogEntry]:
+    """:func:`query_log` of a read target (``store``: the log's own, when open)."""
+    where, params = _Filter(**filters).sql(_kind(target))
     if registry is not None:
         where += (" AND" if where else " WHERE") + " registry = ?"
         params.append(registry)
-    table = "calls" if kind == "sqlite" else STORE_TABLE
-    sql = f"SELECT {', '.join(_COLUMNS)} FROM {table}{where} ORDER BY seq DESC"
+    tail = where + " ORDER BY seq DESC"
     if limit is not None:
-        sql += " LIMIT ?"
+        tail += " LIMIT ?"
         params.append(max(limit, 0))
-    if isinstance(db, StoreURL) and kind != "sqlite":
-        store = open_log_store(db)
-        try:
-            with store.transaction() as tx:
-                rows = tx.execute(sql, params)
-        finally:
-            store.close()
-        return [_row_entry(row) for row in reversed(rows)]
-    path = (db.path if isinstance(db, StoreURL) else Path(db)).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"no execution log file at {path}: a registry writes one when "
-                                "[tool.toolregistry.plugins.inspector] log-db names it")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
-    try:
-        rows = conn.execute(sql, params).fetchall()
-    except sqlite3.Error as exc:
-        raise ValueError(f"{path} is not an execution log file: {exc}") from exc
-    finally:
-        conn.close()
+    rows = _fetch(target, ", ".join(_COLUMNS), tail, params, result=True, store=store)
     return [_row_entry(row) for row in reversed(rows)]
+
+
+def _log_store(log: ExecutionLog) -> Store | None:
+    """The open store the log writes to, which its readers share (``None`` for a file)."""
+    writer = log._writer
+    if writer is None or writer._stopped or not isinstance(writer.sink, ServerSink):
+        return None
+    return writer.sink.store
+
+
+def read_log(log: ExecutionLog, **filters: Any) -> list[LogEntry]:
+    """The calls a UI shows: from the log's file or store when it has one (so every process
+    that writes to the shared ``log-db`` is seen, this one included), else from memory. Same
+    filters as :meth:`ExecutionLog.entries`."""
+    if log.store is None:
+        return log.entries(**filters)
+    return _query(_target(log.store), _log_store(log), **filters)
+
+
+def durations(log: ExecutionLog, *, since: float | None = None, until: float | None = None,
+              limit: int = 100_000) -> list[tuple[str, float, bool]]:
+    """``(tool, duration, ok)`` of the last ``limit`` calls in what :func:`read_log` reads
+    (only what per-tool statistics need: no field is decoded)."""
+    where = _Filter(None, None, since, None, None, until)
+    if log.store is None:
+        return [(r[2], r[6], r[5] == "ok") for r in log._buffer.copy() if where.match(r)][-limit:]
+    target = _target(log.store)
+    sql, params = where.sql(_kind(target))
+    rows = _fetch(target, "tool, duration, outcome = 'ok'", f"{sql} ORDER BY seq DESC LIMIT ?",
+                  [*params, limit], store=_log_store(log))
+    return [(tool, duration, bool(ok)) for tool, duration, ok in rows]
+
+
+def get_entry(log: ExecutionLog, seq: int) -> LogEntry | None:
+    """The call numbered ``seq`` in what :func:`read_log` reads (``None`` when it is not
+    there, or no longer)."""
+    if log.store is None:
+        found = [r for r in log._buffer.copy() if r[0] == seq]
+        return log.entry(found[0]) if found else None
+    rows = _fetch(_target(log.store), ", ".join(_COLUMNS), " WHERE seq = ?", [seq],
+                  result=True, store=_log_store(log))
+    return _row_entry(rows[0]) if rows else None
 
 
 def log_store(registry: ToolRegistry, settings: InspectorSettings) -> StoreURL | None:
@@ -531,12 +677,13 @@ def log_store(registry: ToolRegistry, settings: InspectorSettings) -> StoreURL |
 
 def _row_entry(row: Sequence[Any]) -> LogEntry:
     seq, started, _registry, tool, call_id, arguments, outcome, duration, reason, error, \
-        approval, spool, fmt = row
+        approval, spool, fmt = row[:13]
+    result = row[13] if len(row) > 13 else None
     return LogEntry(seq=seq, time=started, tool=tool, call_id=call_id,
                     arguments=json.loads(arguments), outcome=outcome, duration=duration,
                     reason=reason, error=error,
                     approval=None if approval is None else json.loads(approval), spool=spool,
-                    format=fmt)
+                    format=fmt, result=None if result is None else json.loads(result))
 
 
 def get_log(registry: ToolRegistry) -> ExecutionLog | None:

@@ -46,6 +46,7 @@ class InspectorServer:
 
     def close(self) -> None:
         """Stop serving (waits for the server's thread)."""
+        self.app.state.closing.set()
         self._server.should_exit = True
         self._thread.join(15.0)
 
@@ -90,7 +91,9 @@ def serve(registry: ToolRegistry, *, host: str = "127.0.0.1", port: int = 8765,
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     shown = f"[{shown.strip('[]')}]" if ":" in shown else shown
     url = f"http://{shown}:{bound}/tools?token={secret}"
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    # Open pages hold an event stream: on shutdown they get a moment to end, then are cut.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     if not quiet:
         mode = " (read-only)" if read_only else ""

@@ -16,7 +16,8 @@ from toolregistry.plugin import log as events
 if TYPE_CHECKING:
     from toolregistry.plugin import Store, StoreURL
 
-__all__ = ["STORE_TABLE", "FileSink", "ServerSink", "open_log_store", "sink"]
+__all__ = ["STORE_TABLE", "FileSink", "ServerSink", "has_result_column", "open_log_store",
+           "sink"]
 
 
 _SCHEMA = """
@@ -38,6 +39,27 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
 CREATE INDEX IF NOT EXISTS calls_tool ON calls (tool);
 """
+
+
+def has_result_column(conn: sqlite3.Connection) -> bool:
+    """Whether a log file has the ``result`` column (files made before results were logged
+    do not, until a writer opens them)."""
+    return any(row[1] == "result" for row in conn.execute("PRAGMA table_info(calls)"))
+
+
+def _add_result_column(conn: sqlite3.Connection) -> None:
+    """Give the file (new, or made before results were logged) its ``result`` column, under
+    the write lock: writers of several processes may open the same file at once."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not has_result_column(conn):
+            conn.execute("ALTER TABLE calls ADD COLUMN result TEXT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 10000")
@@ -86,6 +108,7 @@ class FileSink:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
             conn.executescript(_SCHEMA)
+            _add_result_column(conn)
         except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
         self._conn = conn
@@ -112,11 +135,14 @@ class FileSink:
 
 
 STORE_TABLE = "inspector_calls"
-_STORE_SCHEMA = ("inspector-log", 1, (
+# Version 2 adds each call's result; every statement is safe to run again, so a store at
+# version 1 is upgraded by running them all.
+_STORE_SCHEMA = ("inspector-log", 2, (
     f"CREATE TABLE IF NOT EXISTS {STORE_TABLE} (seq BIGSERIAL PRIMARY KEY, "
     "time DOUBLE PRECISION NOT NULL, registry TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT, "
     "arguments TEXT NOT NULL, outcome TEXT NOT NULL, duration DOUBLE PRECISION NOT NULL, "
-    "reason TEXT, error TEXT, approval TEXT, spool TEXT, format TEXT NOT NULL)",
+    "reason TEXT, error TEXT, approval TEXT, spool TEXT, format TEXT NOT NULL, result TEXT)",
+    f"ALTER TABLE {STORE_TABLE} ADD COLUMN IF NOT EXISTS result TEXT",
     f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_time ON {STORE_TABLE} (time)",
     f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_tool ON {STORE_TABLE} (tool)",
 ))
@@ -141,26 +167,27 @@ class ServerSink:
     def __init__(self, url: StoreURL) -> None:
         self.url = url
         self.path = None
-        self._store = open_log_store(url)
+        self.store = open_log_store(url)
 
     def write(self, rows: Iterator[tuple[Any, ...]]) -> None:
         sql = _INSERT.format(table=STORE_TABLE)
-        with self._store.transaction() as tx:
+        with self.store.transaction() as tx:
             for row in rows:
                 tx.execute(sql, row)
 
     def retain(self, oldest: float, max_rows: int) -> None:
-        with self._store.transaction(lock=STORE_TABLE) as tx:
+        with self.store.transaction(lock=STORE_TABLE) as tx:
             tx.execute(f"DELETE FROM {STORE_TABLE} WHERE time < ?", (oldest,))
             tx.execute(f"DELETE FROM {STORE_TABLE} WHERE seq <= "
                        f"(SELECT MAX(seq) FROM {STORE_TABLE}) - ?", (max_rows,))
 
     def close(self) -> None:
-        self._store.close()
+        self.store.close()
 
 
 _INSERT = ("INSERT INTO {table} (time, registry, tool, call_id, arguments, outcome, duration,"
-           " reason, error, approval, spool, format) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+           " reason, error, approval, spool, format, result)"
+           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
 def sink(db: str | Path | StoreURL) -> FileSink | ServerSink:

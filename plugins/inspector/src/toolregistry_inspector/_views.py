@@ -5,8 +5,9 @@ No web framework here: plain data for the templates and the tests."""
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
@@ -137,67 +138,145 @@ def largest(registry: ToolRegistry, api_format: str, count: TokenCounter, limit:
 
 @frozen
 class Field:
-    """One input of the "try it" form, from one property of the parameters schema."""
+    """One input of the "try it" form, from one property of the parameters schema.
+
+    ``name``: the input's path (``order.qty`` inside an object), ``key`` the property;
+    ``widget``: text, number, integer, boolean, select, list (one item a line, of ``item``
+    type), object (a fieldset of ``children``) or json; ``labels``: what each of the
+    (JSON-encoded) ``choices`` shows; ``constraints``: the schema's limits as HTML attributes
+    (``min``, ``max``, ``minlength``, ``maxlength``), which the browser checks."""
 
     name: str
-    widget: str  # text, number, integer, boolean, select, json
+    widget: str
     required: bool
     description: str
     choices: tuple[str, ...] = ()
     default: str = ""
+    key: str = ""
+    labels: tuple[str, ...] = ()
+    children: tuple[Field, ...] = ()
+    constraints: tuple[tuple[str, str], ...] = ()
+    item: str = ""
+    json_type: str = ""
 
 
-def form_fields(parameters: Mapping[str, Any]) -> list[Field]:
-    """The form's inputs, one per top-level property, in the schema's order."""
+_SCALARS = ("string", "number", "integer", "boolean")
+_LIMITS = (("minimum", "min"), ("maximum", "max"), ("minLength", "minlength"),
+           ("maxLength", "maxlength"), ("minItems", "data-min-items"),
+           ("maxItems", "data-max-items"))
+
+
+def _resolve(raw: Any, root: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with a local ``$ref`` (``#/$defs/Order``) followed, and an optional value
+    (``anyOf`` a type and ``null``) as that type."""
+    spec: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
+    for _ in range(8):
+        ref = spec.pop("$ref", None)
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            break
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, Mapping) else {}
+        spec = {**(target if isinstance(target, Mapping) else {}), **spec}
+    options = spec.get("anyOf")
+    if isinstance(options, list):
+        real = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
+        if len(real) == 1:
+            spec = {**_resolve(real[0], root), **{k: v for k, v in spec.items()
+                                                   if k != "anyOf"}}
+    return spec
+
+
+def _kind(spec: Mapping[str, Any]) -> Any:
+    kind = spec.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: the first real type
+        kind = next((k for k in kind if k != "null"), None)
+    return kind
+
+
+def form_fields(parameters: Mapping[str, Any], prefix: str = "",
+                root: Mapping[str, Any] | None = None, depth: int = 0) -> list[Field]:
+    """The form's inputs, one per property, in the schema's order; an object's properties
+    nested (as a fieldset) down to a few levels, deeper ones as JSON."""
+    root = parameters if root is None else root
     props = parameters.get("properties") or {}
     required = set(parameters.get("required") or ())
     out = []
-    for name, spec in props.items():
-        spec = spec if isinstance(spec, Mapping) else {}
-        kind = spec.get("type")
-        if isinstance(kind, list):  # ["string", "null"]: the first real type
-            kind = next((k for k in kind if k != "null"), None)
+    for key, raw in props.items():
+        spec = _resolve(raw, root)
+        name = f"{prefix}{key}"
+        kind = _kind(spec)
         default = spec.get("default")
         shown = "" if default is None else (
             default if isinstance(default, str) else json.dumps(default))
         desc = str(spec.get("description") or spec.get("title") or "")
+        limits = tuple((attr, json.dumps(spec[word])) for word, attr in _LIMITS
+                       if isinstance(spec.get(word), (int, float)))
+        common = {"name": name, "required": key in required, "description": desc,
+                  "key": key, "constraints": limits}
+        items = _resolve(spec.get("items"), root) if kind == "array" else {}
         if "enum" in spec:
-            out.append(Field(name, "select", name in required, desc,
-                             tuple(json.dumps(v) for v in spec["enum"]),
-                             json.dumps(default) if default is not None else ""))
-        elif kind in ("string", "number", "integer", "boolean"):
-            out.append(Field(name, "text" if kind == "string" else kind, name in required,
-                             desc, default=shown))
+            out.append(Field(widget="select", choices=tuple(json.dumps(v) for v in spec["enum"]),
+                             labels=tuple(v if isinstance(v, str) else json.dumps(v)
+                                          for v in spec["enum"]),
+                             default=json.dumps(default) if default is not None else "",
+                             **common))
+        elif kind in _SCALARS:
+            out.append(Field(widget="text" if kind == "string" else kind, default=shown,
+                             **common))
+        elif kind == "object" and spec.get("properties") and depth < 4:
+            out.append(Field(widget="object", children=tuple(
+                form_fields(spec, f"{name}.", root, depth + 1)), **common))
+        elif kind == "array" and _kind(items) in ("string", "number", "integer") \
+                and "enum" not in items:
+            lines = "\n".join(str(v) for v in default) if isinstance(default, list) else ""
+            out.append(Field(widget="list", item=_kind(items), default=lines, **common))
         else:
-            out.append(Field(name, "json", name in required, desc, default=shown))
+            out.append(Field(widget="json", default=shown,
+                             json_type=kind if kind in ("object", "array") else "", **common))
     return out
 
 
-def read_form(fields: list[Field], form: Mapping[str, str]) -> dict[str, Any]:
+def _scalar(widget: str, raw: str) -> Any:
+    if widget == "text":
+        return raw
+    if widget == "integer":
+        return int(raw)
+    if widget == "number":
+        return float(raw)
+    if widget == "boolean":
+        if raw not in ("true", "false"):
+            raise ValueError("choose true or false")
+        return raw == "true"
+    return json.loads(raw)  # select (JSON-encoded choices) and json
+
+
+def read_form(fields: list[Field] | tuple[Field, ...],
+              form: Mapping[str, str]) -> dict[str, Any]:
     """The arguments typed into the form; ``ValueError`` naming the field on bad input.
-    Empty optional inputs are left out (the tool's default applies)."""
+    Empty optional inputs are left out (the tool's default applies); an object whose
+    inputs are all empty is left out unless it is required."""
     args: dict[str, Any] = {}
     for f in fields:
+        key = f.key or f.name
+        if f.widget == "object":
+            inner = read_form(f.children, form)
+            if inner or f.required:
+                args[key] = inner
+            continue
         raw = str(form.get(f"arg.{f.name}", "")).strip()
         if raw == "":
-            if f.required and f.widget not in ("text",):
+            if f.required and f.widget not in ("text", "list"):
                 raise ValueError(f"{f.name}: required")
             if f.required:
-                args[f.name] = ""
+                args[key] = "" if f.widget == "text" else []
             continue
         try:
-            if f.widget == "text":
-                args[f.name] = raw
-            elif f.widget == "integer":
-                args[f.name] = int(raw)
-            elif f.widget == "number":
-                args[f.name] = float(raw)
-            elif f.widget == "boolean":
-                if raw not in ("true", "false"):
-                    raise ValueError("choose true or false")
-                args[f.name] = raw == "true"
-            else:  # select (JSON-encoded choices) and json
-                args[f.name] = json.loads(raw)
+            if f.widget == "list":
+                args[key] = [_scalar("text" if f.item == "string" else f.item, line.strip())
+                             for line in raw.splitlines() if line.strip()]
+            else:
+                args[key] = _scalar(f.widget, raw)
         except ValueError as exc:
             raise ValueError(f"{f.name}: {exc}") from None
     return args
@@ -238,3 +317,25 @@ def diff(old: str, new: str) -> list[tuple[str, str]]:
         kind = line[:1] if line[:1] in "+-@" else " "
         out.append((kind, line[1:] if kind in "+- " else line))
     return out
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    """The nearest-rank percentile of sorted values (``fraction`` 0.5 is the median)."""
+    rank = max(math.ceil(fraction * len(ordered)), 1)
+    return ordered[rank - 1]
+
+
+def latency_table(calls: Iterable[tuple[str, float, bool]]) -> list[dict[str, Any]]:
+    """Per tool, by name: calls, errors and the 50th, 90th and 99th percentile and largest
+    duration (seconds) of ``(tool, duration, ok)`` of logged calls."""
+    by_tool: dict[str, list[tuple[str, float, bool]]] = {}
+    for call in calls:
+        by_tool.setdefault(call[0], []).append(call)
+    rows = []
+    for name, made in sorted(by_tool.items()):
+        durations = sorted(c[1] for c in made)
+        rows.append({"tool": name, "calls": len(made),
+                     "errors": sum(not c[2] for c in made),
+                     "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9),
+                     "p99": percentile(durations, 0.99), "max": durations[-1]})
+    return rows

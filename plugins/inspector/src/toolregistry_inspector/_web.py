@@ -16,18 +16,21 @@ token (the token itself is never the session), and pages are served with
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import hmac
 import json
 import math
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from . import _views
-from ._log import format_entry, get_log
+from ._log import durations, format_entry, get_entry, get_log, read_log
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -43,6 +46,13 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PAGE_SIZE = 100
+TEXT_PAGE_CHARS = 4000
+LOG_PAGE = 200
+STATS_CALLS = 100_000
+LIVE_INTERVAL = 0.5
+"""Seconds between two looks at the log and the registry for an open page's event stream."""
+STREAM_SECONDS = 300.0
+"""How long one event stream lasts (the browser reconnects, from the last call it got)."""
 MAX_FORM_BYTES = 1 << 20
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 SESSION_PATH = "/s/"
@@ -216,7 +226,12 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
-    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
+    from starlette.responses import (
+        HTMLResponse,
+        JSONResponse,
+        RedirectResponse,
+        StreamingResponse,
+    )
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
@@ -244,7 +259,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             **ctx)
         return HTMLResponse(html, status_code=status, headers={
             "cache-control": "no-store", "x-frame-options": "DENY",
-            "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
+            "content-security-policy": "default-src 'self'; img-src 'self' data:; "
+                                       "media-src 'self' data:; frame-ancestors 'none'",
             "referrer-policy": "same-origin"})
 
     async def form_of(request: Request) -> dict[str, str]:
@@ -301,14 +317,22 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                       row=_views.tool_row(registry, tool), formats=views,
                       fields=_views.form_fields(tool.parameters),
                       api_formats=registry.formats.names("messages"),
-                      recent=_recent(name), result=result,
+                      recent=await _recent(name), result=result,
                       tags=sorted(str(getattr(t, "value", t)) for t in tool.metadata.tags)
                       + sorted(tool.metadata.custom_tags),
                       disabled_reason=registry.disabled_reason(name), **extra)
 
-    def _recent(name: str) -> list[Any]:
+    async def _recent(name: str) -> list[Any]:
         log = get_log(registry)
-        return list(reversed(log.entries(tool=name, limit=10))) if log else []
+        if log is None:
+            return []
+        return list(reversed(await _read(log, tool=name, limit=10)))
+
+    async def _read(log: Any, **filters: Any) -> list[Any]:
+        try:
+            return await run_in_threadpool(lambda: read_log(log, **filters))
+        except (FileNotFoundError, ValueError) as exc:
+            raise _Refused(503, f"the execution log cannot be read: {exc}") from None
 
     async def call_tool(request: Request) -> Response:
         name = request.path_params["name"]
@@ -330,6 +354,9 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         state["calls"] += 1
         call_id = f"inspector-{state['calls']}"
         result = await run_in_threadpool(registry.invoke, name, arguments, call_id=call_id)
+        log = get_log(registry)
+        if log is not None:
+            await run_in_threadpool(log.flush)  # the call is in the file the page reads
         call = {"id": call_id, "name": name, "arguments": arguments}
         try:
             messages: Any = registry.build_tool_call_messages([call], [result],
@@ -339,6 +366,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         return await tool_page(request, result={
             "call_id": call_id, "arguments": arguments, "outcome": result.outcome,
             "text": result.text, "duration": result.duration, "api_format": api_format,
+            "images": [_image_url(image) for image in result.images],
             "messages": messages, "metadata": result.metadata}, form=values)
 
     async def formats(request: Request) -> Response:
@@ -375,12 +403,54 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         q = request.query_params
         return {"tool": q.get("tool") or None, "outcome": q.get("outcome") or None}
 
+    def _window(request: Request) -> dict[str, float]:
+        """``since`` / ``until`` of the query (durations back from now: ``10m``, ``2h``)."""
+        from ._cli import ago
+
+        q = request.query_params
+        return {key: ago(q[key], key) for key in ("since", "until") if q.get(key)}
+
     async def log_page(request: Request) -> Response:
         log = get_log(registry)
-        entries = list(reversed(log.entries(limit=200, **_log_filters(request)))) if log else []
-        return render(request, "log.html", entries=entries, log_on=log is not None,
-                      filters={k: v or "" for k, v in _log_filters(request).items()},
-                      last=max((e.seq for e in entries), default=0))
+        q = request.query_params
+        filters = _log_filters(request)
+        error = None
+        try:
+            window = _window(request)
+            before = int(q["before"]) if q.get("before") else None
+        except ValueError as exc:
+            error, window, before = str(exc), {}, None
+        rows = await _read(log, limit=LOG_PAGE + 1, before=before, **filters, **window) \
+            if log else []
+        entries = list(reversed(rows[-LOG_PAGE:]))
+        kept = {k: v for k, v in q.items() if k != "before" and v}
+        older = (f"{_within(request, '/log')}?"
+                 f"{urlencode({**kept, 'before': entries[-1].seq})}"
+                 if len(rows) > LOG_PAGE else None)
+        return render(request, "log.html", status=400 if error else 200, entries=entries,
+                      log_on=log is not None,
+                      db=None if log is None else (log.db or log.store),
+                      filters={k: q.get(k, "") for k in ("tool", "outcome", "since", "until")},
+                      last=max((e.seq for e in entries), default=0), error=error,
+                      live=before is None and "until" not in window, older=older,
+                      newest=f"{_within(request, '/log')}?{urlencode(kept)}")
+
+    async def stats_page(request: Request) -> Response:
+        log = get_log(registry)
+        error = None
+        try:
+            window = _window(request)
+        except ValueError as exc:
+            error, window = str(exc), {}
+        try:
+            calls = await run_in_threadpool(functools.partial(
+                durations, log, limit=STATS_CALLS, **window)) if log else []
+        except ValueError as exc:
+            raise _Refused(503, f"the execution log cannot be read: {exc}") from None
+        return render(request, "stats.html", status=400 if error else 200,
+                      rows=_views.latency_table(calls), error=error, log_on=log is not None,
+                      counted=len(calls), limit=STATS_CALLS,
+                      since=request.query_params.get("since", ""))
 
     async def log_api(request: Request) -> Response:
         log = get_log(registry)
@@ -390,10 +460,82 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             after = int(request.query_params.get("after", "0"))
         except ValueError:
             return JSONResponse({"error": "after must be an integer"}, status_code=400)
-        entries = log.entries(after=after, limit=500, **_log_filters(request))
+        try:
+            entries = await run_in_threadpool(
+                lambda: read_log(log, after=after, limit=500, **_log_filters(request)))
+        except (FileNotFoundError, ValueError) as exc:
+            return JSONResponse({"error": f"the execution log cannot be read: {exc}"},
+                                status_code=503)
         return JSONResponse({"entries": [{**e.to_dict(), "line": format_entry(e)}
                                          for e in entries]},
                             headers={"cache-control": "no-store"})
+
+    async def call_page(request: Request) -> Response:
+        log = get_log(registry)
+        seq = request.path_params["seq"]
+        try:
+            entry = None if log is None else await run_in_threadpool(get_entry, log, seq)
+        except (FileNotFoundError, ValueError) as exc:
+            raise _Refused(503, f"the execution log cannot be read: {exc}") from None
+        if entry is None:
+            raise _Refused(404, f"no call {seq} in the execution log (it may be too old)")
+        parts = entry.result or []
+        text = "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+        pages = max(math.ceil(len(text) / TEXT_PAGE_CHARS), 1)
+        try:
+            page = min(max(int(request.query_params.get("page", "1")), 1), pages)
+        except ValueError:
+            page = 1
+        return render(request, "call.html", entry=entry, raw=_raw(entry.to_dict()),
+                      text=text[(page - 1) * TEXT_PAGE_CHARS: page * TEXT_PAGE_CHARS],
+                      text_page=page, text_pages=pages)
+
+    def _page_state() -> tuple[Any, ...]:
+        """What the tools, approvals and changes pages show changes with this."""
+        queue = ext.approvals()
+        held = () if queue is None else tuple(a.id for a in queue.list())
+        return plugin_state.get("changes", 0), held
+
+    async def events(request: Request) -> Response:
+        """Server-sent events for an open page: ``call`` (a logged call, as JSON, newer than
+        ``after`` or the ``Last-Event-ID`` the browser sends back) and ``page`` (the tools,
+        the reviewed changes or the held calls changed)."""
+        log = get_log(registry)
+        filters = _log_filters(request)
+        start = request.headers.get("last-event-id") or request.query_params.get("after")
+        try:
+            last = int(start) if start else None
+        except ValueError:
+            return JSONResponse({"error": "after must be an integer"}, status_code=400)
+        closing: threading.Event = request.app.state.closing
+
+        async def stream() -> Any:
+            nonlocal last
+            yield "retry: 2000\n\n"
+            if log is not None and last is None:
+                newest = await _read(log, limit=1)
+                last = newest[-1].seq if newest else 0
+            seen = await run_in_threadpool(_page_state)
+            ends = time.monotonic() + STREAM_SECONDS
+            while time.monotonic() < ends and not closing.is_set():
+                if log is not None:
+                    try:
+                        batch = await run_in_threadpool(
+                            functools.partial(read_log, log, after=last, limit=500, **filters))
+                    except (FileNotFoundError, ValueError):
+                        batch = []
+                    for e in batch:
+                        data = json.dumps({**e.to_dict(), "result": None}, default=repr)
+                        yield f"event: call\nid: {e.seq}\ndata: {data}\n\n"
+                        last = e.seq
+                now = await run_in_threadpool(_page_state)
+                if now != seen:
+                    seen = now
+                    yield "event: page\ndata: {}\n\n"
+                await asyncio.sleep(LIVE_INTERVAL)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={
+            "cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def approvals(request: Request, status: int = 200, **extra: Any) -> Response:
         queue = ext.approvals()
@@ -461,7 +603,10 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Route("/formats", formats),
         Route("/search", search),
         Route("/log", log_page),
+        Route("/stats", stats_page),
         Route("/api/log", log_api),
+        Route("/api/events", events),
+        Route("/calls/{seq:int}", call_page),
         Route("/approvals", approvals),
         Route("/approvals/{id}/{action:str}", decide, methods=["POST"]),
         Route("/changes", changes),
@@ -472,8 +617,28 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Middleware(Guard, token=secret, allowed_hosts=tuple(allowed_hosts),
                    allowed_origins=tuple(allowed_origins))])
     app.state.token = secret
+    app.state.closing = threading.Event()  # set on shutdown: the event streams end
     app.state.read_only = read_only
     return app
+
+
+def _image_url(image: Any) -> dict[str, Any]:
+    """An image of a result for an ``<img>``: its URL, or why it cannot be shown."""
+    try:
+        return {"url": image.as_url(), "media_type": image.media_type}
+    except OSError as exc:
+        return {"url": None, "media_type": image.media_type, "error": str(exc)}
+
+
+def _raw(value: Any) -> Any:
+    """``value`` for the raw JSON view: ``data:`` URLs shortened to their size."""
+    if isinstance(value, dict):
+        return {k: _raw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_raw(v) for v in value]
+    if isinstance(value, str) and value.startswith("data:") and len(value) > 200:
+        return f"{value[:40]}… ({len(value)} chars)"
+    return value
 
 
 class _Refused(Exception):
