@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import log as events
+from toolregistry.plugin import sqlite_write_ahead
 
 if TYPE_CHECKING:
     from toolregistry.plugin import Store, StoreURL
@@ -105,7 +106,7 @@ class FileSink:
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                     conn.execute("VACUUM")
-            conn.execute("PRAGMA journal_mode = WAL")
+            sqlite_write_ahead(conn)
             conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
             conn.executescript(_SCHEMA)
             _add_result_column(conn)
