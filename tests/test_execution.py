@@ -894,7 +894,9 @@ def test_one_event_per_call_without_argument_values(reg: ToolRegistry,
     assert [(e["event"], e["tool"], e["call_id"], e["outcome"]) for e in events] == [
         ("call.failed", "nope", "c2", "unknown_tool"), ("call.finished", "add", "c1", "ok")]
     assert all(isinstance(e["duration"], float) for e in events)
-    assert "111" not in repr(logs) and "333" not in repr(logs)
+    # the values appear nowhere but in the durations' digits (0.001117 s holds a "111")
+    text = repr([{k: v for k, v in e.items() if k != "duration"} for e in logs])
+    assert "111" not in text and "333" not in text
 
 
 def test_a_refused_argument_value_stays_out_of_the_failure_event(
