@@ -12,7 +12,7 @@ pluggy's exact semantics through a subset hook caller) is ``_hookcalls``'.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._deciding import Deciding, close_pending, failed_authorize
@@ -46,6 +46,14 @@ __all__ = ["Deciding", "Hooks"]
 
 _ALLOWED = Decision.allow()  # what stands when no implementation had an opinion
 _QUEUE_METHODS = ("approvals", "__contains__", "get", "decide", "resume", "aresume")
+
+
+def _check_queue(queue: Any) -> None:
+    """Refuse an ``approval_queue`` answer without the methods of an ``ApprovalQueue``."""
+    missing = [m for m in _QUEUE_METHODS if not callable(getattr(queue, m, None))]
+    if missing:
+        raise TypeError(f"{type(queue).__name__} is not an ApprovalQueue (no "
+                        f"{', '.join(missing)})")
 
 
 class Hooks:
@@ -202,15 +210,7 @@ class Hooks:
         Error policy: an exception is logged (``hook.failed``) and that plugin observes no
         batch.
         """
-        observers: list[BatchObserver] = []
-        for impl in reversed(self._hook.batch_observer.get_hookimpls()):
-            try:
-                observer = self._call_impl(impl, registry=registry)
-                if observer is not None:
-                    observers.append(observer)
-            except Exception as exc:
-                self._failed("batch_observer", exc, plugin=impl.plugin_name)
-        return tuple(observers)
+        return tuple(self._answers("batch_observer", registry=registry))
 
     def operation_observer(self, registry: ToolRegistry) -> tuple[OperationObserver, ...]:
         """The operation observers of ``registry``, in pluggy's call order.
@@ -218,15 +218,7 @@ class Hooks:
         Error policy: an exception is logged (``hook.failed``) and that plugin observes no
         operation.
         """
-        observers: list[OperationObserver] = []
-        for impl in reversed(self._hook.operation_observer.get_hookimpls()):
-            try:
-                observer = self._call_impl(impl, registry=registry)
-                if observer is not None:
-                    observers.append(observer)
-            except Exception as exc:
-                self._failed("operation_observer", exc, plugin=impl.plugin_name)
-        return tuple(observers)
+        return tuple(self._answers("operation_observer", registry=registry))
 
     def operations_started(self, observers: Sequence[OperationObserver], name: str,
                            attributes: dict[str, Any]) -> list[Any]:
@@ -263,15 +255,7 @@ class Hooks:
         Error policy: an exception is logged (``hook.failed``) and that plugin's manager is
         skipped; the request is served anyway.
         """
-        managers: list[AbstractContextManager[Any]] = []
-        for impl in reversed(self._hook.incoming_context.get_hookimpls()):
-            try:
-                manager = self._call_impl(impl, registry=registry, carrier=carrier)
-                if manager is not None:
-                    managers.append(manager)
-            except Exception as exc:
-                self._failed("incoming_context", exc, plugin=impl.plugin_name)
-        return managers
+        return self._answers("incoming_context", registry=registry, carrier=carrier)
 
     def approval_queue(self, registry: ToolRegistry) -> tuple[ApprovalQueue, ...]:
         """The approval queues of ``registry``'s authorizing plugins, in pluggy's call order.
@@ -279,20 +263,7 @@ class Hooks:
         Error policy: an exception, or a queue without the methods of an ``ApprovalQueue``,
         is logged (``hook.failed``) and that plugin's queue is left out.
         """
-        queues: list[ApprovalQueue] = []
-        for impl in reversed(self._hook.approval_queue.get_hookimpls()):
-            try:
-                queue = self._call_impl(impl, registry=registry)
-                if queue is None:
-                    continue
-                missing = [m for m in _QUEUE_METHODS if not callable(getattr(queue, m, None))]
-                if missing:
-                    raise TypeError(f"{type(queue).__name__} is not an ApprovalQueue (no "
-                                    f"{', '.join(missing)})")
-                queues.append(queue)
-            except Exception as exc:
-                self._failed("approval_queue", exc, plugin=impl.plugin_name)
-        return tuple(queues)
+        return tuple(self._answers("approval_queue", check=_check_queue, registry=registry))
 
     def output_limits(self, registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
         """The output-size limits a source should respect for ``tool``'s results: every
@@ -303,20 +274,30 @@ class Hooks:
         """
         if not self.has_output_limits:
             return None
-        answers: list[OutputLimits] = []
-        for impl in reversed(self._hook.output_limits.get_hookimpls()):
-            try:
-                answer = self._call_impl(impl, registry=registry, tool=tool)
-            except Exception as exc:
-                self._failed("output_limits", exc, plugin=impl.plugin_name, tool=tool.name)
-                continue
-            if answer is not None:
-                answers.append(answer)
-        return OutputLimits.combine(answers)
+        return OutputLimits.combine(self._answers("output_limits", context={"tool": tool.name},
+                                                  registry=registry, tool=tool))
 
     @staticmethod
     def _call_impl(impl: HookImpl, **kwargs: Any) -> Any:
         return impl.function(**{a: kwargs[a] for a in impl.argnames})
+
+    def _answers(self, hook: str, *, check: Callable[[Any], None] | None = None,
+                 context: Mapping[str, Any] | None = None, **kwargs: Any) -> list[Any]:
+        """Every implementation's answer to ``hook`` that is not ``None``, in pluggy's call
+        order. One that raises (or whose answer ``check`` refuses) is logged (``hook.failed``,
+        with ``context``) and left out: the hooks asked for something of each plugin."""
+        answers: list[Any] = []
+        for impl in reversed(getattr(self._hook, hook).get_hookimpls()):
+            try:
+                answer = self._call_impl(impl, **kwargs)
+                if answer is not None and check is not None:
+                    check(answer)
+            except Exception as exc:
+                self._failed(hook, exc, plugin=impl.plugin_name, **(context or {}))
+                continue
+            if answer is not None:
+                answers.append(answer)
+        return answers
 
     # -- registration and schemas ---------------------------------------------------------
     @staticmethod
@@ -602,13 +583,8 @@ class Hooks:
         Error policy: an exception is logged (``hook.failed``) and that plugin's changes are
         left out; the others are listed.
         """
-        found: list[PendingChange] = []
-        for impl in reversed(self._hook.pending_changes.get_hookimpls()):
-            try:
-                found.extend(self._call_impl(impl, registry=registry) or ())
-            except Exception as exc:
-                self._failed("pending_changes", exc, plugin=impl.plugin_name)
-        return found
+        return [change for changes in self._answers("pending_changes", registry=registry)
+                for change in changes]
 
     def review_change(self, registry: ToolRegistry, tool: str, version: str,
                       action: str) -> bool:
