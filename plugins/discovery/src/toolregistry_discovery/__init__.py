@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ._discovery import DISCOVER_TOOLS_NAME, ToolDiscoveryTool
     from ._embedders import WordLlamaEmbedder
     from ._index import DEFAULT_FIELD_WEIGHTS, BM25FIndex, Hit
+    from ._multilingual import MultilingualEmbedder
     from ._semantic import SemanticOptions
 
 # numpy and the index load on first use, so that loading the plugin stays cheap.
@@ -21,6 +22,7 @@ _LAZY = {
     "DEFAULT_FIELD_WEIGHTS": "._index",
     "BM25FIndex": "._index",
     "Hit": "._index",
+    "MultilingualEmbedder": "._multilingual",
     "SemanticOptions": "._semantic",
     "WordLlamaEmbedder": "._embedders",
 }
@@ -33,6 +35,7 @@ __all__ = [
     "DISCOVER_TOOLS_NAME",
     "BM25FIndex",
     "Hit",
+    "MultilingualEmbedder",
     "SemanticOptions",
     "ToolDiscoveryTool",
     "WordLlamaEmbedder",

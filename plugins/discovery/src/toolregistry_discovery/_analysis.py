@@ -3,7 +3,10 @@
 Pipeline: Unicode NFKC, identifier splitting (``read_file``, ``a.b-c``, ``getHTTPResponse``),
 case folding, light stemming of English words (plurals, -ed, -ing), and overlapping character bigrams plus
 unigrams for runs of Han, Kana and Hangul (these scripts do not put spaces between words, so
-``压缩文件`` becomes ``压缩 缩文 文件`` + ``压 缩 文 件``).
+``压缩文件`` becomes ``压缩 缩文 文件`` + ``压 缩 文 件``). With the ``zh`` extra (rjieba: jieba's
+dictionary and algorithm in Rust) Chinese text gets words instead of bigrams: the segmenter's
+words, with the shorter words inside long ones, plus the characters (``压缩 文件`` + ``压 缩 文
+件``); text with Kana or Hangul in it (Japanese, Korean) keeps the bigrams.
 
 Queries also learn which of their terms may *anchor* a hit: stop words are dropped, filler
 words ("please", "tool", 帮我, ...) and CJK unigrams next to bigrams still add to the score but
@@ -38,6 +41,10 @@ _CJK_CLASS = (
     "\U00020000-\U0003134f"  # CJK Extensions B-G
 )
 _TOKEN_RE = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_]+)")
+_HAN_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
+# Kana or Hangul anywhere in a text: Japanese or Korean, which a Chinese segmenter would cut
+# wrongly; their Han runs keep the bigrams.
+_NOT_CHINESE = re.compile("[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\uac00-\ud7af]")
 _WORD_RE = re.compile(r"[^\W_]+")
 # The same words in ASCII text, found faster: every byte but a letter or a digit becomes a
 # space, then ``split()`` (``_ascii_words``; the regex scans character by character).
@@ -84,6 +91,40 @@ FILLER_WORDS = _words(
 """Words that add to a score but never make a tool match on their own."""
 
 _MAX_CACHE = 200_000
+
+_segmenter: list[Callable[[str], list[str]] | None] = []  # resolved on first Chinese text
+
+
+def _load_segmenter() -> Callable[[str], list[str]] | None:
+    """The Chinese word segmenter (rjieba, the ``zh`` extra) or ``None`` where it is not
+    installed: Chinese then gets character bigrams like the other CJK scripts."""
+    try:
+        import rjieba
+    except ImportError:
+        return None
+    cut: Callable[[str], list[str]] = rjieba.cut_for_search
+    return cut
+
+
+def _chinese_segmenter() -> Callable[[str], list[str]] | None:
+    if not _segmenter:
+        _segmenter.append(_load_segmenter())
+    return _segmenter[0]
+
+
+def _segment(run: str) -> list[str]:
+    cut = _chinese_segmenter()
+    assert cut is not None
+    return cut(run)
+
+
+def use_segmenter(cut: Callable[[str], list[str]] | bool | None) -> None:
+    """Set the Chinese segmenter of this process: a function from a run of Han characters to
+    its words, ``None``/``False`` for bigrams, ``True`` for the default (rjieba where it is
+    installed). The process-wide caches of analysed text start over."""
+    _segmenter[:] = [_load_segmenter() if cut is True else (cut or None)]
+    _text_terms.clear()
+    _chinese_memo.clear()
 
 
 def _ascii_words(text: str) -> list[str]:
@@ -148,10 +189,20 @@ def _split_cjk(run: str) -> tuple[str, ...]:
     return tuple(run[i : i + 2] for i in range(len(run) - 1)) + tuple(run)
 
 
+def _split_chinese(run: str) -> tuple[str, ...]:
+    """Terms of a run of Han characters in Chinese text: the words the segmenter finds (with
+    the shorter words inside long ones), then the characters."""
+    if len(run) == 1:
+        return (run,)
+    return tuple(w for w in _segment(run) if len(w) > 1) + tuple(run)
+
+
 # Shared by every index of the process: words recur across registries.
 _word_memo = Memo(_word)
 _word_terms = _word_memo.__getitem__
 _cjk_terms = Memo(_split_cjk).__getitem__
+_chinese_memo = Memo(_split_chinese)
+_chinese_terms = _chinese_memo.__getitem__
 
 
 # The terms of each text, shared by every index of the process: an index rebuilt, the
@@ -177,9 +228,19 @@ def analyze(text: str) -> list[str]:
         return list(chain.from_iterable(map(_word_terms, _ascii_words(text))))
     terms: list[str] = []
     extend = terms.extend
-    for cjk, word in _TOKEN_RE.findall(_normalize(text)):
-        extend(_cjk_terms(cjk) if cjk else _word_terms(word))
+    text = _normalize(text)
+    han = _han_terms(text)
+    for cjk, word in _TOKEN_RE.findall(text):
+        extend((han if han is not None and _HAN_RUN.fullmatch(cjk) else _cjk_terms)(cjk)
+               if cjk else _word_terms(word))
     return terms
+
+
+def _han_terms(text: str) -> Callable[[str], tuple[str, ...]] | None:
+    """The terms of Han runs in ``text`` when it is Chinese and a segmenter is installed."""
+    if _chinese_segmenter() is None or _NOT_CHINESE.search(text):
+        return None
+    return _chinese_terms
 
 
 def _query_word(word: str) -> tuple[tuple[str, bool], ...]:
@@ -210,7 +271,17 @@ def analyze_query(text: str) -> dict[str, bool]:
             for term, anchor in _query_terms(word):
                 out[term] = out.get(term, False) or anchor
     else:
-        for cjk, word in _TOKEN_RE.findall(_normalize(text)):
+        text = _normalize(text)
+        han = _han_terms(text)
+        for cjk, word in _TOKEN_RE.findall(text):
+            if cjk and han is not None and len(cjk) > 1 and _HAN_RUN.fullmatch(cjk):
+                run = set(cjk)
+                for term in han(cjk):
+                    if term in run:  # a character: ranks, never anchors
+                        out.setdefault(term, False)
+                    else:
+                        out[term] = out.get(term, False) or term not in FILLER_WORDS
+                continue
             if cjk:
                 if len(cjk) == 1:
                     out[cjk] = out.get(cjk, False) or cjk not in FILLER_WORDS
