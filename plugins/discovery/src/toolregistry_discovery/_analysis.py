@@ -237,8 +237,9 @@ def analyze(text: str) -> list[str]:
 
 
 def _han_terms(text: str) -> Callable[[str], tuple[str, ...]] | None:
-    """The terms of Han runs in ``text`` when it is Chinese and a segmenter is installed."""
-    if _chinese_segmenter() is None or _NOT_CHINESE.search(text):
+    """The terms of Han runs in ``text`` when it is Chinese and a segmenter is installed (the
+    segmenter loads on the first text with Han characters, not on other non-ASCII text)."""
+    if _NOT_CHINESE.search(text) or not _HAN_RUN.search(text) or _chinese_segmenter() is None:
         return None
     return _chinese_terms
 
