@@ -5,6 +5,7 @@ the ``mcp`` SDK's client over streamable HTTP)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 from .conftest import free_port, listening
 
 TOOLS = '''
+import contextlib
 import os
 
 from toolregistry.decorators import tool
@@ -106,3 +108,78 @@ def spool_and_read_everywhere(url: str) -> None:
             page = anyio.run(one_call, url, "read_tool_output",
                              {"handle": handle, "tail": 1})
             assert f"pid {writer} " in page and "line 01999" in page, page
+
+
+async def call_result(url: str, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """One call on a client of its own: whether it failed, and its text."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with Client(streamable_http_client(url), mode="legacy") as client:
+        result = await client.call_tool(name, arguments)
+    return bool(result.is_error), "".join(getattr(p, "text", "") for p in result.content)
+
+
+def host_config(folder: Path, store: str, port: int) -> Path:
+    """One "host": its own folder, spool directory and port; the shared store."""
+    folder.mkdir()
+    (folder / "long_tools.py").write_text(textwrap.dedent(TOOLS), encoding="utf-8")
+    config = folder / "pyproject.toml"
+    config.write_text(textwrap.dedent(f'''
+        [tool.toolregistry]
+        store = "{store}"
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "long_tools"
+
+        [tool.toolregistry.plugins.spool]
+        threshold-tokens = 1000
+        directory = "{folder / 'spool'}"
+        max-age-seconds = 30
+
+        [tool.toolregistry.plugins.mcp.serve]
+        transport = "streamable-http"
+        stateless = true
+        host = "127.0.0.1"
+        port = {port}
+    '''), encoding="utf-8")
+    return config
+
+
+def test_a_handle_spooled_on_one_host_reads_on_another(tmp_path: Path,
+                                                       postgres_url: str) -> None:
+    """Two ``toolregistry serve`` processes on different ports, their own spool folders (no
+    shared path, as on two hosts), one PostgreSQL store: a handle from A reads through B's
+    reader tool; a bad handle and an unknown one answer errors that say so."""
+    import anyio
+
+    ports = free_port(), free_port()
+    configs = [host_config(tmp_path / name, postgres_url, port)
+               for name, port in zip(("a", "b"), ports)]
+    urls = [f"http://127.0.0.1:{port}/mcp" for port in ports]
+    logs = [config.parent / "serve.log" for config in configs]
+    try:
+        with contextlib.ExitStack() as stack:
+            for config, port, log in zip(configs, ports, logs):
+                err = stack.enter_context(log.open("wb"))
+                stack.enter_context(listening(
+                    [sys.executable, "-m", "toolregistry.cli", "--config", str(config),
+                     "serve"], port, timeout=90, cwd=config.parent, stderr=err,
+                    env={**os.environ, "PYTHONPATH": str(config.parent)}))
+            text = anyio.run(one_call, urls[0], "big", {"tag": 1})
+            found = HANDLE.search(text)
+            assert found, text[-400:]
+            writer = text.split()[1]
+            page = anyio.run(one_call, urls[1], "read_tool_output",
+                             {"handle": found.group(1), "offset": 1995, "limit": 2})
+            assert f"pid {writer} tag 1 line 01995" in page and "line 01996" in page, page
+            failed, said = anyio.run(call_result, urls[1], "read_tool_output",
+                                     {"handle": "sp_00000000000000aa"})
+            assert failed and "no spooled output 'sp_00000000000000aa'" in said, said
+            failed, said = anyio.run(call_result, urls[1], "read_tool_output",
+                                     {"handle": "../etc/passwd"})
+            assert failed and "handle" in said, said
+    except BaseException:
+        for log in logs:
+            print(log.read_text(encoding="utf-8", errors="replace")[-4000:])
+        raise
