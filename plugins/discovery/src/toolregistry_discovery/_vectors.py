@@ -80,9 +80,12 @@ class StoreEmbeddingCache:
             return
         try:
             with store.transaction() as tx:
-                for row in rows:
-                    tx.execute("INSERT INTO discovery_vectors (key, vec) VALUES (?, ?) "
-                               "ON CONFLICT (key) DO NOTHING", row)
+                for at in range(0, len(rows), self._CHUNK // 2):
+                    chunk = rows[at : at + self._CHUNK // 2]
+                    tx.execute("INSERT INTO discovery_vectors (key, vec) VALUES "
+                               f"{','.join(['(?, ?)'] * len(chunk))} "
+                               "ON CONFLICT (key) DO NOTHING",
+                               [value for row in chunk for value in row])
         except Exception as exc:
             log.warning("discovery.embedding_cache_write_failed", store=str(self.url),
                         error=f"{type(exc).__name__}: {exc}")
