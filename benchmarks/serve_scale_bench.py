@@ -58,6 +58,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mcp_serve_bench import load_clients  # the same clients as the single-server benchmark
+
 TOOLS = '''
 from toolregistry.decorators import tool
 
@@ -151,36 +153,9 @@ def _served(config: Path, port: int, workers: int) -> Iterator[str]:
 
 async def _load(urls: list[str], clients: int, calls: int) -> tuple[list[float], float]:
     """Every call's latency, and the seconds from the first call to the last answer."""
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    latencies: list[float] = []
-    connected = finished = 0
-    all_in, all_done = asyncio.Event(), asyncio.Event()
-    span: list[float] = []
-
-    async def one(i: int) -> None:
-        nonlocal connected, finished
-        async with Client(streamable_http_client(urls[i % len(urls)]), mode="legacy") as client:
-            connected += 1
-            if connected == clients:
-                span.append(time.perf_counter())
-                all_in.set()
-            await all_in.wait()
-            for n in range(calls):
-                start = time.perf_counter()
-                result = await client.call_tool("echo", {"text": f"{i}-{n}"})
-                latencies.append(time.perf_counter() - start)
-                if result.is_error:
-                    raise RuntimeError(str(result.content))
-            finished += 1
-            if finished == clients:
-                span.append(time.perf_counter())
-                all_done.set()
-            await all_done.wait()  # nobody disconnects while others still call
-
-    await asyncio.gather(*(one(i) for i in range(clients)))
-    return latencies, span[1] - span[0]
+    marks: list[float] = []
+    latencies, _ = await load_clients(urls, clients, calls, marks=marks)
+    return latencies, marks[1] - marks[0]
 
 
 def scale(folder: Path, store: str | None, clients: int, calls: int, rounds: int

@@ -292,7 +292,17 @@ def _open_pool(url: StoreURL, durable: bool = True) -> Any:
                           kwargs=options)
 
 
-def open_store(url: StoreURL, *, durable: bool = True) -> Store:
+def open_store(url: StoreURL, *, durable: bool = True,
+               schema: tuple[str, int, Sequence[str]] | None = None) -> Store:
     """Connect to ``url``; a :class:`~toolregistry.errors.ConfigError` naming the URL
-    (password masked) when it cannot be reached. ``durable``: see :class:`Store`."""
-    return Store(url, durable=durable)
+    (password masked) when it cannot be reached. ``durable``: see :class:`Store`.
+    ``schema``: ``(component, version, ddl)`` for :meth:`Store.ensure_schema`, the store
+    closed again when that fails."""
+    store = Store(url, durable=durable)
+    if schema is not None:
+        try:
+            store.ensure_schema(*schema)
+        except BaseException:
+            store.close()
+            raise
+    return store

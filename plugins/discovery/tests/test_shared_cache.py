@@ -45,12 +45,9 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/state.db"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
+@pytest.fixture
+def store(any_store_url: str) -> str:
+    return any_store_url
 
 
 def run_worker(tmp_path: Path, name: str, store: str, cache: str | None = None

@@ -34,14 +34,7 @@ class StoreEmbeddingCache:
         self._store: Store | None = None
         try:
             # A lost vector is only embedded again: commits need not wait for the disk.
-            store = open_store(url, durable=False)
-            try:
-                component, version, ddl = SCHEMA
-                store.ensure_schema(component, version, ddl)
-            except BaseException:
-                store.close()
-                raise
-            self._store = store
+            self._store = open_store(url, durable=False, schema=SCHEMA)
         except Exception as exc:
             log.warning("discovery.embedding_cache_unavailable", store=str(url),
                         error=f"{type(exc).__name__}: {exc}")

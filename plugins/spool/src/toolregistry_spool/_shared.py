@@ -57,11 +57,10 @@ def _row(values: tuple[Any, ...]) -> Row:
 
 
 class SharedIndex:
-    """The ``spool_outputs`` table of one store (thread-safe: the store is)."""
+    """The ``spool_outputs`` table of one store (opened with :data:`SCHEMA`; thread-safe:
+    the store is)."""
 
     def __init__(self, store: Store) -> None:
-        component, version, ddl = SCHEMA
-        store.ensure_schema(component, version, ddl)
         self.store = store
         self.holds_content = store.kind != "sqlite"
 

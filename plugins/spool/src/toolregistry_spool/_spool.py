@@ -432,15 +432,10 @@ def get_spooler(registry: ToolRegistry) -> Spooler:
 def _open_index(url: StoreURL) -> SharedIndex:
     from toolregistry.plugin import open_store
 
-    from ._shared import SharedIndex
+    from ._shared import SCHEMA, SharedIndex
 
     # The spool files are not synced to disk either: an index entry needs no more.
-    store = open_store(url, durable=False)
-    try:
-        return SharedIndex(store)
-    except BaseException:
-        store.close()
-        raise
+    return SharedIndex(open_store(url, durable=False, schema=SCHEMA))
 
 
 def _close_store(spooler: Spooler) -> None:
