@@ -1,7 +1,8 @@
 """Spooling a long tool output versus writing it to disk (issue 9).
 
-Run: ``python benchmarks/spool_bench.py [--quick] [--size-mb 10] [--rounds 15]`` with an
-interpreter that has ``core`` and ``plugins/spool`` installed. For each kind of output (ASCII
+Run: ``python benchmarks/spool_bench.py [--quick] [--size-mb 10] [--rounds 15]
+[--store URL]`` with an interpreter that has ``core`` and ``plugins/spool`` installed
+(``--store``: the registries' store, so each spool also writes its handle index there). For each kind of output (ASCII
 log lines, CJK lines, one-line JSON) and each round, interleaved:
 
 * ``write_text``: ``Path.write_text(text, encoding="utf-8")`` to a new file in the same
