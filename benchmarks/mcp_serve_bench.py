@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 SDK_SERVER = '''
@@ -162,10 +163,14 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _load(url: str, clients: int, calls: int, headers: dict[str, str],
-                pid: int | None = None) -> tuple[list[float], float | None]:
+async def load_clients(url: str | Sequence[str], clients: int, calls: int,
+                       headers: dict[str, str] | None = None, pid: int | None = None,
+                       marks: list[float] | None = None) -> tuple[list[float], float | None]:
     """Every client's call latencies, and the server's CPU seconds while they were made
-    (from the moment all clients are connected until the last call returned; Linux)."""
+    (from the moment all clients are connected until the last call returned; Linux).
+    Several URLs: client ``i`` calls ``url[i % len(url)]`` (a load balancer's round robin).
+    ``marks`` receives ``time.perf_counter()`` at both of those moments."""
+    urls = [url] if isinstance(url, str) else list(url)
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -180,9 +185,12 @@ async def _load(url: str, clients: int, calls: int, headers: dict[str, str],
     async def one(i: int) -> None:
         nonlocal connected, finished
         async with create_mcp_http_client(headers=headers or None) as http, \
-                Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                Client(streamable_http_client(urls[i % len(urls)], http_client=http),
+                       mode="legacy") as client:
             connected += 1
             if connected == clients:
+                if marks is not None:
+                    marks.append(time.perf_counter())
                 if measure:
                     cpu.append(_cpu(pid))  # type: ignore[arg-type]
                 all_in.set()
@@ -195,6 +203,8 @@ async def _load(url: str, clients: int, calls: int, headers: dict[str, str],
                     raise RuntimeError(result.content[0].text)
             finished += 1
             if finished == clients:
+                if marks is not None:
+                    marks.append(time.perf_counter())
                 if measure:
                     cpu.append(_cpu(pid))  # type: ignore[arg-type]
                 all_done.set()
@@ -242,8 +252,8 @@ def main() -> int:
                 try:
                     headers = {"Authorization": f"Bearer {TOKEN}"} if "bearer" in side else {}
                     url = f"http://127.0.0.1:{port}/mcp"
-                    asyncio.run(_load(url, min(args.clients, 10), 2, headers))  # warm up
-                    lat, cpu = asyncio.run(_load(url, args.clients, args.calls, headers,
+                    asyncio.run(load_clients(url, min(args.clients, 10), 2, headers))  # warm up
+                    lat, cpu = asyncio.run(load_clients(url, args.clients, args.calls, headers,
                                                  proc.pid))
                 finally:
                     _stop(proc)

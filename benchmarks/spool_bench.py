@@ -1,7 +1,8 @@
 """Spooling a long tool output versus writing it to disk (issue 9).
 
-Run: ``python benchmarks/spool_bench.py [--quick] [--size-mb 10] [--rounds 15]`` with an
-interpreter that has ``core`` and ``plugins/spool`` installed. For each kind of output (ASCII
+Run: ``python benchmarks/spool_bench.py [--quick] [--size-mb 10] [--rounds 15]
+[--store URL]`` with an interpreter that has ``core`` and ``plugins/spool`` installed
+(``--store``: the registries' store, so each spool also writes its handle index there). For each kind of output (ASCII
 log lines, CJK lines, one-line JSON) and each round, interleaved:
 
 * ``write_text``: ``Path.write_text(text, encoding="utf-8")`` to a new file in the same
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from toolregistry import ToolCall, ToolMetadata, ToolRegistry, ToolResult
+from toolregistry.plugin import masked_url
 
 TARGET = 2.0
 
@@ -85,6 +87,9 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float]:
     return time.perf_counter() - t0, time.thread_time() - c0
 
 
+STORE: str | None = None  # --store: the registry's store URL (the spool's handle index)
+
+
 def make_registry(folder: Path) -> ToolRegistry:
     registry = ToolRegistry(config=_config(folder), default_timeout="none")
     return registry
@@ -93,8 +98,9 @@ def make_registry(folder: Path) -> ToolRegistry:
 def _config(folder: Path) -> Path:
     path = folder / "pyproject.toml"
     if not path.exists():
+        store = f"[tool.toolregistry]\nstore = {json.dumps(STORE)}\n" if STORE else ""
         path.write_text(
-            "[tool.toolregistry.plugins.spool]\n"
+            store + "[tool.toolregistry.plugins.spool]\n"
             f"directory = {json.dumps(str(folder / 'spool'))}\n"
             "max-total-bytes = 4000000000\n", encoding="utf-8")
     return path
@@ -126,6 +132,7 @@ def run_case(kind: str, size: int, rounds: int, folder: Path) -> dict[str, list[
             registry.invoke("long_output", {"n": 1})
             tool = registry.get_tool("long_output")
             assert tool is not None
+            post = registry._hooks.for_tool(registry, tool).post_invoke
             call = ToolCall(name="long_output", arguments={}, id="c1")
             result = ToolResult(call_id="c1", name="long_output", content=text, value=text)
             target = folder / f"plain-{r}.txt"
@@ -150,7 +157,7 @@ def run_case(kind: str, size: int, rounds: int, folder: Path) -> dict[str, list[
             def spool() -> None:
                 out: list[ToolResult] = []
                 record("spool", timed(lambda: out.append(
-                    registry._hooks.post_invoke(registry, tool, call, result))))
+                    registry._hooks.post_invoke(post, registry, tool, call, result))))
                 info = out[0].metadata["spool"]
                 os.unlink(info["path"])  # same state for the next step as after write_text
 
@@ -185,8 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--repeats", type=int, default=None, help="alias of --rounds")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="a store URL (sqlite:///... or postgresql://...) for the index")
     parser.add_argument("--json", type=Path, default=None, help="also write every sample here")
     args = parser.parse_args(argv)
+    global STORE
+    STORE = args.store
     rounds = args.repeats or args.rounds
     size_mb = args.size_mb
     if args.quick:
@@ -201,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             results[kind] = run_case(kind, size, rounds, folder)
 
     print(f"\nspool_bench: {size_mb:g} MB outputs, medians of {rounds} rounds "
-          f"(Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+          f"(Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, store: "
+          f"{masked_url(STORE) if STORE else 'none'})")
     header = ["output", "time", "write_text", "raw write", "spool", "spool/write_text",
               "invoke +spool", "invoke plain", "target", "result"]
     rows = []

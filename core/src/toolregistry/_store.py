@@ -141,11 +141,15 @@ def store_url(registry: ToolRegistry, override: str | None = None) -> StoreURL |
 class Store:
     """One store's connections: SQLite (one connection per thread, write transactions take
     the file's lock) or PostgreSQL (a small pool). SQL is written with ``?`` placeholders and
-    statements both databases accept."""
+    statements both databases accept. ``durable=False``: a commit returns before it reaches
+    the disk (SQLite ``synchronous=NORMAL`` in WAL mode, PostgreSQL ``synchronous_commit=off``):
+    a crash of the process loses nothing, a power cut the last commits; for state that is
+    only a cache or an index of files that are not synced either."""
 
-    def __init__(self, url: StoreURL) -> None:
+    def __init__(self, url: StoreURL, *, durable: bool = True) -> None:
         self.url = url
         self.kind = url.kind
+        self.durable = durable
         self._lock = threading.Lock()
         self._local = threading.local()
         self._sqlite: list[sqlite3.Connection] = []
@@ -157,7 +161,7 @@ class Store:
             except (OSError, sqlite3.Error) as exc:
                 raise ConfigError(f"the store {url} cannot be opened: {exc}") from None
         else:
-            self._pool = _open_pool(url)
+            self._pool = _open_pool(url, durable)
 
     def _connect_sqlite(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
@@ -165,6 +169,8 @@ class Store:
             db = sqlite3.connect(self.url.path, timeout=30.0, isolation_level=None,
                                  check_same_thread=False)
             sqlite_write_ahead(db)
+            if not self.durable:
+                db.execute("PRAGMA synchronous=NORMAL")
             self._local.db = db
             with self._lock:
                 self._sqlite.append(db)
@@ -265,7 +271,7 @@ _NEEDS_PSYCOPG = ("a postgresql:// store needs psycopg 3 and psycopg_pool: insta
                   "plugin's postgres extra (e.g. pip install 'toolregistry-policy[postgres]')")
 
 
-def _open_pool(url: StoreURL) -> Any:
+def _open_pool(url: StoreURL, durable: bool = True) -> Any:
     try:
         import psycopg
         from psycopg_pool import ConnectionPool
@@ -279,11 +285,24 @@ def _open_pool(url: StoreURL) -> Any:
         raise ConfigError(f"the store {url} cannot be reached: {masked_url(reason)}") from None
     # A call waits at most `timeout` seconds for a connection: a server gone mid-run fails
     # the statements that need it soon, rather than after the pool's default half minute.
+    options: dict[str, Any] = {"connect_timeout": 5}
+    if not durable:
+        options["options"] = "-c synchronous_commit=off"
     return ConnectionPool(url.url, min_size=1, max_size=4, open=True, timeout=5.0,
-                          kwargs={"connect_timeout": 5})
+                          kwargs=options)
 
 
-def open_store(url: StoreURL) -> Store:
+def open_store(url: StoreURL, *, durable: bool = True,
+               schema: tuple[str, int, Sequence[str]] | None = None) -> Store:
     """Connect to ``url``; a :class:`~toolregistry.errors.ConfigError` naming the URL
-    (password masked) when it cannot be reached."""
-    return Store(url)
+    (password masked) when it cannot be reached. ``durable``: see :class:`Store`.
+    ``schema``: ``(component, version, ddl)`` for :meth:`Store.ensure_schema`, the store
+    closed again when that fails."""
+    store = Store(url, durable=durable)
+    if schema is not None:
+        try:
+            store.ensure_schema(*schema)
+        except BaseException:
+            store.close()
+            raise
+    return store

@@ -4,7 +4,8 @@ Fixtures: ``registry`` (a fresh :class:`~toolregistry.ToolRegistry`, closed afte
 ``registry_factory`` (build several, each closed after the test), ``chromium`` (the path of
 Debian's chromium for Playwright's ``executable_path``) and ``postgres_url`` (a fresh database
 on a PostgreSQL cluster the session starts in a temporary folder, ``postgres_cluster``, and
-stops; see :class:`PostgresCluster`).
+stops; see :class:`PostgresCluster`); ``any_store_url`` runs a test once on a SQLite store and
+once on a PostgreSQL one.
 
 :class:`PluginContract` is a base class whose tests check that an installed plugin honours the
 hook contract: subclass it in your plugin's tests and set ``plugin_name``::
@@ -39,7 +40,7 @@ from .errors import ConfigError
 from .tool import Tool, ToolMetadata
 
 __all__ = ["REQUIRE_BROWSER", "REQUIRE_POSTGRES", "PluginContract", "PostgresCluster",
-           "chromium", "postgres_cluster", "postgres_url", "registry", "registry_factory",
+           "any_store_url", "chromium", "postgres_cluster", "postgres_url", "registry", "registry_factory",
            "sample_tools"]
 
 REQUIRE_BROWSER = "TOOLREGISTRY_REQUIRE_BROWSER"
@@ -217,6 +218,16 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
 def postgres_url(postgres_cluster: PostgresCluster) -> str:
     """The URL of a fresh database on the session's PostgreSQL cluster."""
     return postgres_cluster.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL, once per kind: a SQLite file in the test's folder, then a fresh
+    PostgreSQL database (``postgres_url``: skipped without PostgreSQL, as it is)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/state.db"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
 
 
 def sample_tools() -> list[Tool]:

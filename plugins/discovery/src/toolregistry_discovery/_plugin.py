@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from toolregistry import Tool, ToolMetadata, ToolTag
 from toolregistry.errors import ToolNameCollisionError
 from toolregistry.plugin import hookimpl, log
@@ -118,7 +120,7 @@ def _semantic_options(registry: ToolRegistry, asked: Any) -> SemanticOptions | N
         from ._semantic import SemanticOptions  # numpy: only when semantic search is asked
 
         if isinstance(asked, SemanticOptions):
-            return asked
+            return _on_store(registry, asked)
         raise TypeError(f"enable_tool_discovery(semantic=...) takes True, False or a "
                         f"SemanticOptions, got {asked!r}")
     settings = registry.plugin_settings(PLUGIN_NAME, DiscoverySettings)
@@ -128,7 +130,16 @@ def _semantic_options(registry: ToolRegistry, asked: Any) -> SemanticOptions | N
 
     options = settings.semantic_options()
     assert isinstance(options, SemanticOptions)
-    return options
+    return _on_store(registry, options)
+
+
+def _on_store(registry: ToolRegistry, options: SemanticOptions) -> SemanticOptions:
+    """The default cache (``True``) on the registry's store when one is configured, so that
+    workers and hosts share the vectors; a cache file named explicitly stays that file."""
+    if options.cache is not True:
+        return options
+    url = registry.store_url()
+    return options if url is None else attrs.evolve(options, cache=url)
 
 
 def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None,

@@ -26,14 +26,17 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from attrs import frozen
 
-from toolregistry.plugin import log, sqlite_write_ahead
+from toolregistry.plugin import StoreURL, log, sqlite_write_ahead
 
 from ._embedders import Embedder, _as_matrix, _unit, resolve_embedder
+
+if TYPE_CHECKING:
+    from ._vectors import StoreEmbeddingCache
 
 __all__ = ["DenseIndex", "EmbeddingCache", "SemanticOptions", "SemanticSearch",
            "default_cache_path", "embedding_text", "split_requests"]
@@ -60,12 +63,14 @@ class SemanticOptions:
 
     ``embedder``: an embedder, or its import path (``"pkg.module:attr"``; a class there is
     instantiated without arguments), or ``None`` for the default :class:`WordLlamaEmbedder`.
-    ``cache``: ``True`` for :func:`default_cache_path`, a file path, or ``False`` for none.
+    ``cache``: ``True`` for :func:`default_cache_path`, a file path, a store URL
+    (:class:`~toolregistry.plugin.StoreURL`: the registry's store, shared by its workers and
+    hosts), or ``False`` for none.
     ``weight``: how much the dense side counts against BM25F (``>= 0``; 0 turns it off).
     """
 
     embedder: str | Embedder | None = None
-    cache: bool | str | Path = True
+    cache: bool | str | Path | StoreURL = True
     weight: float = 1.0
 
     def __attrs_post_init__(self) -> None:
@@ -76,7 +81,7 @@ class SemanticOptions:
         if e is not None and not isinstance(e, str) and not callable(e):
             raise TypeError(f"semantic embedder must be a callable (texts -> vectors), an "
                             f"import path 'pkg.module:attr' or None, got {e!r}")
-        if not isinstance(self.cache, (bool, str, Path)):
+        if not isinstance(self.cache, (bool, str, Path, StoreURL)):
             raise TypeError(f"semantic cache must be true, false or a file path, "
                             f"got {self.cache!r}")
 
@@ -178,6 +183,22 @@ class EmbeddingCache:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def _open_cache(cache: bool | str | Path | StoreURL) -> EmbeddingCache | StoreEmbeddingCache | None:
+    """The cache ``cache`` names; a store that cannot be opened falls back to the file."""
+    if isinstance(cache, StoreURL):
+        from ._vectors import StoreEmbeddingCache
+
+        shared = StoreEmbeddingCache(cache)
+        if shared.available:
+            return shared
+        cache = True
+    if cache is True:
+        return EmbeddingCache(default_cache_path())
+    if cache in (False, ""):
+        return None
+    return EmbeddingCache(Path(str(cache)))
 
 
 # ----------------------------------------------------------------------------- index
@@ -298,12 +319,7 @@ class SemanticSearch:
         self.options = options
         self.embedder, self.model_id = resolve_embedder(options.embedder)
         self._source = f"embedder {options.embedder or 'WordLlamaEmbedder'}"
-        cache_path: Path | None = None
-        if options.cache is True:
-            cache_path = default_cache_path()
-        elif options.cache not in (False, ""):
-            cache_path = Path(str(options.cache))
-        self.cache = EmbeddingCache(cache_path) if cache_path and self.model_id else None
+        self.cache = _open_cache(options.cache) if self.model_id else None
         self.index = DenseIndex()
         self._pending: dict[str, str] = {}
         self._lock = threading.RLock()

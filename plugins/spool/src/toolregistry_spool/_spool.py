@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections import OrderedDict
@@ -24,6 +25,9 @@ from ._tokens import load_counter as _load_counter
 
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
+    from toolregistry.plugin import StoreURL
+
+    from ._shared import SharedIndex
 
 _STATE_KEY = "spooler"
 _create_lock = threading.Lock()
@@ -80,15 +84,14 @@ _READER_PARAMETERS: dict[str, Any] = {
 class Spooler:
     """Everything the plugin keeps for one registry (in ``registry.plugin_state("spool")``)."""
 
-    def __init__(self, settings: SpoolSettings) -> None:
+    def __init__(self, settings: SpoolSettings, shared: StoreURL | None = None) -> None:
         self._lock = threading.RLock()
+        self._shared = shared
         self._indexes: OrderedDict[tuple[str, int], LineIndex] = OrderedDict()
         self.reader_name: str | None = None
         self.counter: TokenCounter | None = None
         self.settings = settings
-        self.store = SpoolStore(settings.directory, keep=settings.keep,
-                                max_age=settings.max_age_seconds,
-                                max_total=settings.max_total_bytes)
+        self.store = self._make_store(settings)
         if settings.token_counter:
             self.counter = _load_counter(settings.token_counter)
 
@@ -108,9 +111,8 @@ class Spooler:
                     "toolregistry_spool.configure(directory=...) must come before the first "
                     f"output is spooled (files already live in {self.store.directory})")
             if new.directory != self.settings.directory:
-                self.store = SpoolStore(new.directory, keep=new.keep,
-                                        max_age=new.max_age_seconds,
-                                        max_total=new.max_total_bytes)
+                self.store.close()  # nothing spooled yet: only its index connection, if any
+                self.store = self._make_store(new)
             else:
                 self.store.set_keep(new.keep)
                 self.store.max_age = new.max_age_seconds
@@ -119,6 +121,13 @@ class Spooler:
                 self.counter = _load_counter(new.token_counter) if new.token_counter else None
             self.settings = new
         return new
+
+    def _make_store(self, settings: SpoolSettings) -> SpoolStore:
+        store = SpoolStore(settings.directory, keep=settings.keep,
+                           max_age=settings.max_age_seconds, max_total=settings.max_total_bytes)
+        if self._shared is not None:
+            store.share(functools.partial(_open_index, self._shared))
+        return store
 
     def opted_in(self, tool: Tool) -> bool:
         """``too_long_to_file=True``, or ``None`` with ``all-tools = true``."""
@@ -411,12 +420,22 @@ def get_spooler(registry: ToolRegistry) -> Spooler:
     with _create_lock:
         spooler = state.get(_STATE_KEY)
         if spooler is None:
-            spooler = Spooler(registry.plugin_settings(PLUGIN_NAME, SpoolSettings))
+            spooler = Spooler(registry.plugin_settings(PLUGIN_NAME, SpoolSettings),
+                              registry.store_url())
             # close() removes the files; so does garbage collection or interpreter exit when
             # the application never closes the registry (finalize runs once).
             registry.add_closer(weakref.finalize(registry, _close_store, spooler))
             state[_STATE_KEY] = spooler
     return spooler
+
+
+def _open_index(url: StoreURL) -> SharedIndex:
+    from toolregistry.plugin import open_store
+
+    from ._shared import SCHEMA, SharedIndex
+
+    # The spool files are not synced to disk either: an index entry needs no more.
+    return SharedIndex(open_store(url, durable=False, schema=SCHEMA))
 
 
 def _close_store(spooler: Spooler) -> None:

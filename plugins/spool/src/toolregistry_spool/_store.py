@@ -30,13 +30,17 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
 from toolregistry.errors import ToolRegistryError
 from toolregistry.plugin import log
+
+if TYPE_CHECKING:
+    from ._shared import Row, SharedIndex
 
 HANDLE_PATTERN = r"^sp_[0-9a-f]{16}$"
 _HANDLE_RE = re.compile(r"sp_[0-9a-f]{16}")
@@ -57,7 +61,8 @@ class SpoolError(ToolRegistryError):
 
 @frozen
 class Entry:
-    """One spooled output."""
+    """One spooled output: ``owned`` when this process wrote it (not a copy of another
+    host's), ``indexed`` when its path comes from the store's index."""
 
     handle: str
     path: Path
@@ -65,6 +70,8 @@ class Entry:
     created: float
     device: int
     inode: int
+    owned: bool = True
+    indexed: bool = False
 
 
 def default_base() -> Path:
@@ -100,6 +107,21 @@ class SpoolStore:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._total = 0
         self._closed = False
+        self._open_shared: Callable[[], SharedIndex] | None = None
+        self._shared: SharedIndex | None = None
+
+    def share(self, opener: Callable[[], SharedIndex]) -> None:
+        """Keep the handle index on a store, opened by ``opener`` on first use."""
+        self._open_shared = opener
+
+    def _index(self) -> SharedIndex | None:
+        if self._open_shared is None:
+            return None
+        if self._shared is None:
+            with self._lock:
+                if self._shared is None:
+                    self._shared = self._open_shared()
+        return self._shared
 
     # -- directory ------------------------------------------------------------------------
     @property
@@ -209,40 +231,63 @@ class SpoolStore:
                 remade = True
                 continue
             break
-        try:
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
-            size = 0
-            for chunk in chunks:
-                size += len(chunk)
-                written = os.write(fd, chunk)
-                if written < len(chunk):
-                    view = memoryview(chunk)
-                    while written < len(view):
-                        written += os.write(fd, view[written:])
-                    view.release()
-                # Free this chunk before the next one is encoded: the allocator then hands
-                # the same memory back instead of fresh pages (page faults cost more than
-                # the encoding).
-                del chunk
-            st = os.fstat(fd)
-        except BaseException:
-            os.close(fd)
-            _unlink(path)
-            raise
-        os.close(fd)
-        entry = Entry(handle, path, size, time.time(), st.st_dev, st.st_ino)
-        with self._lock:
-            if self._closed:
-                _unlink(path)
-                raise SpoolError("the registry was closed while the output was being spooled")
-            self._entries[handle] = entry
-            self._total += entry.size
-            evicted = self._evict_locked()
+        st = _fill(fd, path, chunks)
+        entry = Entry(handle, path, st.st_size, time.time(), st.st_dev, st.st_ino)
+        evicted = self._add(entry)
         for old in evicted:
             _unlink(old.path)
             log.info("spool.evicted", handle=old.handle, size=old.size)
+        if self._open_shared is not None:
+            self._publish(entry, [old.handle for old in evicted if old.owned])
         return entry
+
+    def _add(self, entry: Entry) -> list[Entry]:
+        with self._lock:
+            if self._closed:
+                _unlink(entry.path)
+                raise SpoolError("the registry was closed while the output was being spooled")
+            self._entries[entry.handle] = entry
+            self._total += entry.size
+            return self._evict_locked()
+
+    def _publish(self, entry: Entry, dropped: list[str]) -> None:
+        """Index ``entry`` on the store and apply retention there; a store that cannot be
+        reached leaves the output readable by this process only (logged)."""
+        try:
+            shared = self._index()
+            assert shared is not None
+            removed = shared.put(entry.handle, entry.created, entry.size, entry.path,
+                                 entry.device, entry.inode, max_age=self.max_age,
+                                 max_total=self.max_total, dropped=dropped)
+        except Exception as exc:
+            log.warning("spool.index_failed", handle=entry.handle,
+                        error=f"{type(exc).__name__}: {exc}")
+            return
+        for row in removed:
+            self._remove_indexed(row)
+
+    def _remove_indexed(self, row: Row) -> None:
+        """Remove the file of an output retention took off the index (ours, or another
+        process's on this host: only a spool file of this user, the very one indexed)."""
+        with self._lock:
+            mine = self._entries.pop(row.handle, None)
+            if mine is not None:
+                self._total -= mine.size
+        if mine is not None:
+            _unlink(mine.path)
+            return
+        if row.path is None:
+            return
+        path = Path(row.path)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        uid = os.getuid() if hasattr(os, "getuid") else None
+        if (_DIR_RE.fullmatch(path.parent.name) is not None and stat.S_ISREG(st.st_mode)
+                and st.st_nlink == 1 and (uid is None or st.st_uid == uid)
+                and (st.st_dev, st.st_ino) == (row.device, row.inode)):
+            _unlink(path)
 
     def _evict_locked(self) -> list[Entry]:
         cutoff = time.time() - self.max_age
@@ -277,6 +322,10 @@ class SpoolStore:
             entry = self._entries.get(handle)
         for old in evicted:
             _unlink(old.path)
+        if evicted and self._open_shared is not None:
+            self._forget([old.handle for old in evicted if old.owned])
+        if entry is None and self._open_shared is not None:
+            entry = self._indexed(handle)
         if entry is None:
             entry = self._sibling(handle)
         if entry is None:
@@ -285,6 +334,65 @@ class SpoolStore:
                 f"retention: older than {self.max_age:g} s or over {self.max_total} bytes in "
                 "total); run the tool again to get a new handle"
             )
+        return entry
+
+    def _forget(self, handles: list[str]) -> None:
+        try:
+            shared = self._index()
+            assert shared is not None
+            shared.forget(handles)
+        except Exception as exc:
+            log.warning("spool.index_failed", handles=handles,
+                        error=f"{type(exc).__name__}: {exc}")
+
+    def _indexed(self, handle: str) -> Entry | None:
+        """``handle`` from the store's index (another worker's or host's output), or
+        ``None`` when the index does not hold it."""
+        try:
+            shared = self._index()
+            assert shared is not None
+            row = shared.get(handle)
+        except Exception as exc:
+            raise SpoolError(f"the spool index cannot be read ({type(exc).__name__}: {exc}); "
+                             "try again later") from None
+        if row is None:
+            return None
+        age = time.time() - row.created
+        if age > self.max_age:
+            raise SpoolError(
+                f"spooled output {handle!r} has expired: written {age:.0f} s ago, and "
+                f"retention keeps outputs {self.max_age:g} s; run the tool again to get a new "
+                "handle")
+        if row.path is not None and row.device is not None and row.inode is not None:
+            return Entry(handle, Path(row.path), row.size, row.created, row.device, row.inode,
+                         owned=False, indexed=True)
+        return self._copy(shared, row)
+
+    def _copy(self, shared: SharedIndex, row: Row) -> Entry | None:
+        """Copy an output kept in the store into this process's spool folder (once: it is
+        then read like one of ours, and removed with the folder)."""
+        try:
+            content = shared.content(row.handle)
+        except Exception as exc:
+            raise SpoolError(f"spooled output {row.handle!r} cannot be fetched from the store "
+                             f"({type(exc).__name__}: {exc}); try again later") from None
+        if content is None:
+            return None
+        path = self._ensure_dir() / f"{row.handle}{_SUFFIX}"
+        try:
+            fd = os.open(path, _OPEN_WRITE, 0o600)
+        except FileExistsError:
+            with self._lock:
+                found = self._entries.get(row.handle)
+            if found is None:
+                raise SpoolError(f"spooled output {row.handle!r} is being fetched; "
+                                 "try again") from None
+            return found
+        st = _fill(fd, path, [content])
+        entry = Entry(row.handle, path, st.st_size, row.created, st.st_dev, st.st_ino,
+                      owned=False)
+        for old in self._add(entry):
+            _unlink(old.path)
         return entry
 
     def _sibling(self, handle: str) -> Entry | None:
@@ -309,8 +417,10 @@ class SpoolStore:
         """The entry and its bytes (memory-mapped when not empty)."""
         entry = self.entry(handle)
         folder = Path(os.path.realpath(entry.path)).parent
-        if folder.parent != Path(os.path.realpath(self._base)) or _DIR_RE.fullmatch(
-                folder.name) is None:
+        # An indexed output may be in another base directory (a worker configured apart);
+        # the store vouches for its path, the checks below for the file.
+        if ((not entry.indexed and folder.parent != Path(os.path.realpath(self._base)))
+                or _DIR_RE.fullmatch(folder.name) is None):
             raise SpoolError(f"spooled output {entry.handle!r} is not inside the spool folder")
         try:
             fd = os.open(entry.path, _OPEN_READ)
@@ -339,17 +449,55 @@ class SpoolStore:
 
     # -- closing --------------------------------------------------------------------------
     def close(self) -> None:
-        """Forget every output and remove the directory (unless ``keep``). Idempotent."""
+        """Forget every output and remove the directory (unless ``keep``). Idempotent.
+        Outputs indexed on a SQLite store leave the index with their files; on a server the
+        store keeps their text, so other workers read them until retention removes them."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             directory = self._dir
+            owned = [h for h, e in self._entries.items() if e.owned]
             self._entries.clear()
             self._total = 0
+            shared, self._shared, self._open_shared = self._shared, None, None
         if directory is not None and not self.keep:
             shutil.rmtree(directory, ignore_errors=True)
             log.debug("spool.removed", directory=str(directory))
+        if shared is not None:
+            try:
+                if not self.keep and not shared.holds_content and owned:
+                    shared.forget(owned)
+            except Exception as exc:
+                log.warning("spool.index_failed", handles=owned,
+                            error=f"{type(exc).__name__}: {exc}")
+            finally:
+                shared.store.close()
+
+
+def _fill(fd: int, path: Path, chunks: Iterable[bytes]) -> os.stat_result:
+    """Write ``chunks`` to the new file ``fd`` (closed here; removed on an error)."""
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
+        for chunk in chunks:
+            written = os.write(fd, chunk)
+            if written < len(chunk):
+                view = memoryview(chunk)
+                while written < len(view):
+                    written += os.write(fd, view[written:])
+                view.release()
+            # Free this chunk before the next one is encoded: the allocator then hands the
+            # same memory back instead of fresh pages (page faults cost more than the
+            # encoding).
+            del chunk
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink(path)
+        raise
+    os.close(fd)
+    return st
 
 
 def _unlink(path: Path) -> None:
