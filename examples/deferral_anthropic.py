@@ -21,19 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from _replay import Replay, typed_dict_validator
+from _replay import Replay, answered_anthropic, typed_dict_validator
 from anthropic.types import Message
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from shop_tools import build_registry, recording
 
 API_FORMAT = "anthropic"
-
-
-def _answered(request: dict[str, Any]) -> list[str]:
-    last = request["messages"][-1]
-    blocks = last["content"] if isinstance(last.get("content"), list) else []
-    return [b["tool_use_id"] for b in blocks
-            if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
 def main() -> None:
@@ -43,7 +36,7 @@ def main() -> None:
         parse=Message.model_validate,
         validate=typed_dict_validator(MessageCreateParamsNonStreaming),
         asked=lambda r: [b.id for b in r.content if b.type == "tool_use"],
-        answered=_answered,
+        answered=answered_anthropic,
     )
     tools = registry.get_schemas(API_FORMAT, include_deferred=False)
     print("tools sent:", [(t["name"], t.get("defer_loading", False)) for t in tools])

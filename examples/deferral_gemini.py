@@ -19,22 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from _replay import Replay
+from _replay import Replay, answered_gemini, validate_gemini
 from google.genai import types
 from shop_tools import build_registry, recording
 
 API_FORMAT = "gemini"
-
-
-def _validate(request: dict[str, Any]) -> None:
-    types.GenerateContentConfig.model_validate(request["config"])
-    for content in request["contents"]:
-        types.Content.model_validate(content)
-
-
-def _answered(request: dict[str, Any]) -> list[str]:
-    last = types.Content.model_validate(request["contents"][-1])
-    return [p.function_response.name or "" for p in last.parts or [] if p.function_response]
 
 
 def main() -> None:
@@ -42,9 +31,9 @@ def main() -> None:
     generate = Replay(  # in a real application: generate = genai.Client().models.generate_content
         recording("deferral_gemini"),
         parse=types.GenerateContentResponse.model_validate,
-        validate=_validate,
+        validate=validate_gemini,
         asked=lambda r: [c.name for c in r.function_calls or []],
-        answered=_answered,
+        answered=answered_gemini,
     )
     summaries = "\n".join(f"- {s['name']}: {s['description']}"
                           for s in registry.get_deferred_summaries())

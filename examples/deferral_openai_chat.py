@@ -24,17 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from _replay import Replay, typed_dict_validator
+from _replay import Replay, answered_chat, typed_dict_validator
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from shop_tools import build_registry, recording
 
 API_FORMAT = "openai-chat"
-
-
-def _answered(request: dict[str, Any]) -> list[str]:
-    return [m["tool_call_id"] for m in request["messages"]
-            if isinstance(m, dict) and m.get("role") == "tool"]
 
 
 def main() -> None:
@@ -44,7 +39,7 @@ def main() -> None:
         parse=ChatCompletion.model_validate,
         validate=typed_dict_validator(CompletionCreateParamsNonStreaming),
         asked=lambda r: [c.id for c in r.choices[0].message.tool_calls or []],
-        answered=_answered,
+        answered=answered_chat,
     )
     summaries = "\n".join(f"- {s['name']}: {s['description']}"
                           for s in registry.get_deferred_summaries())

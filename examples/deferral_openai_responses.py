@@ -22,17 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from _replay import Replay, typed_dict_validator
+from _replay import Replay, answered_responses, typed_dict_validator
 from openai.types.responses import Response
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 from shop_tools import build_registry, recording
 
 API_FORMAT = "openai-responses"
-
-
-def _answered(request: dict[str, Any]) -> list[str]:
-    return [i["call_id"] for i in request["input"]
-            if isinstance(i, dict) and i.get("type") == "function_call_output"]
 
 
 def main() -> None:
@@ -42,7 +37,7 @@ def main() -> None:
         parse=Response.model_validate,
         validate=typed_dict_validator(ResponseCreateParamsNonStreaming),
         asked=lambda r: [i.call_id for i in r.output if i.type == "function_call"],
-        answered=_answered,
+        answered=answered_responses,
     )
     tools = registry.get_schemas(API_FORMAT, include_deferred=False)
     print("tools sent:", [(t.get("name", t["type"]), t.get("defer_loading", False))

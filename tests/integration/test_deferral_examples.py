@@ -3,17 +3,12 @@ provider SDKs' types build (``examples/recorded/build_recordings.py``)."""
 
 from __future__ import annotations
 
-import functools
 import importlib.util
-import os
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from tests.test_examples_providers import EXAMPLES, _installed, _run
 
 # example -> (its SDK, lines its output must have)
 CASES = {
@@ -44,20 +39,6 @@ CASES = {
         "declarations sent: ['discover_tools', 'get_order', 'refund_order']",
     ]),
 }
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a missing parent package ("google")
-        return False
-
-
-@functools.cache
-def _run(path: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONIOENCODING="utf-8")
-    return subprocess.run([sys.executable, "-W", "error", str(path)], cwd=EXAMPLES.parent,
-                          capture_output=True, text=True, timeout=120, env=env, check=False)
 
 
 @pytest.mark.parametrize("example", sorted(CASES))
