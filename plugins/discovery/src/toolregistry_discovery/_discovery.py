@@ -155,6 +155,9 @@ class ToolDiscoveryTool:
 
     def rebuild_index(self) -> None:
         """Re-index every enabled tool of the registry from scratch."""
+        if self._semantic_later:  # before the index: a search that sees it sees this too
+            self._semantic_later = False
+            self._semantic = _default_semantic(self._registry.name)
         if self._index is None:
             from ._index import BM25FIndex
 
@@ -166,9 +169,6 @@ class ToolDiscoveryTool:
         docs = [(tool.name, tool_texts(tool, terms)) for tool in tools
                 if tool.name not in INFRASTRUCTURE_TOOLS]
         self._index.add_texts(docs)
-        if self._semantic_later:
-            self._semantic_later = False
-            self._semantic = _default_semantic(self._registry.name)
         if self._semantic is not None:
             from ._semantic import embedding_text
 
