@@ -182,7 +182,7 @@ class VariantSet:
         from toolregistry_discovery import ToolDiscoveryTool
         from toolregistry_discovery._fields import tool_texts
 
-        index = self.index = ToolDiscoveryTool(registry).index
+        index = self.index = ToolDiscoveryTool(registry, semantic=False).index
         self.queries = queries
         self.keys = keys
         self.row = {k: i for i, k in enumerate(keys)}

@@ -105,14 +105,15 @@ def _ensure_venv(venv: Path, installs: list[list[str]]) -> None:
     stamp.write_text(want)
 
 
-def ensure_environments() -> None:
+def ensure_environments(*, old: bool = True) -> None:
     CACHE.mkdir(exist_ok=True)
     (CACHE / ".gitignore").write_text("*\n")
     _ensure_venv(MAIN_VENV, [
         ["-e", str(ROOT / "core"), "-e", f"{ROOT / 'plugins' / 'discovery'}[semantic]", BM25S],
         ["--no-deps", BFCL_EVAL],
     ])
-    _ensure_venv(OLD_VENV, [[OLD_TOOLREGISTRY]])
+    if old:
+        _ensure_venv(OLD_VENV, [[OLD_TOOLREGISTRY]])
 
 
 # ----------------------------------------------------------------------------- data
@@ -232,7 +233,7 @@ def run_ours(tools: list[dict[str, Any]], queries: list[tuple[str, list[str]]], 
     from toolregistry_discovery import SemanticOptions, ToolDiscoveryTool
 
     d = ToolDiscoveryTool(_ours_registry(tools),
-                          semantic=SemanticOptions(cache=False) if semantic else None)
+                          semantic=SemanticOptions(cache=False) if semantic else False)
     return [[r["name"] for r in d.discover(q, top_k=top_k)] for q, _ in queries]
 
 
@@ -467,7 +468,8 @@ if hybrid:
     d = ToolDiscoveryTool(reg, semantic=options())
     assert d.semantic.stats["embedded"] == len(job["tools"]), d.semantic.stats
 else:
-    d = ToolDiscoveryTool(reg)
+    d = ToolDiscoveryTool(reg, semantic=False)
+    d.index  # built now, as the hybrid side's is
 out["build_cold"], out["build_cold_cpu"] = time.perf_counter() - t0, time.process_time() - c0
 times, cpu = [], []
 for q in job["queries"]:
@@ -536,6 +538,10 @@ def semantic_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
         return {side: got[key] for side, got in samples.items() if key in got}
 
     n = f"{len(big):,}"
+    # Hybrid is the default where the extra is installed: <= 3 ms at a registry of 2,500
+    # tools; the original target for the dense side, 2 ms, at 10,000.
+    limit = 3e-3 if len(big) <= 2_500 else 2e-3
+    query_target = f"hybrid <= {limit * 1e3:g} ms"
     return [
         c.Row(f"{n} tools: index build, cold (hybrid: model load + embedding every tool)",
               col("build_cold"), target="hybrid <= 10 s",
@@ -543,10 +549,10 @@ def semantic_rows(args: argparse.Namespace, tools: list[dict[str, Any]],
         c.Row(f"{n} tools: index build, cold, CPU", col("build_cold_cpu"),
               target="hybrid <= 10 s", check=lambda m: m["hybrid"] <= 10.0),
         c.Row(f"{n} tools: index build, warm (vectors from the disk cache)", col("build_warm")),
-        c.Row(f"{n} tools: query median", col("query_median"), target="hybrid <= 2 ms",
-              check=lambda m: m["hybrid"] <= 2e-3),
+        c.Row(f"{n} tools: query median", col("query_median"), target=query_target,
+              check=lambda m: m["hybrid"] <= limit),
         c.Row(f"{n} tools: query median, CPU of the thread", col("query_cpu_median"),
-              target="hybrid <= 2 ms", check=lambda m: m["hybrid"] <= 2e-3),
+              target=query_target, check=lambda m: m["hybrid"] <= limit),
         c.Row(f"{n} tools: query p95", col("query_p95")),
         c.Row(f"{n} tools: memory after building (RSS growth)", col("rss"), unit="bytes"),
         c.Row(f"{n} tools: memory the dense side adds", extra, unit="bytes",
@@ -744,6 +750,7 @@ def worker(args: argparse.Namespace) -> None:
 
     if "semantic" in args.only:
         semantic_quality(tools, queries, categories, top_k)
+    if args.only & {"semantic", "semantic-speed"}:
         # Spread over every category, so queries of several requests are timed too.
         spread = [q for q, _ in queries[:: max(1, len(queries) // args.queries)]][: args.queries]
         c.print_table(f"Hybrid retrieval speed and memory ({len(spread)} BFCL queries from "
@@ -765,6 +772,9 @@ def worker(args: argparse.Namespace) -> None:
           f"times grow with other work on the machine, CPU times much less; {c.source_state()})")
 
 
+SECTIONS = ("quality", "semantic", "semantic-speed", "scale")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")],
@@ -778,20 +788,22 @@ def main() -> None:
                         help="time 0.19 at 100,000 tools too (slow: minutes)")
     parser.add_argument("--only", type=lambda v: set(v.split(",")),
                         default={"quality", "semantic", "scale"},
-                        help="sections, comma-separated: quality, semantic, scale")
+                        help="sections, comma-separated: quality, semantic (quality and "
+                             "speed), semantic-speed (speed only), scale")
     parser.add_argument("--semantic-tools", type=int, default=10_000,
                         help="tools in the hybrid speed and memory run")
     parser.add_argument("--quick", action="store_true",
                         help="1,000 and 10,000 tools, one round, 100 queries")
     args = parser.parse_args()
-    if args.only - {"quality", "semantic", "scale"}:
-        parser.error(f"--only: unknown section(s) {sorted(args.only - {'quality', 'semantic', 'scale'})}"
-                     "; choose from quality, semantic, scale")
+    unknown = args.only - set(SECTIONS)
+    if unknown:
+        parser.error(f"--only: unknown section(s) {sorted(unknown)}; choose from "
+                     f"{', '.join(SECTIONS)}")
     if args.quick:
         args.sizes = [n for n in args.sizes if n <= 10_000]
         args.rounds, args.queries = 1, min(args.queries, 100)
     if os.environ.get(WORKER_ENV) != "1":
-        ensure_environments()
+        ensure_environments(old=bool(args.only & {"quality", "scale"}))
         env = dict(os.environ, **{WORKER_ENV: "1"})
         env.pop("PYTHONPATH", None)
         raise SystemExit(subprocess.call([str(_python(MAIN_VENV)), __file__, *sys.argv[1:]],

@@ -72,3 +72,43 @@ class Replay:
         response = self._parse(self._recorded.pop(0))
         self._pending = self._asked(response)
         return response
+
+
+# What each provider's request answers: the ids (Gemini: names) of the tool calls whose
+# results it carries, for ``Replay(answered=...)``.
+
+def answered_anthropic(request: dict[str, Any]) -> list[str]:
+    """``tool_use_id`` of the ``tool_result`` blocks of the last message."""
+    last = request["messages"][-1]
+    blocks = last["content"] if isinstance(last.get("content"), list) else []
+    return [b["tool_use_id"] for b in blocks
+            if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def answered_responses(request: dict[str, Any]) -> list[str]:
+    """``call_id`` of the ``function_call_output`` input items (OpenAI Responses)."""
+    return [i["call_id"] for i in request["input"]
+            if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
+
+def answered_chat(request: dict[str, Any]) -> list[str]:
+    """``tool_call_id`` of the ``tool`` messages (OpenAI Chat Completions)."""
+    return [m["tool_call_id"] for m in request["messages"]
+            if isinstance(m, dict) and m.get("role") == "tool"]
+
+
+def validate_gemini(request: dict[str, Any]) -> None:
+    """A ``generate_content`` request through google-genai's pydantic types."""
+    from google.genai import types
+
+    types.GenerateContentConfig.model_validate(request["config"])
+    for content in request["contents"]:
+        types.Content.model_validate(content)
+
+
+def answered_gemini(request: dict[str, Any]) -> list[str]:
+    """Names of the ``function_response`` parts of the last content (Gemini)."""
+    from google.genai import types
+
+    last = types.Content.model_validate(request["contents"][-1])
+    return [p.function_response.name or "" for p in last.parts or [] if p.function_response]

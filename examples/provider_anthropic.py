@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _replay import Replay, typed_dict_validator
+from _replay import Replay, answered_anthropic, typed_dict_validator
 from anthropic.types import Message
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from weather_tools import build_registry
@@ -56,13 +56,6 @@ RECORDED = [
 ]
 
 
-def _answered(request: dict[str, Any]) -> list[str]:
-    last = request["messages"][-1]
-    blocks = last["content"] if isinstance(last.get("content"), list) else []
-    return [b["tool_use_id"] for b in blocks
-            if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-
 def main() -> None:
     registry = build_registry()
     create = Replay(  # in a real application: create = Anthropic().messages.create
@@ -70,7 +63,7 @@ def main() -> None:
         parse=Message.model_validate,
         validate=typed_dict_validator(MessageCreateParamsNonStreaming),
         asked=lambda r: [b.id for b in r.content if b.type == "tool_use"],
-        answered=_answered,
+        answered=answered_anthropic,
     )
 
     system = "You are a concise weather assistant.\n\n" + render_tool_prompt(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _replay import Replay
+from _replay import Replay, answered_gemini, validate_gemini
 from google.genai import types
 from weather_tools import build_registry
 
@@ -54,25 +54,14 @@ RECORDED = [
 ]
 
 
-def _validate(request: dict[str, Any]) -> None:
-    types.GenerateContentConfig.model_validate(request["config"])
-    for content in request["contents"]:
-        types.Content.model_validate(content)
-
-
-def _answered(request: dict[str, Any]) -> list[str]:
-    last = types.Content.model_validate(request["contents"][-1])
-    return [p.function_response.name or "" for p in last.parts or [] if p.function_response]
-
-
 def main() -> None:
     registry = build_registry()
     generate = Replay(  # in a real application: generate = genai.Client().models.generate_content
         RECORDED,
         parse=types.GenerateContentResponse.model_validate,
-        validate=_validate,
+        validate=validate_gemini,
         asked=lambda r: [c.name for c in r.function_calls or []],
-        answered=_answered,
+        answered=answered_gemini,
     )
 
     system = "You are a concise weather assistant.\n\n" + render_tool_prompt(

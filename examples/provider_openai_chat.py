@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _replay import Replay, typed_dict_validator
+from _replay import Replay, answered_chat, typed_dict_validator
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from weather_tools import build_registry
@@ -66,8 +66,7 @@ def main() -> None:
         parse=ChatCompletion.model_validate,
         validate=typed_dict_validator(CompletionCreateParamsNonStreaming),
         asked=lambda r: [c.id for c in r.choices[0].message.tool_calls or []],
-        answered=lambda req: [m["tool_call_id"] for m in req["messages"]
-                              if isinstance(m, dict) and m.get("role") == "tool"],
+        answered=answered_chat,
     )
 
     system = "You are a concise weather assistant.\n\n" + render_tool_prompt(

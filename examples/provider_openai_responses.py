@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _replay import Replay, typed_dict_validator
+from _replay import Replay, answered_responses, typed_dict_validator
 from openai.types.responses import Response
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 from weather_tools import build_registry
@@ -59,11 +59,6 @@ RECORDED = [
 ]
 
 
-def _answered(request: dict[str, Any]) -> list[str]:
-    return [i["call_id"] for i in request["input"]
-            if isinstance(i, dict) and i.get("type") == "function_call_output"]
-
-
 def main() -> None:
     registry = build_registry()
     create = Replay(  # in a real application: create = OpenAI().responses.create
@@ -71,7 +66,7 @@ def main() -> None:
         parse=Response.model_validate,
         validate=typed_dict_validator(ResponseCreateParamsNonStreaming),
         asked=lambda r: [i.call_id for i in r.output if i.type == "function_call"],
-        answered=_answered,
+        answered=answered_responses,
     )
 
     instructions = "You are a concise weather assistant.\n\n" + render_tool_prompt(

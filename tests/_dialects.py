@@ -50,6 +50,14 @@ def check(definition: dict[str, Any], api_format: str, *, strict: bool = False) 
     if api_format == "gemini":
         if params is None:
             return
+        _validate_gemini_declaration(definition)
+        if "parametersJsonSchema" in definition:
+            # the JSON Schema itself: valid JSON Schema, an object, never both fields
+            assert "parameters" not in definition, definition
+            assert params.get("type") == "object", params
+            jsonschema_rs.meta.validate(params)
+            jsonschema_rs.validator_for(params)
+            return
         for node in walk(params):
             extra = set(node) - GEMINI_KEYS
             assert not extra, f"keys Gemini does not accept: {extra} in {node}"
@@ -59,11 +67,6 @@ def check(definition: dict[str, Any], api_format: str, *, strict: bool = False) 
             assert node.get("type") != "null", node
             assert not isinstance(node.get("type"), list), node
         assert params.get("type") == "object"
-        try:
-            from google.genai import types
-        except ImportError:
-            return
-        types.FunctionDeclaration.model_validate(definition)
         return
     assert params is not None
     assert params.get("type") == "object", params
@@ -77,3 +80,12 @@ def check(definition: dict[str, Any], api_format: str, *, strict: bool = False) 
                                                 and "object" in node["type"]):
                 assert node.get("additionalProperties") is False, node
                 assert sorted(node.get("required", [])) == sorted(node.get("properties", {})), node
+
+
+def _validate_gemini_declaration(definition: dict[str, Any]) -> None:
+    """The SDK's own type accepts the declaration (skipped without google-genai)."""
+    try:
+        from google.genai import types
+    except ImportError:
+        return
+    types.FunctionDeclaration.model_validate(definition)

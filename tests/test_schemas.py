@@ -5,16 +5,18 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import Field
 from structlog.testing import capture_logs
 
 from toolregistry import Tool, ToolMetadata, ToolRegistry, ToolTag
 from toolregistry._schema import _fast_schema, _pydantic_schema, inspect_function
 from toolregistry.formats import API_FORMATS
+from toolregistry.formats.gemini import to_gemini
 
 from ._corpus import CORPUS
 from ._dialects import check, parameters_of
@@ -61,28 +63,37 @@ def test_strict_optional_parameters_become_nullable_and_required() -> None:
     assert {"type": "null"} in params["properties"]["c"]["anyOf"]
 
 
-def test_gemini_keeps_unions_instead_of_the_first_branch(corpus_registry: ToolRegistry) -> None:
+def test_gemini_sends_unions_whole_never_the_first_branch(corpus_registry: ToolRegistry
+                                                          ) -> None:
     decl = {d["name"]: d for d in corpus_registry.get_schemas("gemini")}
-    union = decl["f15"]["parameters"]["properties"]["value"]
+    union = decl["f15"]["parametersJsonSchema"]["properties"]["value"]
+    assert union == corpus_registry.get_parameters("f15")["properties"]["value"]
     assert [b["type"] for b in union["anyOf"]] == ["integer", "string"]
-    nullable_union = decl["f16"]["parameters"]["properties"]["value"]
-    assert nullable_union["nullable"] is True and len(nullable_union["anyOf"]) == 2
-    optional = decl["f17"]["parameters"]["properties"]["value"]
+    nullable_union = decl["f16"]["parametersJsonSchema"]["properties"]["value"]
+    assert [b["type"] for b in nullable_union["anyOf"]] == ["integer", "string", "null"]
+    optional = decl["f17"]["parameters"]["properties"]["value"]  # the subset says it exactly
     assert optional == {"type": "string", "nullable": True, "default": None}
 
 
-def test_gemini_inlines_refs_and_bounds_recursion(corpus_registry: ToolRegistry) -> None:
+def test_gemini_sends_references_as_json_schema(corpus_registry: ToolRegistry) -> None:
     decl = {d["name"]: d for d in corpus_registry.get_schemas("gemini")}
-    person = decl["f12"]["parameters"]["properties"]["person"]
+    assert "parameters" not in decl["f12"]
+    assert decl["f12"]["parametersJsonSchema"] == corpus_registry.get_parameters("f12")
+
+
+def test_gemini_subset_inlines_refs_and_bounds_recursion(corpus_registry: ToolRegistry) -> None:
+    lost: list[str] = []
+    person = to_gemini(corpus_registry.get_parameters("f12"), lost)["properties"]["person"]
     assert person["properties"]["address"]["properties"]["city"]["description"] == "City name"
-    text = json.dumps(decl)
+    text = json.dumps(person)
     assert "$ref" not in text and "$defs" not in text and "additionalProperties" not in text
 
 
 def test_gemini_reports_what_it_cannot_express() -> None:
     reg = ToolRegistry()
 
-    def f(choice: Literal[1, 2, 3], mapping: dict[str, int]) -> int:
+    def f(choice: Literal[1, 2, 3], code: Annotated[str, Field(pattern="^[A-Z]+$")],
+          mapping: dict[str, int]) -> int:
         return choice
 
     reg.register(f)
@@ -91,26 +102,28 @@ def test_gemini_reports_what_it_cannot_express() -> None:
     events = [e for e in logs if e["event"] == "schema.degraded"]
     assert len(events) == 1 and events[0]["api_format"] == "gemini"
     assert events[0]["tools"] == 1 and events[0]["tool"] == "f"
-    assert any("non-string enum" in item for item in events[0]["lost"]["f"])
-    assert "one of: 1, 2, 3" in decl["parameters"]["properties"]["choice"]["description"]
+    assert events[0]["lost"]["f"] == [
+        "code: keyword 'pattern' sent in parametersJsonSchema, which Gemini does not document "
+        "(the model may not follow it)"]
+    assert decl["parametersJsonSchema"]["properties"]["choice"]["enum"] == [1, 2, 3]
 
 
-def test_gemini_inlining_cannot_grow_exponentially() -> None:
+def test_gemini_subset_inlining_cannot_grow_exponentially() -> None:
     # ten definitions, each using the next six times: 3 KB of JSON Schema that, inlined
     # without a bound, is 60 million objects (a 58 MB declaration after 23 s)
     defs: dict[str, Any] = {f"D{i}": {"type": "object", "properties": {
         f"p{j}": {"$ref": f"#/$defs/D{i + 1}"} for j in range(6)}} for i in range(10)}
     defs["D10"] = {"type": "string"}
     params = {"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs}
-    reg = ToolRegistry()
-    reg.register(Tool(name="fan", description="d", parameters=params, callable=lambda **kw: 0))
-    with capture_logs() as logs:
-        decl = reg.get_schemas("gemini")[0]
-    assert len(json.dumps(decl)) < 2_000_000
-    assert decl["parameters"]["properties"]["x"]["properties"]["p0"]["type"] == "object"
-    (event,) = [e for e in logs if e["event"] == "schema.degraded"]
+    lost: list[str] = []
+    subset = to_gemini(params, lost)
+    assert len(json.dumps(subset)) < 2_000_000
+    assert subset["properties"]["x"]["properties"]["p0"]["type"] == "object"
     assert any("references not inlined" in item and "10000 schema objects" in item
-               for item in event["lost"]["fan"])
+               for item in lost)
+    reg = ToolRegistry()  # the format itself sends such a schema as it is
+    reg.register(Tool(name="fan", description="d", parameters=params, callable=lambda **kw: 0))
+    assert reg.get_schemas("gemini")[0]["parametersJsonSchema"] == params
     reg.close()
 
 

@@ -219,6 +219,8 @@ def test_page_blocks(page_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     blocks = [b for b in BLOCKS if b.page == page_name and b.home == SESSION]
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    # caches a page's code writes by default (discovery's embeddings) stay in the test's folder
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache-home"))
     page = Page(tmp_path)
     try:
         for block in blocks:

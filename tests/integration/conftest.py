@@ -18,6 +18,13 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.fixture(autouse=True)
+def _private_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caches written by default (discovery's embeddings, on where its semantic extra is
+    installed) go to the test's folder, never to the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-home"))
+
+
 @pytest.fixture(scope="module")
 def api_url() -> Iterator[str]:
     """The demo pet service (examples/demo_api.py) on 127.0.0.1, for one test module."""

@@ -93,7 +93,7 @@ def test_top_k_and_bad_arguments(registry: ToolRegistry) -> None:
 
 
 def test_no_match_is_empty(registry: ToolRegistry) -> None:
-    d = ToolDiscoveryTool(registry)
+    d = ToolDiscoveryTool(registry, semantic=False)  # the dense side finds the nearest tools
     assert d.discover("quantum chromodynamics") == []
     assert d.discover("") == []
 
@@ -142,7 +142,7 @@ def test_param_descriptions_indexed() -> None:
                        params={"q": {"type": "string", "description": "An ISBN barcode."}}))
     reg.register(_tool("other", "Unrelated."))
     assert ToolDiscoveryTool(reg).discover("isbn")[0]["name"] == "lookup"
-    no_desc = ToolDiscoveryTool(reg, field_weights={"param_descriptions": 0})
+    no_desc = ToolDiscoveryTool(reg, field_weights={"param_descriptions": 0}, semantic=False)
     assert no_desc.discover("isbn") == []
 
 
@@ -169,7 +169,7 @@ def test_field_weights_are_checked() -> None:
 
 
 def test_explain(registry: ToolRegistry) -> None:
-    d = ToolDiscoveryTool(registry)
+    d = ToolDiscoveryTool(registry, semantic=False)  # BM25F's own detail
     r = d.discover("read file path", explain=True)[0]
     assert r["name"] == "read_file"
     ex = r["explain"]
@@ -271,7 +271,7 @@ def test_discover_tools_schema_constant_with_many_deferred() -> None:
 
 
 def test_index_follows_every_change(registry: ToolRegistry) -> None:
-    registry.enable_tool_discovery()
+    registry.enable_tool_discovery(semantic=False)  # exact BM25F results, "nothing" included
     d = get_discoverer(registry)
     assert d is not None
 

@@ -26,6 +26,7 @@ def test_docs_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monkey
     assert discoverer.discover("read text file")[0]["name"] == "read_file"  # type: ignore[attr-defined]
     hybrid = namespace["hybrid"]
     assert hybrid.discover("sum of 3 and 4")[0]["name"] == "add"  # type: ignore[attr-defined]
-    assert discoverer.discover("sum of 3 and 4") == []  # type: ignore[attr-defined]
+    lexical = namespace["lexical"]
+    assert lexical.discover("sum of 3 and 4") == []  # type: ignore[attr-defined]
     assert hybrid.discover("show me what the document says")[0]["name"] == "read_file"  # type: ignore[attr-defined]
     assert (tmp_path / "toolregistry" / "discovery-embeddings.sqlite3").exists()

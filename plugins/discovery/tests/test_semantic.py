@@ -149,7 +149,7 @@ def test_missing_extra_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
 def test_paraphrases_found_by_hybrid_not_by_bm25f(tmp_path: Path) -> None:
     reg = _registry(tmp_path)
     hybrid = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=False))
-    lexical = ToolDiscoveryTool(reg)
+    lexical = ToolDiscoveryTool(reg, semantic=False)
     h1 = h5 = l5 = 0
     for query, want in QUERIES:
         got = _names(hybrid.discover(query, top_k=5))
@@ -196,7 +196,7 @@ def test_query_the_embedder_does_not_cover_is_answered_by_bm25f_alone(
     results, scores included, and ``explain`` says why the dense side stayed out."""
     reg = _registry(tmp_path, ZH_TOOLS)
     hybrid = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=False))
-    lexical = ToolDiscoveryTool(reg)
+    lexical = ToolDiscoveryTool(reg, semantic=False)
     got = hybrid.discover(query, top_k=5, explain=True)
     want = lexical.discover(query, top_k=5)
     assert _names(got) == _names(want)
@@ -211,7 +211,7 @@ def test_explain_shows_both_sides(tmp_path: Path, embedder: WordLlamaEmbedder) -
     d = ToolDiscoveryTool(reg, semantic=SemanticOptions(embedder=embedder, cache=False))
     query = "send the weather report by email"
     hits = d.discover(query, top_k=5, explain=True)
-    lexical = _names(ToolDiscoveryTool(reg).discover(query, top_k=50))
+    lexical = _names(ToolDiscoveryTool(reg, semantic=False).discover(query, top_k=50))
     # The dense ranks and similarities, recomputed here from the vectors.
     from toolregistry_discovery._fields import tool_texts
     from toolregistry_discovery._semantic import embedding_text
@@ -307,7 +307,7 @@ def test_a_request_the_embedder_does_not_cover_adds_nothing(tmp_path: Path,
 def test_weight_zero_is_bm25f(tmp_path: Path) -> None:
     reg = _registry(tmp_path)
     off = ToolDiscoveryTool(reg, semantic=SemanticOptions(cache=False, weight=0.0))
-    lexical = ToolDiscoveryTool(reg)
+    lexical = ToolDiscoveryTool(reg, semantic=False)
     for query, _ in QUERIES[:10]:
         assert _names(off.discover(query)) == _names(lexical.discover(query))
 

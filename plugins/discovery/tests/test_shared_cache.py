@@ -50,12 +50,12 @@ def store(any_store_url: str) -> str:
     return any_store_url
 
 
-def run_worker(tmp_path: Path, name: str, store: str, cache: str | None = None
-               ) -> dict[str, Any]:
+def run_worker(tmp_path: Path, name: str, store: str, cache: str | None = None,
+               default: bool = False) -> dict[str, Any]:
     folder = tmp_path / name
     folder.mkdir()
     (folder / "hashembed.py").write_text(EMBEDDER, encoding="utf-8")
-    table = 'semantic = true\nembedder = "hashembed:HashEmbedder"\n'
+    table = "" if default else 'semantic = true\nembedder = "hashembed:HashEmbedder"\n'
     if cache is not None:
         table += f"embedding-cache = {json.dumps(cache)}\n"
     cfg = folder / "pyproject.toml"
@@ -73,6 +73,16 @@ def run_worker(tmp_path: Path, name: str, store: str, cache: str | None = None
 def test_the_second_worker_embeds_nothing(tmp_path: Path, store: str) -> None:
     first = run_worker(tmp_path, "one", store)
     second = run_worker(tmp_path, "two", store)
+    assert first == {"embedded": 12, "from_cache": 0}
+    assert second == {"embedded": 0, "from_cache": 12}
+
+
+def test_the_default_hybrid_shares_the_store_too(tmp_path: Path) -> None:
+    # No semantic option at all: hybrid by default (the extra is installed in the tests),
+    # opened at the first search, with its vectors on the store like a configured one's.
+    store = f"sqlite:///{tmp_path}/state.db"
+    first = run_worker(tmp_path, "one", store, default=True)
+    second = run_worker(tmp_path, "two", store, default=True)
     assert first == {"embedded": 12, "from_cache": 0}
     assert second == {"embedded": 0, "from_cache": 12}
 

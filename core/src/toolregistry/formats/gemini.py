@@ -1,6 +1,9 @@
 """``gemini``: the Google Gemini API (google-genai SDK and REST).
 
-Owns: Gemini's OpenAPI-subset dialect (``$ref`` inlined with recursion cut at a bounded depth
+Owns: the choice, per tool, between ``parameters`` (Gemini's OpenAPI subset, for schemas it
+expresses exactly) and ``parametersJsonSchema`` (the JSON Schema itself, for unions, ``$ref``,
+maps, tuples and whatever else the subset would lose; keywords Gemini does not document for it
+are reported); the OpenAPI-subset dialect (``$ref`` inlined with recursion cut at a bounded depth
 and inlining stopped past 10,000 schema objects, ``nullable`` instead of null types, unions kept as ``anyOf``, string-only enums, unsupported
 keywords dropped and reported); the ``FunctionDeclaration`` envelope; reading ``function_call``
 / ``functionCall`` parts and bare ``FunctionCall`` objects (the thought signature kept); the
@@ -17,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field, has_field
+from ._gemini_json import JsonSchema, needs_json_schema, report_unsupported
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -60,20 +64,33 @@ class Gemini(ProviderFormat):
 
     def dialect(self, parameters: dict[str, Any], *, strict: bool, lost: list[str]
                 ) -> dict[str, Any]:
-        return to_gemini(parameters, lost)
+        """The OpenAPI subset when it says exactly what ``parameters`` says, otherwise the
+        JSON Schema itself (marked for ``parametersJsonSchema``): never a lossy rewrite."""
+        if not needs_json_schema(parameters):
+            subset_lost: list[str] = []
+            subset = to_gemini(parameters, subset_lost)
+            if not subset_lost:
+                return subset
+        report_unsupported(parameters, lost)
+        return JsonSchema(parameters)
 
     def tool_definition(self, tool: Tool, parameters: dict[str, Any], *, strict: bool
                         ) -> dict[str, Any]:
         decl: dict[str, Any] = {"name": tool.name, "description": tool.description}
-        if parameters.get("properties"):
+        if isinstance(parameters, JsonSchema):
+            decl["parametersJsonSchema"] = dict(parameters)
+        elif parameters.get("properties"):
             decl["parameters"] = parameters
         return decl
 
     def read_definition(self, definition: Mapping[str, Any]) -> Definition:
-        """``parameters`` is ``None`` for a function that takes none (Gemini wants it left
-        out then)."""
-        return Definition(definition["name"], definition.get("description"),
-                          definition.get("parameters"))
+        """``parameters`` (the subset) or ``parametersJsonSchema`` (the JSON Schema), as sent;
+        ``None`` for a function that takes none (Gemini wants it left out then)."""
+        params = definition.get("parameters")
+        if params is None:
+            params = definition.get("parametersJsonSchema",
+                                    definition.get("parameters_json_schema"))
+        return Definition(definition["name"], definition.get("description"), params)
 
     def read_call(self, obj: Any, kind: Any) -> RawCall | None:
         inner = field(obj, "function_call") or field(obj, "functionCall")

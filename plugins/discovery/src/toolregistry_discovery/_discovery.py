@@ -12,6 +12,7 @@ from toolregistry.plugin import log, operation
 
 from ._analysis import analyze_query
 from ._fields import DEFAULT_FIELD_WEIGHTS, FIELDS, fold_name, tool_texts
+from ._settings import semantic_available
 
 if TYPE_CHECKING:
     from toolregistry import Tool, ToolRegistry
@@ -50,6 +51,22 @@ def merge_field_weights(field_weights: Mapping[str, float] | None) -> dict[str, 
     return merged
 
 
+def _default_semantic(registry: ToolRegistry) -> SemanticSearch | None:
+    """The default dense side (its vectors cached on the registry's store where one is
+    configured, so that workers and hosts share them), or ``None`` (logged) when the
+    installed model cannot load: the default falls back to BM25F alone where asking for it
+    explicitly is an error."""
+    from ._semantic import SemanticOptions, SemanticSearch
+
+    url = registry.store_url()
+    try:
+        return SemanticSearch(SemanticOptions() if url is None else SemanticOptions(cache=url))
+    except (ImportError, OSError, ValueError) as exc:
+        log.warning("discovery.semantic_unavailable", registry=registry.name,
+                    error=f"{type(exc).__name__}: {exc}")
+        return None
+
+
 class ToolDiscoveryTool:
     """Find a registry's tools by exact name or by a natural-language query.
 
@@ -61,8 +78,11 @@ class ToolDiscoveryTool:
 
     ``semantic`` (``True`` or a :class:`SemanticOptions`; needs the ``semantic`` extra)
     adds dense retrieval, fused with BM25F; tools are embedded when the index is built.
-    Without it, and with the default ``k1`` / ``b`` / ``delta``, the index (and numpy) is
-    built on first use: by a search, a suggestion or :attr:`index`.
+    ``None`` (the default) is ``True`` where the ``semantic`` extra is installed and
+    ``False`` elsewhere, and embeds the tools with the first index build rather than now.
+    Without an explicit ``semantic``, and with the default ``k1`` / ``b`` / ``delta``, the
+    index (and numpy, and the model) is built on first use: by a search, a suggestion or
+    :attr:`index`.
     """
 
     def __init__(
@@ -83,6 +103,8 @@ class ToolDiscoveryTool:
         self._index: BM25FIndex | None = None
         self._building = threading.Lock()  # one first build, whichever thread searches first
         self._semantic: SemanticSearch | None = None
+        # The default: hybrid where the extra is installed, opened with the first build.
+        self._semantic_later = semantic is None and semantic_available()
         if semantic:
             from ._semantic import SemanticOptions, SemanticSearch
 
@@ -117,11 +139,18 @@ class ToolDiscoveryTool:
 
     @property
     def semantic(self) -> SemanticSearch | None:
-        """The dense side of hybrid retrieval (``None`` when it is off)."""
+        """The dense side of hybrid retrieval (``None`` when it is off, or by default until
+        the index is first built)."""
         return self._semantic
+
+    @property
+    def hybrid(self) -> bool:
+        """Whether searches fuse the dense side (now, or from the first index build on)."""
+        return self._semantic is not None or self._semantic_later
 
     def close(self) -> None:
         """Close the embedding cache (the index stays usable; the cache reopens no more)."""
+        self._semantic_later = False
         if self._semantic is not None:
             self._semantic.close()
 
@@ -129,6 +158,9 @@ class ToolDiscoveryTool:
 
     def rebuild_index(self) -> None:
         """Re-index every enabled tool of the registry from scratch."""
+        if self._semantic_later:  # before the index: a search that sees it sees this too
+            self._semantic_later = False
+            self._semantic = _default_semantic(self._registry)
         if self._index is None:
             from ._index import BM25FIndex
 
@@ -290,13 +322,14 @@ class ToolDiscoveryTool:
                 ) -> list[tuple[str, float, dict[str, Any] | None]]:
         """(key, score, with ``explain`` the hybrid detail, else ``None``) for the ``limit``
         best tools."""
+        index = self._built()  # first: the default dense side opens with the first build
         semantic = self._semantic
         if semantic is None:
-            return [(h.key, h.score, None) for h in self._built().search(query, limit)]
+            return [(h.key, h.score, None) for h in index.search(query, limit)]
         from ._semantic import fuse
 
         depth = max(50, 4 * limit)
-        lexical = [(h.key, h.score) for h in self._built().search(query, depth)]
+        lexical = [(h.key, h.score) for h in index.search(query, depth)]
         weight = semantic.options.weight
         # The dense side joins only for a query with a word that may anchor a hit (as for
         # BM25F) in a language the embedder covers: otherwise BM25F answers alone.

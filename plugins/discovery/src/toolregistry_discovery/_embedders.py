@@ -11,6 +11,7 @@ the cache and the index are ``_semantic``'s.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Callable
 from importlib import metadata
@@ -20,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from toolregistry.plugin import import_target
+
+from ._settings import semantic_available
 
 __all__ = ["INSTALL_HINT", "Embedder", "WordLlamaEmbedder", "resolve_embedder"]
 
@@ -114,10 +117,18 @@ class WordLlamaEmbedder:
         return out
 
 
+@functools.cache
+def _default_embedder() -> WordLlamaEmbedder:
+    # One table per process, shared by every registry: it is read-only, and loading it
+    # takes a quarter of a second.
+    return WordLlamaEmbedder()
+
+
 def resolve_embedder(spec: str | Embedder | None) -> tuple[Embedder, str | None]:
     """The embedder ``spec`` names and its cache id (``None``: not cached on disk)."""
     if spec is None:
-        default = WordLlamaEmbedder()
+        # Not installed (any more): the constructor's error names the extra to install.
+        default = _default_embedder() if semantic_available() else WordLlamaEmbedder()
         return default, default.model_id
     if isinstance(spec, str):
         target = import_target(spec, "semantic discovery embedder")

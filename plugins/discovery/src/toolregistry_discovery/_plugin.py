@@ -111,9 +111,11 @@ def make_discover_tool(discoverer: ToolDiscoveryTool) -> Tool:
     )
 
 
-def _semantic_options(registry: ToolRegistry, asked: Any) -> SemanticOptions | None:
+def _semantic_options(registry: ToolRegistry, asked: Any) -> SemanticOptions | bool | None:
     """What ``enable_tool_discovery(semantic=...)`` asked for (``True``: as configured),
-    else the configuration's ``semantic``."""
+    else the configuration's ``semantic``; neither said: on where it can run (the
+    ``semantic`` extra installed, or an embedder configured), ``None`` for the discoverer's
+    own default when no semantic option is set."""
     from ._settings import DiscoverySettings
 
     if asked is not None and not isinstance(asked, bool):
@@ -124,8 +126,15 @@ def _semantic_options(registry: ToolRegistry, asked: Any) -> SemanticOptions | N
         raise TypeError(f"enable_tool_discovery(semantic=...) takes True, False or a "
                         f"SemanticOptions, got {asked!r}")
     settings = registry.plugin_settings(PLUGIN_NAME, DiscoverySettings)
-    if asked is False or (asked is None and not settings.semantic):
-        return None
+    if asked is False or (asked is None and settings.semantic is False):
+        return False
+    if asked is None and settings.semantic is None:
+        from ._settings import semantic_available
+
+        if settings.semantic_is_default():
+            return None  # opened with the index, at the first search
+        if not semantic_available(settings.embedder):
+            return False
     from ._semantic import SemanticOptions
 
     options = settings.semantic_options()
@@ -159,7 +168,7 @@ def _enable(registry: ToolRegistry, field_weights: Mapping[str, float] | None,
     previous = _state(registry).get(_STATE_KEY)
     if previous is not None:
         previous.close()
-    if discoverer.semantic is not None:
+    if discoverer.hybrid:
         registry.add_closer(discoverer.close)  # the embedding cache's connection
     _state(registry)[_STATE_KEY] = discoverer
     registry.register(make_discover_tool(discoverer), replace=True)
@@ -227,7 +236,7 @@ def suggest_tools(registry: ToolRegistry, name: str, limit: int) -> list[str] | 
         if cached is None or cached[0] != registry.version:
             from ._discovery import ToolDiscoveryTool
 
-            cached = (registry.version, ToolDiscoveryTool(registry))
+            cached = (registry.version, ToolDiscoveryTool(registry, semantic=False))
             state[_SUGGEST_KEY] = cached
         discoverer = cached[1]
     return discoverer.suggest(name, limit)
