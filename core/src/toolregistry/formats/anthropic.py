@@ -2,7 +2,9 @@
 
 Owns: the ``{name, description, input_schema}`` envelope; reading ``tool_use`` blocks; the
 answer (an assistant message of ``tool_use`` blocks, then one user message of ``tool_result``
-blocks with ``is_error`` for errors and images as ``image`` blocks inside the result);
+blocks with ``is_error`` for errors, images as ``image`` blocks and text resources and PDFs as
+``document`` blocks inside the result, audio and other files as text saying they were left
+out);
 ``tool_choice`` (``{"type": "auto" | "none" | "any" | "tool"}``); native deferral (the BM25
 tool search tool, ``defer_loading: true`` on deferred tools) and the tool search's
 ``server_tool_use`` / ``tool_search_tool_result`` blocks, echoed in the assistant message;
@@ -15,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field
+from ._parts import parts_of, stand_in
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
-    from toolregistry.types import Image
+    from toolregistry.types import EmbeddedResource, Image, ToolResult
 
 __all__ = ["Anthropic"]
 
@@ -85,13 +88,8 @@ class Anthropic(ProviderFormat):
         ]}
         blocks = []
         for call, result, _ in answers:
-            text, images = result.text, result.images
-            content: Any = text
-            if images:
-                content = ([{"type": "text", "text": text}] if text else []) + [
-                    _image_block(img) for img in images]
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id,
-                                     "content": content}
+                                     "content": _result_content(result)}
             if result.is_error:
                 block["is_error"] = True
             blocks.append(block)
@@ -101,6 +99,36 @@ class Anthropic(ProviderFormat):
         if mode == "tool":
             return {"type": "tool", "name": tool}
         return {"type": _CHOICE_TYPES[mode]}
+
+
+def _result_content(result: ToolResult) -> Any:
+    if isinstance(result.content, str):
+        return result.content
+    texts: list[str] = []
+    blocks: list[dict[str, Any]] = []
+    for part in parts_of(result):
+        kind = part.get("type")
+        block = _image_block(part["image"]) if kind == "image" else \
+            _document_block(part["resource"]) if kind == "resource" else None
+        if block is None:
+            texts.append(stand_in(part, "anthropic"))
+        else:
+            blocks.append(block)
+    if not blocks:
+        return "\n".join(texts)
+    text = "\n".join(t for t in texts if t)
+    return ([{"type": "text", "text": text}] if text else []) + blocks
+
+
+def _document_block(resource: EmbeddedResource) -> dict[str, Any] | None:
+    if resource.text is not None:
+        source: dict[str, Any] = {"type": "text", "media_type": "text/plain",
+                                  "data": resource.text}
+    elif resource.media_type == "application/pdf":
+        source = {"type": "base64", "media_type": "application/pdf", "data": resource.base64()}
+    else:
+        return None
+    return {"type": "document", "source": source, "title": resource.uri}
 
 
 def _image_block(img: Image) -> dict[str, Any]:

@@ -5,7 +5,8 @@ and inlining stopped past 10,000 schema objects, ``nullable`` instead of null ty
 keywords dropped and reported); the ``FunctionDeclaration`` envelope; reading ``function_call``
 / ``functionCall`` parts and bare ``FunctionCall`` objects (the thought signature kept); the
 answer (a model content of ``function_call`` parts, then one user content of
-``function_response`` parts, ``response.error`` for errors, images as ``inline_data`` /
+``function_response`` parts, ``response.error`` for errors, a structured result as the
+``response.output`` object, images, audio and file resources as ``inline_data`` /
 ``file_data`` parts after them; ids echoed only when the model sent them, otherwise Gemini
 matches by order and name); ``tool_choice`` as the whole ``tool_config``.
 """
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field, has_field
+from ._parts import parts_of, stand_in, structured_of
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -101,25 +103,21 @@ class Gemini(ProviderFormat):
                 part["thought_signature"] = signature
             model_parts.append(part)
         user_parts: list[dict[str, Any]] = []
-        images_after: list[dict[str, Any]] = []
+        media_after: list[dict[str, Any]] = []
         for call, result, had_id in answers:
-            text, images = result.text, result.images
-            payload: dict[str, Any] = (
-                {"error": text} if result.is_error else {"output": _maybe_json(text, result)})
-            fr: dict[str, Any] = {"name": call.name, "response": payload}
+            texts: list[tuple[bool, str]] = []  # (a text part?, its text)
+            for part in parts_of(result):
+                media = _media_part(part)
+                if media is None:
+                    texts.append((part.get("type") == "text", stand_in(part, "gemini")))
+                else:
+                    media_after.append(media)
+            fr: dict[str, Any] = {"name": call.name, "response": _response(result, texts)}
             if had_id:
                 fr["id"] = call.id
             user_parts.append({"function_response": fr})
-            for img in images:
-                data = img.read_bytes()
-                if data is not None:
-                    images_after.append({"inline_data": {"mime_type": img.media_type,
-                                                         "data": data}})
-                else:
-                    images_after.append({"file_data": {"mime_type": img.media_type,
-                                                       "file_uri": img.url}})
         return [{"role": "model", "parts": model_parts},
-                {"role": "user", "parts": user_parts + images_after}]
+                {"role": "user", "parts": user_parts + media_after}]
 
     def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
         """The whole ``tool_config`` (``GenerateContentConfig(tool_config=...)``)."""
@@ -127,6 +125,33 @@ class Gemini(ProviderFormat):
             return {"function_calling_config": {"mode": "ANY",
                                                 "allowed_function_names": [tool]}}
         return {"function_calling_config": {"mode": _MODES[mode]}}
+
+
+def _response(result: ToolResult, texts: list[tuple[bool, str]]) -> dict[str, Any]:
+    structured, more = structured_of(result)
+    if structured is None or result.is_error:
+        text = "\n".join(t for _, t in texts)
+        return {"error": text} if result.is_error else {"output": _maybe_json(text, result)}
+    # the object itself (Gemini's response is an object); text that says more goes beside it
+    extra = "\n".join(t for is_text, t in texts if more or not is_text)
+    return {"output": structured, "text": extra} if extra else {"output": structured}
+
+
+def _media_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``inline_data`` / ``file_data`` part for an image, audio or file resource."""
+    kind = part.get("type")
+    if kind == "resource":
+        resource = part["resource"]
+        if resource.data is None:
+            return None  # a text resource is text
+        return {"inline_data": {"mime_type": resource.media_type, "data": resource.data}}
+    media = part.get(kind) if kind in ("image", "audio") else None
+    if media is None:
+        return None
+    data = media.read_bytes()
+    if data is not None:
+        return {"inline_data": {"mime_type": media.media_type, "data": data}}
+    return {"file_data": {"mime_type": media.media_type, "file_uri": media.url}}
 
 
 def _maybe_json(text: str, result: ToolResult) -> Any:
