@@ -14,6 +14,7 @@ settings option holding a path: relative to the configuration file's folder), an
 seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
+``encode_content`` (a tool's return value as result content: text or parts);
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
 ``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``,
 ``sqlite_write_ahead``: a shared database for state that
@@ -109,6 +110,7 @@ __all__ = [
     "approval_id_of",
     "calling_loop",
     "continuing",
+    "encode_content",
     "field",
     "has_field",
     "hookimpl",
@@ -162,6 +164,15 @@ def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
     source applies its own). A source that cuts long results asks this rather than
     looking for the plugin that would keep them whole."""
     return registry.plugins.hooks.output_limits(registry, tool)
+
+
+def encode_content(value: Any) -> str | list[dict[str, Any]]:
+    """A tool's return value as the content of its result, as the kernel encodes it (a
+    string, or text, image, audio, resource and resource link parts; docs/execution.md): for
+    a source that builds a :class:`~toolregistry.ToolResult` itself."""
+    from ._results import encode_content as encode
+
+    return encode(value)
 
 
 def import_target(target: str, where: str) -> Any:
