@@ -165,3 +165,18 @@ def test_results_convert_without_a_server(name: str) -> None:
     registry.register(lambda: value, name=name)
     back = to_call_result(registry.invoke(name, {}))
     assert types.CallToolResult.model_validate(back.model_dump()) == RESULTS[name]
+
+
+@pytest.mark.npm
+def test_the_everything_servers_links_resources_and_structured_content(
+        registry: ToolRegistry, everything_http: str) -> None:
+    registry.register_from_mcp(everything_http, namespace="e")
+    links = _parts(registry, "e-get-resource-links")
+    assert [p["type"] for p in links] == ["text", "resource_link", "resource_link",
+                                          "resource_link"]
+    assert all(p["resource_link"].uri.startswith("demo://resource/") for p in links[1:])
+    ref = _parts(registry, "e-get-resource-reference")  # its defaults: text resource 1
+    (resource,) = [p["resource"] for p in ref if p["type"] == "resource"]
+    assert resource.uri == "demo://resource/dynamic/text/1" and resource.text
+    weather = registry.invoke("e-get-structured-content", {"location": "New York"})
+    assert weather.ok and "temperature" in (weather.structured_content or {})
