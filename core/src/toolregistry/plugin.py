@@ -14,7 +14,8 @@ settings option holding a path: relative to the configuration file's folder), an
 seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
-``encode_content`` (a tool's return value as result content: text or parts);
+``encode_content`` (a tool's return value as result content: text or parts) and
+``stand_in`` (the text that takes the place of a part a provider cannot carry), for formats;
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
 ``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``,
 ``sqlite_write_ahead``: a shared database for state that
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
         field,
         has_field,
     )
+    from .formats._parts import stand_in
     from .tool import Tool
     from .types import OutputLimits
 
@@ -127,6 +129,7 @@ __all__ = [
     "port_number",
     "source_options",
     "sqlite_write_ahead",
+    "stand_in",
     "start_call",
     "store_url",
     "value_shape",
@@ -219,4 +222,5 @@ _STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_ur
                 "sqlite_write_ahead", "store_url")
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
                                       **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
-                                      "ConfigPath": "toolregistry._config_path"})
+                                      "ConfigPath": "toolregistry._config_path",
+                                      "stand_in": "toolregistry.formats._parts"})
