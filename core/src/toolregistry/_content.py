@@ -10,7 +10,7 @@ A result's content is a string, or a list of parts in order: ``{"type": "text", 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from attrs import field, frozen
 
@@ -44,6 +44,20 @@ class _Media:
     data: bytes | None
     mime_type: str | None
     _default_type = "application/octet-stream"
+
+    if TYPE_CHECKING:  # the attrs subclasses define it
+        def __init__(self, *, path: str | None = None, url: str | None = None,
+                     data: bytes | None = None, mime_type: str | None = None) -> None: ...
+
+    @classmethod
+    def from_path(cls, path: str | Path, mime_type: str | None = None) -> Self:
+        """Stored in a file (read when the result is encoded for the model)."""
+        return cls(path=str(path), mime_type=mime_type)
+
+    @classmethod
+    def from_url(cls, url: str, mime_type: str | None = None) -> Self:
+        """At a URL (``data:`` URLs too)."""
+        return cls(url=url, mime_type=mime_type)
 
     def _check_source(self) -> None:
         if sum(x is not None for x in (self.path, self.url, self.data)) != 1:
@@ -106,16 +120,6 @@ class Image(_Media):
         self._check_source()
 
     @classmethod
-    def from_path(cls, path: str | Path, mime_type: str | None = None) -> Image:
-        """An image stored in a file."""
-        return cls(path=str(path), mime_type=mime_type)
-
-    @classmethod
-    def from_url(cls, url: str, mime_type: str | None = None) -> Image:
-        """An image at a URL (``data:`` URLs too)."""
-        return cls(url=url, mime_type=mime_type)
-
-    @classmethod
     def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> Image:
         """An image held in memory."""
         return cls(data=data, mime_type=mime_type)
@@ -166,16 +170,6 @@ class Audio(_Media):
 
     def _sniff(self) -> str | None:
         return sniff_audio(self.data) if self.data is not None else None
-
-    @classmethod
-    def from_path(cls, path: str | Path, mime_type: str | None = None) -> Audio:
-        """Audio stored in a file."""
-        return cls(path=str(path), mime_type=mime_type)
-
-    @classmethod
-    def from_url(cls, url: str, mime_type: str | None = None) -> Audio:
-        """Audio at a URL (``data:`` URLs too)."""
-        return cls(url=url, mime_type=mime_type)
 
     @classmethod
     def from_bytes(cls, data: bytes, mime_type: str | None = None) -> Audio:

@@ -5,12 +5,16 @@ result beside the text."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from toolregistry.types import Audio, EmbeddedResource, ResourceLink, ToolResult
 
-__all__ = ["link_text", "parts_of", "resource_text", "stand_in", "structured_of"]
+__all__ = ["blocks_after_text", "by_kind", "link_text", "parts_of", "resource_text", "split_parts", "stand_in",
+           "structured_of"]
+
+Render = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
 
 def parts_of(result: ToolResult) -> list[dict[str, Any]]:
@@ -78,3 +82,46 @@ def structured_of(result: ToolResult) -> tuple[dict[str, Any] | None, str]:
     except ValueError:
         same = False
     return data, "" if same else text
+
+
+def by_kind(**render: Callable[[Any], dict[str, Any] | None]) -> Render:
+    """A ``render`` for :func:`split_parts` from one function per part kind, each given the
+    part's value (``by_kind(image=image_block, resource=document_block)``)."""
+
+    def rendered(part: dict[str, Any]) -> dict[str, Any] | None:
+        kind = part.get("type")
+        if not isinstance(kind, str) or kind not in render:
+            return None
+        return render[kind](part[kind])
+
+    return rendered
+
+
+def split_parts(result: ToolResult, provider: str, render: Render, *,
+                skip_text: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+    """The result's parts as ``(texts, blocks)``: each part ``render`` turns into the
+    provider's block goes to ``blocks``; the text parts and the stand-ins of the others go to
+    ``texts``, in order (``skip_text``: not the text parts, when a structured result says
+    the same)."""
+    texts: list[str] = []
+    blocks: list[dict[str, Any]] = []
+    for part in parts_of(result):
+        block = render(part)
+        if block is not None:
+            blocks.append(block)
+        elif not (skip_text and part.get("type") == "text"):
+            texts.append(stand_in(part, provider))
+    return texts, blocks
+
+
+def blocks_after_text(result: ToolResult, provider: str, render: Render, text_type: str
+                      ) -> str | list[dict[str, Any]]:
+    """A result as a string when nothing in it renders as a block, else a ``text_type``
+    block of its text (text parts and stand-ins) followed by the rendered blocks."""
+    if isinstance(result.content, str):
+        return result.content
+    texts, blocks = split_parts(result, provider, render)
+    text = "\n".join(texts)
+    if not blocks:
+        return text
+    return ([{"type": text_type, "text": text}] if text else []) + blocks

@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field
-from ._parts import parts_of, stand_in
+from ._parts import blocks_after_text, by_kind
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
-    from toolregistry.types import EmbeddedResource, Image, ToolResult
+    from toolregistry.types import EmbeddedResource, Image
 
 __all__ = ["Anthropic"]
 
@@ -89,7 +89,8 @@ class Anthropic(ProviderFormat):
         blocks = []
         for call, result, _ in answers:
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id,
-                                     "content": _result_content(result)}
+                                     "content": blocks_after_text(
+                                         result, "anthropic", _RENDER, "text")}
             if result.is_error:
                 block["is_error"] = True
             blocks.append(block)
@@ -99,25 +100,6 @@ class Anthropic(ProviderFormat):
         if mode == "tool":
             return {"type": "tool", "name": tool}
         return {"type": _CHOICE_TYPES[mode]}
-
-
-def _result_content(result: ToolResult) -> Any:
-    if isinstance(result.content, str):
-        return result.content
-    texts: list[str] = []
-    blocks: list[dict[str, Any]] = []
-    for part in parts_of(result):
-        kind = part.get("type")
-        block = _image_block(part["image"]) if kind == "image" else \
-            _document_block(part["resource"]) if kind == "resource" else None
-        if block is None:
-            texts.append(stand_in(part, "anthropic"))
-        else:
-            blocks.append(block)
-    if not blocks:
-        return "\n".join(texts)
-    text = "\n".join(t for t in texts if t)
-    return ([{"type": "text", "text": text}] if text else []) + blocks
 
 
 def _document_block(resource: EmbeddedResource) -> dict[str, Any] | None:
@@ -136,3 +118,6 @@ def _image_block(img: Image) -> dict[str, Any]:
         return {"type": "image", "source": {"type": "url", "url": img.url}}
     return {"type": "image",
             "source": {"type": "base64", "media_type": img.media_type, "data": img.base64()}}
+
+
+_RENDER = by_kind(image=_image_block, resource=_document_block)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field, has_field
-from ._parts import parts_of, stand_in, structured_of
+from ._parts import by_kind, split_parts, structured_of
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -96,17 +96,9 @@ class BedrockConverse(ProviderFormat):
 def _result_content(result: ToolResult) -> list[dict[str, Any]]:
     structured, more = structured_of(result)
     # the text parts are the structured result as JSON unless they say more
-    keep_text = structured is None or bool(more)
-    texts: list[str] = []
-    blocks: list[dict[str, Any]] = []
-    for part in parts_of(result):
-        kind = part.get("type")
-        if kind == "image":
-            blocks.append(_image_block(part["image"]))
-        elif kind == "resource" and (doc := _document_block(part["resource"])) is not None:
-            blocks.append(doc)
-        elif kind != "text" or keep_text:
-            texts.append(stand_in(part, "bedrock-converse"))
+    texts, blocks = split_parts(result, "bedrock-converse",
+                                by_kind(image=_image_block, resource=_document_block),
+                                skip_text=structured is not None and not more)
     text = "\n".join(texts)
     content: list[dict[str, Any]] = [{"json": structured}] if structured is not None else []
     if text.strip():

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field, has_field
-from ._parts import parts_of, stand_in, structured_of
+from ._parts import split_parts, structured_of
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -105,14 +105,20 @@ class Gemini(ProviderFormat):
         user_parts: list[dict[str, Any]] = []
         media_after: list[dict[str, Any]] = []
         for call, result, had_id in answers:
-            texts: list[tuple[bool, str]] = []  # (a text part?, its text)
-            for part in parts_of(result):
-                media = _media_part(part)
-                if media is None:
-                    texts.append((part.get("type") == "text", stand_in(part, "gemini")))
-                else:
-                    media_after.append(media)
-            fr: dict[str, Any] = {"name": call.name, "response": _response(result, texts)}
+            structured, more = structured_of(result)
+            # the text parts are the structured result as JSON unless they say more
+            texts, media = split_parts(result, "gemini", _media_part,
+                                       skip_text=structured is not None and not more)
+            media_after.extend(media)
+            text = "\n".join(texts)
+            if result.is_error:
+                response: dict[str, Any] = {"error": text}
+            elif structured is None:
+                response = {"output": _maybe_json(text, result)}
+            else:  # the object itself: Gemini's response is an object
+                response = {"output": structured, "text": text} if text else \
+                    {"output": structured}
+            fr: dict[str, Any] = {"name": call.name, "response": response}
             if had_id:
                 fr["id"] = call.id
             user_parts.append({"function_response": fr})
@@ -125,16 +131,6 @@ class Gemini(ProviderFormat):
             return {"function_calling_config": {"mode": "ANY",
                                                 "allowed_function_names": [tool]}}
         return {"function_calling_config": {"mode": _MODES[mode]}}
-
-
-def _response(result: ToolResult, texts: list[tuple[bool, str]]) -> dict[str, Any]:
-    structured, more = structured_of(result)
-    if structured is None or result.is_error:
-        text = "\n".join(t for _, t in texts)
-        return {"error": text} if result.is_error else {"output": _maybe_json(text, result)}
-    # the object itself (Gemini's response is an object); text that says more goes beside it
-    extra = "\n".join(t for is_text, t in texts if more or not is_text)
-    return {"output": structured, "text": extra} if extra else {"output": structured}
 
 
 def _media_part(part: dict[str, Any]) -> dict[str, Any] | None:

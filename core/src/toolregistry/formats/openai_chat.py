@@ -22,7 +22,7 @@ from ._base import (
     field,
 )
 from ._openai import to_strict
-from ._parts import parts_of, stand_in
+from ._parts import split_parts
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -83,14 +83,7 @@ class OpenAIChat(ProviderFormat):
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": result.content})
                 continue
-            texts: list[str] = []
-            media: list[dict[str, Any]] = []
-            for part in parts_of(result):
-                rendered = _media_part(part)
-                if rendered is None:
-                    texts.append(stand_in(part, "openai-chat"))
-                else:
-                    media.append(rendered)
+            texts, media = split_parts(result, "openai-chat", _media_part)
             text = "\n".join(texts)
             if media:
                 note = f"[{_count(media)} follow in the next user message]"

@@ -26,11 +26,11 @@ from ._base import (
     has_field,
 )
 from ._openai import to_strict
-from ._parts import parts_of, stand_in
+from ._parts import blocks_after_text, by_kind
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
-    from toolregistry.types import ToolResult
+    from toolregistry.types import EmbeddedResource, Image
 
 __all__ = ["OpenAIResponses"]
 
@@ -119,7 +119,8 @@ class OpenAIResponses(ProviderFormat):
         ]
         for call, result, _ in answers:
             items.append({"type": "function_call_output", "call_id": call.id,
-                          "output": _output(result)})
+                          "output": blocks_after_text(result, "openai-responses",
+                                                       _RENDER, "input_text")})
         return items
 
     def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
@@ -128,25 +129,15 @@ class OpenAIResponses(ProviderFormat):
         return mode
 
 
-def _output(result: ToolResult) -> Any:
-    if isinstance(result.content, str):
-        return result.content
-    texts: list[str] = []
-    media: list[dict[str, Any]] = []
-    for part in parts_of(result):
-        kind = part.get("type")
-        if kind == "image":
-            img = part["image"]
-            media.append({"type": "input_image", "image_url": img.as_url(),
-                          "detail": img.detail or "auto"})
-        elif kind == "resource" and part["resource"].data is not None:
-            resource = part["resource"]
-            media.append({"type": "input_file", "filename": resource.filename,
-                          "file_data": f"data:{resource.media_type};base64,"
-                                       f"{resource.base64()}"})
-        else:
-            texts.append(stand_in(part, "openai-responses"))
-    text = "\n".join(texts)
-    if not media:
-        return text
-    return ([{"type": "input_text", "text": text}] if text else []) + media
+def _image_item(img: Image) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": img.as_url(), "detail": img.detail or "auto"}
+
+
+def _file_item(resource: EmbeddedResource) -> dict[str, Any] | None:
+    if resource.data is None:
+        return None  # a text resource is text
+    return {"type": "input_file", "filename": resource.filename,
+            "file_data": f"data:{resource.media_type};base64,{resource.base64()}"}
+
+
+_RENDER = by_kind(image=_image_item, resource=_file_item)
