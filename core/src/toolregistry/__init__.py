@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "1.0.0.dev0"
 
 __all__ = [
+    "Audio",
     "ChangeEvent",
+    "EmbeddedResource",
     "Image",
     "Injected",
     "Provenance",
+    "ResourceLink",
     "RetryPolicy",
     "Tool",
     "ToolCall",
@@ -39,6 +42,9 @@ _LAZY = {
     "ToolResult": ".types",
     "ToolContext": ".types",
     "Image": ".types",
+    "Audio": ".types",
+    "EmbeddedResource": ".types",
+    "ResourceLink": ".types",
     "ChangeEvent": ".events",
     "RetryPolicy": "._execution",
     "hookimpl": ".hookspecs",
@@ -54,7 +60,15 @@ if TYPE_CHECKING:
     from .hookspecs import hookimpl
     from .prompt import render_tool_prompt
     from .tool import Injected, Provenance, Tool, ToolMetadata, ToolTag
-    from .types import Image, ToolCall, ToolContext, ToolResult
+    from .types import (
+        Audio,
+        EmbeddedResource,
+        Image,
+        ResourceLink,
+        ToolCall,
+        ToolContext,
+        ToolResult,
+    )
 
 
 def __getattr__(name: str) -> Any:

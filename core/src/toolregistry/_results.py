@@ -8,12 +8,19 @@ Rules (see docs/execution.md):
   decimals (as JSON strings, no precision lost), enums (their values), UUIDs and paths become
   JSON text with non-ASCII characters kept (``ensure_ascii=False``); anything else falls back
   to ``str()`` inside the JSON.
-* an :class:`~toolregistry.Image`, image bytes (PNG, JPEG, GIF, WebP by their magic numbers),
-  and tuples or lists that contain images anywhere in their first two levels (``("text",
-  Image)``, ``("note", [img1, img2])``, ``[img1, img2]``) become multimodal content: a list of
-  ``{"type": "text", "text": ...}`` and ``{"type": "image", "image": Image}`` parts in order.
-  Non-text, non-image items inside such a tuple become JSON text parts.
+* an :class:`~toolregistry.Image`, :class:`~toolregistry.Audio`,
+  :class:`~toolregistry.EmbeddedResource` or :class:`~toolregistry.ResourceLink`, image bytes
+  (PNG, JPEG, GIF, WebP by their magic numbers), audio bytes (WAV, MP3, FLAC, Ogg), and tuples
+  or lists that contain such values anywhere in their first two levels (``("text", Image)``,
+  ``("note", [img1, img2])``, ``[img1, Audio]``) become multimodal content: a list of
+  ``{"type": "text", "text": ...}``, ``{"type": "image", "image": Image}``, ``{"type":
+  "audio", "audio": Audio}``, ``{"type": "resource", "resource": EmbeddedResource}`` and
+  ``{"type": "resource_link", "resource_link": ResourceLink}`` parts in order. Other items
+  inside such a tuple become JSON text parts; ready parts (``{"type": "audio", "audio":
+  Audio}``) count as such values and are kept.
 * other bytes are decoded as UTF-8 (invalid sequences replaced).
+* for a tool that declares an output schema, a result that is a JSON object (a dict, a
+  pydantic model, a dataclass) is also kept as ``structured_content``.
 * a ready :class:`~toolregistry.ToolResult` is completed (call id, name, duration), not wrapped.
 """
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._content import PART_KINDS, Audio, part_of, part_value, sniff_audio
 from .types import Image, ToolResult
 
 __all__ = ["encode_content", "error_result", "make_result", "to_json_text"]
@@ -58,31 +66,39 @@ def _image_of_bytes(data: bytes) -> Image | None:
     return None
 
 
-def _has_image(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, Image):
+def _media_of_bytes(data: bytes) -> dict[str, Any] | None:
+    image = _image_of_bytes(data)
+    if image is not None:
+        return {"type": "image", "image": image}
+    mime = sniff_audio(data)
+    return None if mime is None else {"type": "audio", "audio": Audio.from_bytes(data, mime)}
+
+
+def _has_media(value: Any, depth: int = 0) -> bool:
+    if type(value) in PART_KINDS or part_value(value) is not None:
         return True
     if depth < 2 and isinstance(value, (list, tuple)):
-        return any(_has_image(v, depth + 1) for v in value)
+        return any(_has_media(v, depth + 1) for v in value)
     return False
 
 
 def _is_part(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
-    kind = value.get("type")
-    if kind == "text":
+    if value.get("type") == "text":
         return isinstance(value.get("text"), str)
-    return kind == "image" and isinstance(value.get("image"), Image)
+    return part_value(value) is not None
 
 
 def _parts(value: Any, out: list[dict[str, Any]], depth: int = 0) -> None:
-    if isinstance(value, Image):
-        out.append({"type": "image", "image": value})
+    part = part_of(value)
+    if part is not None:
+        out.append(part)
     elif isinstance(value, str):
         out.append({"type": "text", "text": value})
     elif _is_part(value):
         out.append(dict(value))
-    elif depth < 2 and isinstance(value, (list, tuple)) and _has_image(value):
+    elif depth < 2 and isinstance(value, (list, tuple)) and _has_media(value):
         for item in value:
             _parts(item, out, depth + 1)
     else:
@@ -105,13 +121,13 @@ def encode_content(value: Any) -> str | list[dict[str, Any]]:
         if not hasattr(value, "value"):
             return str(value)
     elif isinstance(value, (bytes, bytearray)):
-        image = _image_of_bytes(bytes(value))
-        if image is not None:
-            return [{"type": "image", "image": image}]
+        media = _media_of_bytes(bytes(value))
+        if media is not None:
+            return [media]
         return bytes(value).decode("utf-8", "replace")
-    elif isinstance(value, Image):
-        return [{"type": "image", "image": value}]
-    elif isinstance(value, (list, tuple)) and _has_image(value):
+    elif cls in PART_KINDS:
+        return [part_of(value)]  # type: ignore[list-item]
+    elif isinstance(value, (list, tuple)) and _has_media(value):
         parts: list[dict[str, Any]] = []
         for item in value:
             _parts(item, parts, 1)
@@ -120,8 +136,10 @@ def encode_content(value: Any) -> str | list[dict[str, Any]]:
 
 
 def make_result(call_id: str | None, name: str, value: Any, *, reason: str | None,
-                duration: float) -> ToolResult:
-    """A success result for ``value`` (a ready :class:`ToolResult` is completed, not wrapped)."""
+                duration: float, structured: bool = False) -> ToolResult:
+    """A success result for ``value`` (a ready :class:`ToolResult` is completed, not wrapped);
+    ``structured``: the tool declares an output schema, so a JSON object result is also kept
+    as ``structured_content``."""
     if isinstance(value, ToolResult):
         if value.call_id is None:
             value.call_id = call_id
@@ -131,7 +149,14 @@ def make_result(call_id: str | None, name: str, value: Any, *, reason: str | Non
             value.reason = reason
         value.duration = duration
         return value
-    return ToolResult(call_id, name, encode_content(value), False, None, value, reason, duration)
+    content = encode_content(value)
+    result = ToolResult(call_id, name, content, False, None, value, reason, duration)
+    if structured and isinstance(content, str) and content[:1] == "{" and not isinstance(
+            value, str):
+        import json
+
+        result.structured_content = json.loads(content)
+    return result
 
 
 def error_result(call_id: str | None, name: str, kind: str, message: str, *,

@@ -14,6 +14,8 @@ settings option holding a path: relative to the configuration file's folder), an
 seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
+``encode_content`` (a tool's return value as result content: text or parts) and
+``stand_in`` (the text that takes the place of a part a provider cannot carry), for formats;
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
 ``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``,
 ``sqlite_write_ahead``: a shared database for state that
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
         field,
         has_field,
     )
+    from .formats._parts import stand_in
     from .tool import Tool
     from .types import OutputLimits
 
@@ -109,6 +112,7 @@ __all__ = [
     "approval_id_of",
     "calling_loop",
     "continuing",
+    "encode_content",
     "field",
     "has_field",
     "hookimpl",
@@ -125,6 +129,7 @@ __all__ = [
     "port_number",
     "source_options",
     "sqlite_write_ahead",
+    "stand_in",
     "start_call",
     "store_url",
     "value_shape",
@@ -162,6 +167,15 @@ def output_limits(registry: ToolRegistry, tool: Tool) -> OutputLimits | None:
     source applies its own). A source that cuts long results asks this rather than
     looking for the plugin that would keep them whole."""
     return registry.plugins.hooks.output_limits(registry, tool)
+
+
+def encode_content(value: Any) -> str | list[dict[str, Any]]:
+    """A tool's return value as the content of its result, as the kernel encodes it (a
+    string, or text, image, audio, resource and resource link parts; docs/execution.md): for
+    a source that builds a :class:`~toolregistry.ToolResult` itself."""
+    from ._results import encode_content as encode
+
+    return encode(value)
 
 
 def import_target(target: str, where: str) -> Any:
@@ -208,4 +222,5 @@ _STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_ur
                 "sqlite_write_ahead", "store_url")
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
                                       **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
-                                      "ConfigPath": "toolregistry._config_path"})
+                                      "ConfigPath": "toolregistry._config_path",
+                                      "stand_in": "toolregistry.formats._parts"})

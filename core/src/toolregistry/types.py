@@ -1,5 +1,6 @@
-"""Value types that flow through a call: :class:`ToolCall`, :class:`ToolResult`, :class:`Image`,
-and the seams' values: :class:`Decision` and :class:`ApprovalRequest` (authorization),
+"""Value types that flow through a call: :class:`ToolCall`, :class:`ToolResult`, the content
+parts (:class:`Image`, :class:`Audio`, :class:`EmbeddedResource`, :class:`ResourceLink`, from
+``_content``), and the seams' values: :class:`Decision` and :class:`ApprovalRequest` (authorization),
 :class:`Job` (dispatch), :class:`OutputLimits` (output size)."""
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import define, field, frozen
+
+from ._content import Audio, EmbeddedResource, Image, ResourceLink
 
 if TYPE_CHECKING:
     import contextvars
@@ -23,14 +25,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalRequest",
+    "Audio",
     "Decision",
     "DecisionKind",
+    "EmbeddedResource",
     "ErrorKind",
     "Image",
     "Job",
     "OutputLimits",
     "PendingChange",
     "ProgressReporter",
+    "ResourceLink",
     "ToolCall",
     "ToolContext",
     "ToolResult",
@@ -149,80 +154,10 @@ class ToolCall:
     raw: Any = field(default=None, repr=False)
 
 
-@frozen
-class Image:
-    """An image a tool returns, from a path, a URL or bytes.
-
-    ``Image.from_path(p)``, ``Image.from_url(u)``, ``Image.from_bytes(b, mime_type)``.
-    Paths are read when the result is encoded for the model.
-    """
-
-    path: str | None = None
-    url: str | None = None
-    data: bytes | None = field(default=None, repr=lambda d: f"<{len(d)} bytes>" if d else "None")
-    mime_type: str | None = None
-    detail: str | None = None
-
-    def __attrs_post_init__(self) -> None:
-        if sum(x is not None for x in (self.path, self.url, self.data)) != 1:
-            raise ValueError("Image needs exactly one of path=, url= or data=")
-
-    @classmethod
-    def from_path(cls, path: str | Path, mime_type: str | None = None) -> Image:
-        """An image stored in a file."""
-        return cls(path=str(path), mime_type=mime_type)
-
-    @classmethod
-    def from_url(cls, url: str, mime_type: str | None = None) -> Image:
-        """An image at a URL (``data:`` URLs too)."""
-        return cls(url=url, mime_type=mime_type)
-
-    @classmethod
-    def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> Image:
-        """An image held in memory."""
-        return cls(data=data, mime_type=mime_type)
-
-    @property
-    def media_type(self) -> str:
-        """The MIME type, guessed from the path or URL when not given."""
-        if self.mime_type:
-            return self.mime_type
-        src = self.path or self.url or ""
-        if src.startswith("data:"):
-            return src[5:].split(";", 1)[0] or "image/png"
-        import mimetypes
-
-        guess, _ = mimetypes.guess_type(src)
-        return guess or "image/png"
-
-    def read_bytes(self) -> bytes | None:
-        """The image's bytes when it is local (path or data), else ``None``."""
-        if self.data is not None:
-            return self.data
-        if self.path is not None:
-            return Path(self.path).read_bytes()
-        if self.url and self.url.startswith("data:") and ";base64," in self.url:
-            import base64
-
-            return base64.b64decode(self.url.split(",", 1)[1])
-        return None
-
-    def base64(self) -> str | None:
-        """Base64 of the bytes when local, else ``None``."""
-        import base64
-
-        raw = self.read_bytes()
-        return base64.b64encode(raw).decode("ascii") if raw is not None else None
-
-    def as_url(self) -> str:
-        """A URL for the image: its own URL, or a ``data:`` URL of local bytes."""
-        if self.url is not None:
-            return self.url
-        return f"data:{self.media_type};base64,{self.base64()}"
-
-
 ContentPart = Mapping[str, Any]
-"""A content part: ``{"type": "text", "text": ...}`` or ``{"type": "image", "image": Image}``."""
+"""A content part: ``{"type": "text", "text": ...}``, ``{"type": "image", "image": Image}``,
+``{"type": "audio", "audio": Audio}``, ``{"type": "resource", "resource": EmbeddedResource}`` or
+``{"type": "resource_link", "resource_link": ResourceLink}``."""
 
 
 @define(slots=True, eq=False)
@@ -230,7 +165,11 @@ class ToolResult:
     """The one result of one call: success, or an error the model can act on.
 
     ``content`` is what goes back to the model: a string, or a list of parts for multimodal
-    results (``{"type": "text", "text": ...}``, ``{"type": "image", "image": Image}``).
+    results (``{"type": "text", "text": ...}``, ``{"type": "image", "image": Image}``, and
+    ``audio``, ``resource`` and ``resource_link`` parts, see :data:`ContentPart`).
+    ``structured_content`` is the result as a JSON object beside the content, for a tool that
+    declares an output schema (or an MCP server's ``structuredContent``); the content then
+    holds the same data as JSON text for callers that read text only.
     ``value`` is the tool's raw return value for the application. On error, ``error_kind``
     says what went wrong and ``content`` explains it for the model.
     """
@@ -251,6 +190,8 @@ class ToolResult:
     """The error text without the argument values the kernel quoted in it (an
     ``invalid_arguments`` error says what each bad value was): what logs and traces that keep
     no values record. ``None``: the kernel quoted no value (:attr:`loggable_text` is ``text``)."""
+    structured_content: dict[str, Any] | None = field(default=None, repr=False)
+    """The result as a JSON object, beside the content (``None``: none)."""
 
     @property
     def ok(self) -> bool:
@@ -289,6 +230,13 @@ class ToolResult:
         if isinstance(self.content, str):
             return []
         return [p["image"] for p in self.content if p.get("type") == "image"]
+
+    @property
+    def audio(self) -> list[Audio]:
+        """The audio parts' :class:`Audio` in the content."""
+        if isinstance(self.content, str):
+            return []
+        return [p["audio"] for p in self.content if p.get("type") == "audio"]
 
 
 @define(slots=True, eq=False)

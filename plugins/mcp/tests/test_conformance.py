@@ -27,6 +27,11 @@ SERVER_SCENARIOS = [
     "logging-set-level", "dns-rebinding-protection", "server-sse-multiple-streams",
     "server-sse-polling", "json-schema-2020-12",
 ]
+# The content-type scenarios (tools-call-image is above): audio, an embedded resource, and
+# text, image and resource in one result; run by both suite lines, at each spec revision.
+CONTENT_SCENARIOS = ["tools-call-audio", "tools-call-embedded-resource",
+                     "tools-call-mixed-content"]
+CONTENT_REVISIONS = ["2025-11-25", "2026-07-28"]
 CLIENT_SCENARIOS = [
     "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
     "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
@@ -118,7 +123,7 @@ def conformance_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
             proc.wait(10)
 
 
-@pytest.mark.parametrize("scenario", SERVER_SCENARIOS)
+@pytest.mark.parametrize("scenario", SERVER_SCENARIOS + CONTENT_SCENARIOS)
 def test_server_scenario(suite: tuple[str, str], conformance_server: str, scenario: str,
                          tmp_path: Path) -> None:
     done = _run(suite, "server", "--url", conformance_server, "--scenario", scenario,
@@ -209,3 +214,13 @@ def test_client_scenario_at_revision(
     done = runs_2026[(scenario, revision)].result()
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)
+
+
+@pytest.mark.parametrize("revision", CONTENT_REVISIONS)
+@pytest.mark.parametrize("scenario", [*CONTENT_SCENARIOS, "tools-call-image"])
+def test_content_scenario_at_revision(fixed_suite: tuple[str, str], conformance_server: str,
+                                      scenario: str, revision: str, tmp_path: Path) -> None:
+    done = _run(fixed_suite, "server", "--url", conformance_server, "--scenario", scenario,
+                "--spec-version", revision, cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and " 0 failed" in out, _verdict(done)

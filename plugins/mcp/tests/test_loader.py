@@ -88,10 +88,11 @@ def test_calls_and_result_shapes(registry: ToolRegistry, spec: Any) -> None:
     assert len(image.images) == 1 and isinstance(image.images[0], Image)
     assert image.images[0].media_type == "image/png"
     assert image.images[0].read_bytes().startswith(b"\x89PNG")  # type: ignore[union-attr]
-    mixed = registry.invoke("mixed", {}).text
-    assert "[audio (audio/wav" in mixed
-    assert "remember the milk" in mixed and "file:///notes.txt" in mixed
-    assert "[resource link file:///big.csv 'big.csv': a large file]" in mixed
+    mixed = registry.invoke("mixed", {})
+    assert isinstance(mixed.content, list) and mixed.audio[0].media_type == "audio/wav"
+    assert [p["type"] for p in mixed.content] == ["audio", "resource", "resource_link"]
+    assert mixed.content[1]["resource"].text == "remember the milk"
+    assert mixed.content[2]["resource_link"].uri == "file:///big.csv"
     structured = registry.invoke("structured_only", {})
     assert json.loads(structured.text) == {"ok": True, "n": 3}
     plot = registry.invoke("plot", {"origin": {"x": 1, "y": 2}, "mode": "fast", "label": None})

@@ -530,7 +530,8 @@ class CallPipeline:
         if error is None:
             try:
                 result = make_result(call.id, tool.name, value, reason=call.reason,
-                                     duration=duration)
+                                     duration=duration,
+                                     structured=tool.output_schema is not None)
             except Exception as exc:
                 result = error_result(call.id, tool.name, "execution",
                                       f"the result of {tool.name!r} could not be encoded: "

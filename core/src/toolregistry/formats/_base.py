@@ -199,8 +199,9 @@ class ProviderFormat:
     # -- answers ---------------------------------------------------------------------------
     def answer_messages(self, answers: Sequence[Answer]) -> list[dict[str, Any]]:
         """What goes into the conversation after the model's turn: the message that echoes
-        the calls, then the results (errors flagged the provider's way, images where the
-        provider takes them). ``answers`` may be empty."""
+        the calls, then the results (errors flagged the provider's way, each content part
+        the provider's way where it takes it, else the text of ``_parts.stand_in``).
+        ``answers`` may be empty."""
         raise NotImplementedError
 
     # -- tool choice -----------------------------------------------------------------------

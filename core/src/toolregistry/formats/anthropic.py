@@ -2,7 +2,9 @@
 
 Owns: the ``{name, description, input_schema}`` envelope; reading ``tool_use`` blocks; the
 answer (an assistant message of ``tool_use`` blocks, then one user message of ``tool_result``
-blocks with ``is_error`` for errors and images as ``image`` blocks inside the result);
+blocks with ``is_error`` for errors, images as ``image`` blocks and text resources and PDFs as
+``document`` blocks inside the result, audio and other files as text saying they were left
+out);
 ``tool_choice`` (``{"type": "auto" | "none" | "any" | "tool"}``); native deferral (the BM25
 tool search tool, ``defer_loading: true`` on deferred tools) and the tool search's
 ``server_tool_use`` / ``tool_search_tool_result`` blocks, echoed in the assistant message;
@@ -15,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field
+from ._parts import blocks_after_text, by_kind
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
-    from toolregistry.types import Image
+    from toolregistry.types import EmbeddedResource, Image
 
 __all__ = ["Anthropic"]
 
@@ -85,13 +88,9 @@ class Anthropic(ProviderFormat):
         ]}
         blocks = []
         for call, result, _ in answers:
-            text, images = result.text, result.images
-            content: Any = text
-            if images:
-                content = ([{"type": "text", "text": text}] if text else []) + [
-                    _image_block(img) for img in images]
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id,
-                                     "content": content}
+                                     "content": blocks_after_text(
+                                         result, "anthropic", _RENDER, "text")}
             if result.is_error:
                 block["is_error"] = True
             blocks.append(block)
@@ -103,8 +102,22 @@ class Anthropic(ProviderFormat):
         return {"type": _CHOICE_TYPES[mode]}
 
 
+def _document_block(resource: EmbeddedResource) -> dict[str, Any] | None:
+    if resource.text is not None:
+        source: dict[str, Any] = {"type": "text", "media_type": "text/plain",
+                                  "data": resource.text}
+    elif resource.media_type == "application/pdf":
+        source = {"type": "base64", "media_type": "application/pdf", "data": resource.base64()}
+    else:
+        return None
+    return {"type": "document", "source": source, "title": resource.uri}
+
+
 def _image_block(img: Image) -> dict[str, Any]:
     if img.url is not None and not img.url.startswith("data:"):
         return {"type": "image", "source": {"type": "url", "url": img.url}}
     return {"type": "image",
             "source": {"type": "base64", "media_type": img.media_type, "data": img.base64()}}
+
+
+_RENDER = by_kind(image=_image_block, resource=_document_block)

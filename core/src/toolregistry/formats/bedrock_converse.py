@@ -5,7 +5,9 @@ Owns: the ``{"toolSpec": {name, description, inputSchema: {"json": ...}}}`` entr
 input}}``, or the inner block alone; server tool uses, which Bedrock runs itself, are not
 calls for the registry); the answer (an assistant message of ``toolUse`` blocks, then one user
 message of ``toolResult`` blocks, ``status: "error"`` for errors, images as ``image`` blocks of
-bytes or an S3 location, never a blank text block, which Converse refuses); ``toolChoice``
+bytes or an S3 location, file resources of the document formats as ``document`` blocks, a
+structured result as a ``json`` block, audio as text saying it was left out, never a blank
+text block, which Converse refuses); ``toolChoice``
 (``{"auto": {}}``, ``{"any": {}}``, ``{"tool": {"name": n}}``: Converse has no "none").
 """
 
@@ -15,16 +17,23 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field, has_field
+from ._parts import by_kind, split_parts, structured_of
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
-    from toolregistry.types import Image
+    from toolregistry.types import EmbeddedResource, Image, ToolResult
 
 __all__ = ["BedrockConverse"]
 
 _NO_OUTPUT = "(the tool returned no output)"
 _IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg",
                   "image/gif": "gif", "image/webp": "webp"}
+_DOCUMENT_FORMATS = {
+    "application/pdf": "pdf", "text/csv": "csv", "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html", "text/plain": "txt", "text/markdown": "md"}
 
 
 class BedrockConverse(ProviderFormat):
@@ -67,14 +76,7 @@ class BedrockConverse(ProviderFormat):
         ]}
         blocks = []
         for call, result, _ in answers:
-            text, images = result.text, result.images
-            content: list[dict[str, Any]] = []
-            if text.strip():
-                content.append({"text": text})
-            elif not images:  # Converse refuses a blank text block and an empty content list
-                content.append({"text": _NO_OUTPUT})
-            content.extend(_image_block(img) for img in images)
-            block: dict[str, Any] = {"toolUseId": call.id, "content": content}
+            block: dict[str, Any] = {"toolUseId": call.id, "content": _result_content(result)}
             if result.is_error:
                 block["status"] = "error"
             blocks.append({"toolResult": block})
@@ -89,6 +91,31 @@ class BedrockConverse(ProviderFormat):
                 "tool): leave toolConfig out of the request, or, once the conversation has "
                 "toolUse blocks and toolConfig is required, use 'auto'")
         return {"auto": {}} if mode == "auto" else {"any": {}}
+
+
+def _result_content(result: ToolResult) -> list[dict[str, Any]]:
+    structured, more = structured_of(result)
+    # the text parts are the structured result as JSON unless they say more
+    texts, blocks = split_parts(result, "bedrock-converse",
+                                by_kind(image=_image_block, resource=_document_block),
+                                skip_text=structured is not None and not more)
+    text = "\n".join(texts)
+    content: list[dict[str, Any]] = [{"json": structured}] if structured is not None else []
+    if text.strip():
+        content.append({"text": text})
+    elif not blocks and not content:  # Converse refuses a blank text block and empty content
+        content.append({"text": _NO_OUTPUT})
+    return content + blocks
+
+
+def _document_block(resource: EmbeddedResource) -> dict[str, Any] | None:
+    fmt = _DOCUMENT_FORMATS.get(resource.media_type)
+    if fmt is None or resource.data is None:
+        return None  # a text resource is text
+    # a document's name: letters, digits, single spaces, hyphens, parentheses, brackets
+    name = "".join(c if c.isalnum() or c in "-()[]" else " " for c in resource.filename)
+    return {"document": {"format": fmt, "name": " ".join(name.split()) or "document",
+                         "source": {"bytes": resource.data}}}
 
 
 def _image_block(img: Image) -> dict[str, Any]:

@@ -8,7 +8,8 @@ and inlining stopped past 10,000 schema objects, ``nullable`` instead of null ty
 keywords dropped and reported); the ``FunctionDeclaration`` envelope; reading ``function_call``
 / ``functionCall`` parts and bare ``FunctionCall`` objects (the thought signature kept); the
 answer (a model content of ``function_call`` parts, then one user content of
-``function_response`` parts, ``response.error`` for errors, images as ``inline_data`` /
+``function_response`` parts, ``response.error`` for errors, a structured result as the
+``response.output`` object, images, audio and file resources as ``inline_data`` /
 ``file_data`` parts after them; ids echoed only when the model sent them, otherwise Gemini
 matches by order and name); ``tool_choice`` as the whole ``tool_config``.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import Answer, ChoiceMode, Definition, ProviderFormat, RawCall, field, has_field
 from ._gemini_json import JsonSchema, needs_json_schema, report_unsupported
+from ._parts import split_parts, structured_of
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -118,25 +120,27 @@ class Gemini(ProviderFormat):
                 part["thought_signature"] = signature
             model_parts.append(part)
         user_parts: list[dict[str, Any]] = []
-        images_after: list[dict[str, Any]] = []
+        media_after: list[dict[str, Any]] = []
         for call, result, had_id in answers:
-            text, images = result.text, result.images
-            payload: dict[str, Any] = (
-                {"error": text} if result.is_error else {"output": _maybe_json(text, result)})
-            fr: dict[str, Any] = {"name": call.name, "response": payload}
+            structured, more = structured_of(result)
+            # the text parts are the structured result as JSON unless they say more
+            texts, media = split_parts(result, "gemini", _media_part,
+                                       skip_text=structured is not None and not more)
+            media_after.extend(media)
+            text = "\n".join(texts)
+            if result.is_error:
+                response: dict[str, Any] = {"error": text}
+            elif structured is None:
+                response = {"output": _maybe_json(text, result)}
+            else:  # the object itself: Gemini's response is an object
+                response = {"output": structured, "text": text} if text else \
+                    {"output": structured}
+            fr: dict[str, Any] = {"name": call.name, "response": response}
             if had_id:
                 fr["id"] = call.id
             user_parts.append({"function_response": fr})
-            for img in images:
-                data = img.read_bytes()
-                if data is not None:
-                    images_after.append({"inline_data": {"mime_type": img.media_type,
-                                                         "data": data}})
-                else:
-                    images_after.append({"file_data": {"mime_type": img.media_type,
-                                                       "file_uri": img.url}})
         return [{"role": "model", "parts": model_parts},
-                {"role": "user", "parts": user_parts + images_after}]
+                {"role": "user", "parts": user_parts + media_after}]
 
     def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
         """The whole ``tool_config`` (``GenerateContentConfig(tool_config=...)``)."""
@@ -144,6 +148,23 @@ class Gemini(ProviderFormat):
             return {"function_calling_config": {"mode": "ANY",
                                                 "allowed_function_names": [tool]}}
         return {"function_calling_config": {"mode": _MODES[mode]}}
+
+
+def _media_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``inline_data`` / ``file_data`` part for an image, audio or file resource."""
+    kind = part.get("type")
+    if kind == "resource":
+        resource = part["resource"]
+        if resource.data is None:
+            return None  # a text resource is text
+        return {"inline_data": {"mime_type": resource.media_type, "data": resource.data}}
+    media = part.get(kind) if kind in ("image", "audio") else None
+    if media is None:
+        return None
+    data = media.read_bytes()
+    if data is not None:
+        return {"inline_data": {"mime_type": media.media_type, "data": data}}
+    return {"file_data": {"mime_type": media.media_type, "file_uri": media.url}}
 
 
 def _maybe_json(text: str, result: ToolResult) -> Any:

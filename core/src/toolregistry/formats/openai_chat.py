@@ -2,8 +2,9 @@
 
 Owns: the ``{"type": "function", "function": {...}}`` envelope with strict mode; reading
 ``tool_calls`` items (``function: {name, arguments}``); the answer (the assistant message with
-``tool_calls``, one ``role: tool`` message per call, images in a ``role: user`` message after
-them because tool messages carry text only); ``tool_choice``.
+``tool_calls``, one ``role: tool`` message per call, images, wav / mp3 audio (``input_audio``)
+and files (``file``) in a ``role: user`` message after them because tool messages carry text
+only; other audio as text saying it was left out); ``tool_choice``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ._base import (
     field,
 )
 from ._openai import to_strict
+from ._parts import split_parts
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
@@ -75,25 +77,56 @@ class OpenAIChat(ProviderFormat):
                 for c, _, _ in answers
             ],
         }]
-        image_parts: list[dict[str, Any]] = []
+        user_parts: list[dict[str, Any]] = []
         for call, result, _ in answers:
-            text, images = result.text, result.images
-            if images:
-                note = f"[{len(images)} image(s) follow in the next user message]"
+            if isinstance(result.content, str):
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": result.content})
+                continue
+            texts, media = split_parts(result, "openai-chat", _media_part)
+            text = "\n".join(texts)
+            if media:
+                note = f"[{_count(media)} follow in the next user message]"
                 text = f"{text}\n{note}" if text else note
+                user_parts.append({"type": "text",
+                                   "text": f"Returned by {call.name} (call {call.id}):"})
+                user_parts.extend(media)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-            if images:
-                image_parts.append({"type": "text",
-                                    "text": f"Images returned by {call.name} (call {call.id}):"})
-                image_parts.extend(_image_part(img) for img in images)
-        if image_parts:  # tool messages carry text only: images follow as a user message
-            messages.append({"role": "user", "content": image_parts})
+        if user_parts:  # tool messages carry text only: media follow as a user message
+            messages.append({"role": "user", "content": user_parts})
         return messages
 
     def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
         if mode == "tool":
             return {"type": "function", "function": {"name": tool}}
         return mode
+
+
+_NOUNS = {"image_url": "image(s)", "input_audio": "audio clip(s)", "file": "file(s)"}
+
+
+def _count(media: list[dict[str, Any]]) -> str:
+    kinds = [m["type"] for m in media]
+    return ", ".join(f"{kinds.count(k)} {noun}" for k, noun in _NOUNS.items() if k in kinds)
+
+
+def _media_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    """The user-message part for a media part the chat API takes, else ``None``."""
+    kind = part.get("type")
+    if kind == "image":
+        return _image_part(part["image"])
+    if kind == "audio":
+        audio = part["audio"]
+        data = audio.base64() if audio.format in ("wav", "mp3") else None
+        if data is None:
+            return None
+        return {"type": "input_audio", "input_audio": {"data": data, "format": audio.format}}
+    if kind == "resource" and part["resource"].data is not None:
+        resource = part["resource"]
+        return {"type": "file", "file": {
+            "file_data": f"data:{resource.media_type};base64,{resource.base64()}",
+            "filename": resource.filename}}
+    return None
 
 
 def _image_part(img: Image) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Owns: the flat ``{"type": "function", name, description, parameters, strict}`` envelope with
 strict mode; reading ``function_call`` items (``call_id`` is the id the output answers, the
 item ``id`` is kept as ``extra["item_id"]``); the answer (``function_call`` items echoed, then
-``function_call_output`` items, images as ``input_image`` parts of the output); ``tool_choice``;
+``function_call_output`` items, images as ``input_image`` and files as ``input_file`` parts of
+the output, audio as text saying it was left out); ``tool_choice``;
 native deferral (the hosted ``tool_search`` tool, ``defer_loading: true`` on deferred tools,
 deferred tools of a namespace grouped in a ``namespace`` tool under their registry names) and
 the ``tool_search_call`` / ``tool_search_output`` items, echoed before the calls.
@@ -25,9 +26,11 @@ from ._base import (
     has_field,
 )
 from ._openai import to_strict
+from ._parts import blocks_after_text, by_kind
 
 if TYPE_CHECKING:
     from toolregistry.tool import Tool
+    from toolregistry.types import EmbeddedResource, Image
 
 __all__ = ["OpenAIResponses"]
 
@@ -115,16 +118,26 @@ class OpenAIResponses(ProviderFormat):
             for c, _, _ in answers
         ]
         for call, result, _ in answers:
-            text, images = result.text, result.images
-            output: Any = text
-            if images:
-                output = ([{"type": "input_text", "text": text}] if text else []) + [
-                    {"type": "input_image", "image_url": img.as_url(),
-                     "detail": img.detail or "auto"} for img in images]
-            items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+            items.append({"type": "function_call_output", "call_id": call.id,
+                          "output": blocks_after_text(result, "openai-responses",
+                                                       _RENDER, "input_text")})
         return items
 
     def tool_choice(self, mode: ChoiceMode, tool: str | None = None) -> Any:
         if mode == "tool":
             return {"type": "function", "name": tool}
         return mode
+
+
+def _image_item(img: Image) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": img.as_url(), "detail": img.detail or "auto"}
+
+
+def _file_item(resource: EmbeddedResource) -> dict[str, Any] | None:
+    if resource.data is None:
+        return None  # a text resource is text
+    return {"type": "input_file", "filename": resource.filename,
+            "file_data": f"data:{resource.media_type};base64,{resource.base64()}"}
+
+
+_RENDER = by_kind(image=_image_item, resource=_file_item)

@@ -27,6 +27,8 @@ from attrs import frozen
 from toolregistry.plugin import log as events
 from toolregistry.plugin import value_shape
 
+from ._log_content import cut as _cut
+from ._log_content import shape_result
 from ._settings import PLUGIN_NAME, InspectorSettings
 from ._sinks import (
     STORE_TABLE,
@@ -65,9 +67,11 @@ class LogEntry:
     the spool handle of an output written to a file (spool plugin); ``format``: the provider
     format the call came in; ``seq``: its number in this log (in the SQLite file: the row id);
     ``result``: the content the model got back, as parts (``{"type": "text", "text": ...}``,
-    ``{"type": "image", "media_type": ..., "bytes": ...}``), each value redacted to its shape
-    like the arguments unless the log keeps them ``"full"`` (then texts, cut at
-    ``max_field_chars``, and images as ``data:`` URLs up to ``MAX_IMAGE_CHARS``).
+    ``{"type": "image", "media_type": ..., "bytes": ...}``, the same with ``"type": "audio"``,
+    ``{"type": "resource", "uri", "media_type", "bytes"}`` with its ``text`` for a text
+    resource, ``{"type": "resource_link", "uri", "mime_type"}``), each value redacted to its
+    shape like the arguments unless the log keeps them ``"full"`` (then texts, cut at
+    ``max_field_chars``, and images and audio as ``data:`` URLs up to ``MAX_IMAGE_CHARS``).
     """
 
     seq: int
@@ -144,54 +148,6 @@ def _error(value: Any, mode: ArgumentMode) -> str | None:
         return value
     text: str = value.text if mode == "full" else value.loggable_text
     return text
-
-
-MAX_IMAGE_CHARS = 1 << 20
-"""The longest ``data:`` URL of an image the log keeps (``full`` mode); larger ones keep only
-their media type and size."""
-
-
-def _image_part(image: Any, mode: ArgumentMode) -> dict[str, Any]:
-    data = getattr(image, "data", None)
-    part: dict[str, Any] = {"type": "image", "media_type": getattr(image, "media_type", None),
-                            "bytes": None if data is None else len(data)}
-    if mode == "full":
-        url = getattr(image, "url", None)
-        try:
-            url = url if url is not None else image.as_url()
-        except (OSError, AttributeError) as exc:
-            part["error"] = f"{type(exc).__name__}: {exc}"
-            return part
-        if len(url) <= MAX_IMAGE_CHARS:
-            part["url"] = url
-    return part
-
-
-def shape_result(content: Any, mode: ArgumentMode, limit: int) -> list[dict[str, Any]] | None:
-    """A result's content as the log keeps it: parts, redacted to their shape unless
-    ``mode`` is ``"full"`` (texts cut at ``limit``)."""
-    if content is None:
-        return None
-    parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
-    out: list[dict[str, Any]] = []
-    for part in parts:
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind == "text":
-            text = str(part.get("text", ""))
-            out.append({"type": "text", "text": _cut(text, limit) if mode == "full"
-                        else redact(text)})
-        elif kind == "image":
-            out.append(_image_part(part.get("image"), mode))
-        else:
-            out.append({"type": str(kind), "shape": redact(part)})
-    return out
-
-
-def _cut(text: str | None, limit: int) -> str | None:
-    """``text`` cut to ``limit`` characters, saying how long it was."""
-    if text is None or len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text)} chars)"
 
 
 def _bounded_arguments(shown: dict[str, Any], limit: int) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from toolregistry import Tool, ToolMetadata
+from toolregistry import Tool, ToolMetadata, ToolResult
 from toolregistry.errors import ToolNotFoundError, ToolRegistrationError
 from toolregistry.plugin import (
     log,
@@ -518,6 +518,8 @@ def _reason(server: str, name: str, findings: list[Finding], *, pending: bool = 
 
 
 def _text_length(value: Any) -> int:
+    if isinstance(value, ToolResult):  # structured content beside the text
+        value = value.value
     if isinstance(value, str):
         return len(value)
     if isinstance(value, list):

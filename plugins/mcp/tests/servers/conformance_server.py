@@ -9,7 +9,15 @@ import logging
 import sys
 from typing import Annotated, Any
 
-from toolregistry import Image, Injected, Tool, ToolContext, ToolRegistry
+from toolregistry import (
+    Audio,
+    EmbeddedResource,
+    Image,
+    Injected,
+    Tool,
+    ToolContext,
+    ToolRegistry,
+)
 from toolregistry_mcp import serve
 
 PNG = bytes.fromhex(
@@ -33,9 +41,29 @@ def test_image_content() -> Image:
 
 
 @registry.register
-def test_multiple_content_types() -> tuple[str, Image]:
-    """Returns text and an image."""
-    return ("Multiple content types test:", Image.from_bytes(PNG, "image/png"))
+def test_multiple_content_types() -> tuple[str, Image, EmbeddedResource]:
+    """Returns text, an image and an embedded resource."""
+    return ("Multiple content types test:", Image.from_bytes(PNG, "image/png"),
+            EmbeddedResource.from_text("test://mixed-content-resource",
+                                       '{"test":"data","value":123}', "application/json"))
+
+
+# A minimal WAV: the RIFF header of a mono 8 kHz 8-bit stream and four samples.
+WAV = (b"RIFF(\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00@\x1f\x00\x00"
+       b"@\x1f\x00\x00\x01\x00\x08\x00data\x04\x00\x00\x00\x80\x80\x80\x80")
+
+
+@registry.register
+def test_audio_content() -> Audio:
+    """Returns a short WAV clip."""
+    return Audio.from_bytes(WAV)
+
+
+@registry.register
+def test_embedded_resource() -> EmbeddedResource:
+    """Returns a text resource inline."""
+    return EmbeddedResource.from_text("test://embedded-resource",
+                                      "This is an embedded resource content.", "text/plain")
 
 
 @registry.register
