@@ -279,8 +279,11 @@ def _open_pool(url: StoreURL) -> Any:
         raise ConfigError(f"the store {url} cannot be reached: {masked_url(reason)}") from None
     # A call waits at most `timeout` seconds for a connection: a server gone mid-run fails
     # the statements that need it soon, rather than after the pool's default half minute.
+    # `check`: a connection is tried before it is lent, so that one the server dropped (a
+    # restart, pg_terminate_backend) is replaced rather than failing the next statement.
     return ConnectionPool(url.url, min_size=1, max_size=4, open=True, timeout=5.0,
-                          kwargs={"connect_timeout": 5})
+                          kwargs={"connect_timeout": 5},
+                          check=ConnectionPool.check_connection)
 
 
 def open_store(url: StoreURL) -> Store:
