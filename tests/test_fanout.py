@@ -162,12 +162,9 @@ def test_a_listener_in_another_process_hears_again_after_the_server_came_back(
             here.share_changes()
             here.disable("fetch")
             assert heard() == ["disable", "fetch"]
-            data = str(cluster.folder / "data")
-            cluster._tool("pg_ctl", "-D", data, "-m", "fast", "-w", "stop")
+            cluster.stop_server()
             here.enable("fetch")  # published nowhere: logged, not raised
-            cluster._tool("pg_ctl", "-D", data, "-l", str(cluster.folder / "server.log"),
-                          "-w", "-o", f"-p {cluster.port} -k {cluster.folder} "
-                          "-c listen_addresses=127.0.0.1", "start")
+            cluster.start_server()
             assert heard() == ["resync"]
             here.disable("fetch")
             assert heard() == ["disable", "fetch"]
