@@ -395,3 +395,27 @@ def test_an_unreachable_database_stops_serve_before_it_listens(tmp_path: Path,
     assert "s3cret" not in done.stderr + done.stdout
     # Refused by the command before anything listened, not by workers started behind it.
     assert "could not start" not in done.stderr and "Uvicorn running" not in done.stderr
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_store_of_a_newer_version_stops_serve_naming_the_versions(
+        tmp_path: Path, postgres_url: str, workers: int) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE toolregistry_schema (component TEXT PRIMARY KEY, "
+                     "version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO toolregistry_schema VALUES ('policy-approvals', 99)")
+    config = _config(tmp_path, postgres_url)
+    port = free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve",
+         "--port", str(port), "--workers", str(workers)], cwd=tmp_path, capture_output=True,
+        text=True, timeout=180, check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path), "HOST_TOKEN": TOKEN})
+    assert done.returncode != 0
+    assert "policy-approvals schema version 99, newer than this version understands (1)" \
+        in done.stderr, done.stderr
+    # With workers, each worker's plugins open their tables as it builds its registry: the
+    # refusal stops every worker and the command (before any request is served).
+    assert workers == 1 or "every worker was stopped" in done.stderr, done.stderr
