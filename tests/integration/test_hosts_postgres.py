@@ -379,17 +379,24 @@ def list_change_reaches_the_other_host(a: Host, b: Host) -> None:
     assert call(b, "up-sprout") == (False, "sprout")
 
 
+def _serve_failing(config: Path, workers: int) -> subprocess.CompletedProcess[str]:
+    """``toolregistry serve`` of ``config`` with ``workers``, expected to stop by itself."""
+    folder = config.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve",
+         "--port", str(free_port()), "--workers", str(workers)], cwd=folder,
+        capture_output=True, text=True, timeout=180, check=False,
+        env={**os.environ, "PYTHONPATH": str(folder), "HOST_TOKEN": TOKEN})
+    assert done.returncode != 0, done.stderr
+    return done
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_unreachable_database_stops_serve_before_it_listens(tmp_path: Path,
                                                                workers: int) -> None:
-    port, nobody = free_port(), free_port()
+    nobody = free_port()
     config = _config(tmp_path, f"postgresql://toolregistry:s3cret@127.0.0.1:{nobody}/tr")
-    done = subprocess.run(
-        [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve",
-         "--port", str(port), "--workers", str(workers)], cwd=tmp_path, capture_output=True,
-        text=True, timeout=180, check=False,
-        env={**os.environ, "PYTHONPATH": str(tmp_path), "HOST_TOKEN": TOKEN})
-    assert done.returncode != 0
+    done = _serve_failing(config, workers)
     assert f"toolregistry:***@127.0.0.1:{nobody}/tr" in done.stderr, done.stderr
     assert "cannot be reached" in done.stderr, done.stderr
     assert "s3cret" not in done.stderr + done.stdout
@@ -407,13 +414,7 @@ def test_a_store_of_a_newer_version_stops_serve_naming_the_versions(
                      "version INTEGER NOT NULL)")
         conn.execute("INSERT INTO toolregistry_schema VALUES ('policy-approvals', 99)")
     config = _config(tmp_path, postgres_url)
-    port = free_port()
-    done = subprocess.run(
-        [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve",
-         "--port", str(port), "--workers", str(workers)], cwd=tmp_path, capture_output=True,
-        text=True, timeout=180, check=False,
-        env={**os.environ, "PYTHONPATH": str(tmp_path), "HOST_TOKEN": TOKEN})
-    assert done.returncode != 0
+    done = _serve_failing(config, workers)
     assert "policy-approvals schema version 99, newer than this version understands (1)" \
         in done.stderr, done.stderr
     # With workers, each worker's plugins open their tables as it builds its registry: the

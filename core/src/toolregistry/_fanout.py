@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from ._log import log
-from ._registry_base import RegistryBase
+from ._registry_base import RegistryBase, subscribe
 from .errors import ConfigError, ToolNotFoundError
 
 if TYPE_CHECKING:
@@ -71,15 +71,7 @@ class SharedChanges:
     def on_remote(self, callback: RemoteCallback) -> Callable[[], None]:
         """Call ``callback(change)`` (on the feed's thread) for each change made elsewhere;
         returns a function that unsubscribes."""
-        with self._lock:
-            self._callbacks.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._callbacks:
-                    self._callbacks.remove(callback)
-
-        return unsubscribe
+        return subscribe(self._lock, self._callbacks, callback)
 
     def publish(self, kind: str, names: tuple[str, ...] = (),
                 details: Mapping[str, Any] | None = None) -> None:
