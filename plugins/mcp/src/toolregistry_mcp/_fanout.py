@@ -13,7 +13,7 @@ from toolregistry.plugin import log
 
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
-    from toolregistry._fanout import RemoteChange, SharedChanges
+    from toolregistry.plugin import RemoteChange, SharedChanges
 
 __all__ = ["share"]
 
