@@ -45,7 +45,7 @@ class ChangeFeed:
         self._lock = threading.Lock()
         self._listening = threading.Event()
         if store.kind == "sqlite":
-            store.ensure_schema("changes", 1, _DDL)
+            store.ensure_schema("kernel-changes", 1, _DDL)
 
     def publish(self, payload: Mapping[str, Any]) -> None:
         """Send ``payload`` (JSON-able; other values are sent as text) to every listener.
