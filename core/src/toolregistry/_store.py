@@ -213,7 +213,8 @@ class Store:
     def _renewed(self, stale: Any) -> Any:
         """A new pool when the server answers again: after an outage the pool retries with
         a growing back-off (seconds, then minutes), so it may still wait long after the
-        server came back. Raises the server's error while it is still away."""
+        server came back. Raises the server's error while it is still away. (A pool only
+        busy for that long is replaced too: its connections close as they are returned.)"""
         with self._lock:
             if self._pool is not stale and self._pool is not None:
                 return self._pool  # another thread renewed it
