@@ -20,7 +20,7 @@ ROOT = Path(__file__).parent
 PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml"))
 # The store seam's PostgreSQL driver (the kernel's store tests; plugins declare it in their
 # ``postgres`` extra).
-POSTGRES_DEPS = ["psycopg[binary]>=3.1", "psycopg_pool>=3.2"]
+POSTGRES_DEPS = ["psycopg[binary]>=3.2", "psycopg_pool>=3.2"]
 TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "hypothesis>=6.100", "pip",
              "hatchling"]
 # pytest-xdist workers for the sessions whose tests mostly wait on processes they start (MCP

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import attrs
 
 from . import _config, _source_options
+from ._fanout import RegistryFanOut
 from ._log import log
 from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
@@ -45,7 +46,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M")
 
 
-class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryReview):
+class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryReview,
+                   RegistryFanOut):
     """A registry of tools for function-calling LLMs.
 
     ``think_augment`` and ``tool_discovery`` need the think and discovery plugins.

@@ -9,14 +9,13 @@ type-check each on its own.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from .events import ChangeEvent
 
 if TYPE_CHECKING:
-    import threading
-
     from ._execution import Executor
     from ._hooks import Hooks
     from ._plugins import PluginHost
@@ -27,6 +26,20 @@ if TYPE_CHECKING:
     from .tool import Tool
 
 ChangeCallback = Callable[[ChangeEvent], None]
+
+
+def subscribe(lock: threading.RLock | threading.Lock, callbacks: list[Any],
+              callback: Any) -> Callable[[], None]:
+    """Add ``callback`` to ``callbacks`` (under ``lock``); a function that removes it."""
+    with lock:
+        callbacks.append(callback)
+
+    def unsubscribe() -> None:
+        with lock:
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+    return unsubscribe
 
 
 class RegistryBase:

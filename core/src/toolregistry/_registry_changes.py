@@ -14,7 +14,7 @@ import attrs
 
 from ._log import log
 from ._names import normalize_name
-from ._registry_base import ChangeCallback, RegistryBase
+from ._registry_base import ChangeCallback, RegistryBase, subscribe
 from .errors import ToolNameCollisionError, ToolNotFoundError, ToolRegistrationError
 from .events import ChangeEvent, ChangeKind
 from .tool import Tool, ToolMetadata
@@ -184,15 +184,7 @@ class RegistryChanges(RegistryBase):
 
     def on_change(self, callback: ChangeCallback) -> Callable[[], None]:
         """Call ``callback(event)`` after every change; returns a function that unsubscribes."""
-        with self._lock:
-            self._callbacks.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._callbacks:
-                    self._callbacks.remove(callback)
-
-        return unsubscribe
+        return subscribe(self._lock, self._callbacks, callback)
 
     def _emit(self, kind: ChangeKind, names: tuple[str, ...], details: dict[str, Any]) -> None:
         self._forget_plans(names, details)

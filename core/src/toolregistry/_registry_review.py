@@ -41,3 +41,7 @@ class RegistryReview(RegistryBase):
         if not self._hooks.review_change(self._whole, name, version, action):
             raise LookupError(f"tool {name!r} has no pending change: no plugin holds changes "
                               "of it back (registry.pending_changes() lists those that do)")
+        shared = self.__dict__.get("_shared_changes")
+        if shared is not None:  # every other worker and host adopts (or keeps) it too
+            shared.publish("review", (name,), {"tool": name, "version": version,
+                                               "action": action})

@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from attrs import frozen
 
+from ._log import log
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -191,11 +192,44 @@ class Store:
                 raise
             db.execute("COMMIT")
             return
-        with self._pool.connection() as conn:  # commits on exit, rolls back on an error
+        with self._pg_connection() as conn:  # commits on exit, rolls back on an error
             tx = Transaction(conn, "%s")
             if lock is not None:
                 tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (lock,))
             yield tx
+
+    @contextmanager
+    def _pg_connection(self) -> Iterator[Any]:
+        from psycopg_pool import PoolTimeout
+
+        pool = self._pool
+        if pool is None:
+            raise ConfigError(f"the store {self.url} is closed")
+        try:
+            conn = pool.getconn()
+        except PoolTimeout:
+            pool = self._renewed(pool)
+            conn = pool.getconn()
+        try:
+            with conn:  # as the pool's connection(): commit, or roll back on an error
+                yield conn
+        finally:
+            pool.putconn(conn)
+
+    def _renewed(self, stale: Any) -> Any:
+        """A new pool when the server answers again: after an outage the pool retries with
+        a growing back-off (seconds, then minutes), so it may still wait long after the
+        server came back. Raises the server's error while it is still away. (A pool only
+        busy for that long is replaced too: its connections close as they are returned.)"""
+        with self._lock:
+            if self._pool is not stale and self._pool is not None:
+                return self._pool  # another thread renewed it
+            fresh = _open_pool(self.url, self.durable)  # a ConfigError while it is away
+            self._pool = fresh
+        log.info("store.reconnected", store=str(self.url))
+        threading.Thread(target=stale.close, kwargs={"timeout": 1.0}, daemon=True,
+                         name="toolregistry-store-close").start()
+        return fresh
 
     def ensure_schema(self, component: str, version: int, ddl: Sequence[str]) -> None:
         """Create ``component``'s tables (``ddl``) on first use and record its schema
@@ -285,11 +319,13 @@ def _open_pool(url: StoreURL, durable: bool = True) -> Any:
         raise ConfigError(f"the store {url} cannot be reached: {masked_url(reason)}") from None
     # A call waits at most `timeout` seconds for a connection: a server gone mid-run fails
     # the statements that need it soon, rather than after the pool's default half minute.
+    # `check`: a connection is tried before it is lent, so that one the server dropped (a
+    # restart, pg_terminate_backend) is replaced rather than failing the next statement.
     options: dict[str, Any] = {"connect_timeout": 5}
     if not durable:
         options["options"] = "-c synchronous_commit=off"
     return ConnectionPool(url.url, min_size=1, max_size=4, open=True, timeout=5.0,
-                          kwargs=options)
+                          kwargs=options, check=ConnectionPool.check_connection)
 
 
 def open_store(url: StoreURL, *, durable: bool = True,

@@ -19,7 +19,8 @@ seams
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
 ``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``,
 ``sqlite_write_ahead``: a shared database for state that
-workers and hosts share), loaded on first use.
+workers and hosts share; ``SharedChanges`` / ``RemoteChange``: the tool-list changes of
+every registry on it, ``registry.share_changes()``), loaded on first use.
 Plugins use this module (and the public Tool model) rather than the kernel's private modules.
 It is light to import: loading a plugin must stay cheap.
 """
@@ -61,6 +62,7 @@ from .types import approval_id_of
 if TYPE_CHECKING:
     from ._config_path import ConfigPath
     from ._execution._async import StartedCall
+    from ._fanout import RemoteChange, SharedChanges
     from ._registry import ToolRegistry
     from ._source_options import SourceOptions
     from ._store import (
@@ -103,7 +105,9 @@ __all__ = [
     "OperationObserver",
     "ProviderFormat",
     "RawCall",
+    "RemoteChange",
     "Runner",
+    "SharedChanges",
     "SourceKind",
     "Store",
     "StoreURL",
@@ -223,4 +227,6 @@ _STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_ur
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
                                       **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
                                       "ConfigPath": "toolregistry._config_path",
-                                      "stand_in": "toolregistry.formats._parts"})
+                                      "stand_in": "toolregistry.formats._parts",
+                                      "RemoteChange": "toolregistry._fanout",
+                                      "SharedChanges": "toolregistry._fanout"})

@@ -135,10 +135,7 @@ class PostgresCluster:
                     sock.bind(("127.0.0.1", 0))
                     self.port = sock.getsockname()[1]
                 try:
-                    self._tool("pg_ctl", "-D", str(data), "-l", str(self.folder / "server.log"),
-                               "-w", "-t", "60", "-o", f"-p {self.port} -k {self.folder} "
-                               "-c listen_addresses=127.0.0.1 -c fsync=off "
-                               "-c synchronous_commit=off -c full_page_writes=off", "start")
+                    self.start_server()
                     break
                 except RuntimeError as exc:
                     if attempt == 2:
@@ -155,6 +152,18 @@ class PostgresCluster:
         if done.returncode != 0:
             raise RuntimeError(f"{name} failed ({done.returncode}): "
                                f"{(done.stderr or done.stdout).strip()}")
+
+    def start_server(self) -> None:
+        """Start the server (again, after :meth:`stop_server`: same port, same data)."""
+        self._tool("pg_ctl", "-D", str(self.folder / "data"), "-l",
+                   str(self.folder / "server.log"), "-w", "-t", "60", "-o",
+                   f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 "
+                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off", "start")
+
+    def stop_server(self) -> None:
+        """Stop the server, keeping its data: a database gone under running clients
+        (:meth:`start_server` brings it back)."""
+        self._tool("pg_ctl", "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
 
     def url(self, database: str = "postgres") -> str:
         """The URL of ``database`` on this cluster."""

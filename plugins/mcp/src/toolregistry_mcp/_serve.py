@@ -30,6 +30,7 @@ from toolregistry.types import answering_in, calling_for, reporting_progress
 
 from ._access import EVERYTHING, NOTHING, Access
 from ._convert import to_call_result
+from ._fanout import share
 from ._heap import frozen_heap
 from ._notify import CallChannel, forwarding_logs, level_number, want_level
 from ._serve_config import ServeOptions
@@ -97,7 +98,9 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     A tool's ``ToolContext.report_progress`` becomes ``notifications/progress`` when the
     client sent a progress token; its log records (``logging``, at ``tool_log_level`` or
     above, or the level the client set with ``logging/setLevel``) become
-    ``notifications/message``. ``scopes`` maps OAuth scopes to the tools they grant (for
+    ``notifications/message``. With a ``store`` configured, the registry shares its
+    tool-list changes with every other registry on it (``share_changes``) and its clients
+    hear of theirs too. ``scopes`` maps OAuth scopes to the tools they grant (for
     verifiers that return the SDK's plain ``AccessToken``); ``authenticated``: requests
     without a verified token see no tool.
     """
@@ -213,21 +216,31 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         announcing.add(task)  # the loop keeps only a weak reference to a task
         task.add_done_callback(announcing.discard)
 
-    def changed(event: ChangeEvent) -> None:
-        if event.kind == "metadata" and not event.details.get("schema_changed"):
+    def announce_soon(kind: str, details: Any) -> None:
+        if kind == "metadata" and not details.get("schema_changed"):
             return
         loop = loop_ref.get("loop")
         if loop is not None and not loop.is_closed():
             # Not in the context of whatever made the change (a call's, with its log routing)
             loop.call_soon_threadsafe(start_announcing, context=contextvars.Context())
 
+    def changed(event: ChangeEvent) -> None:
+        announce_soon(event.kind, event.details)
+
     @contextlib.asynccontextmanager
     async def lifespan(_server: Any) -> AsyncIterator[dict[str, Any]]:
+        # A listen stream may be a worker's only client: announcements need its loop.
+        loop_ref.setdefault("loop", asyncio.get_running_loop())
         # Tools' log records reach the client only while the server runs.
         with forwarding_logs(default_level):
             yield {}
 
     registry.on_change(changed)
+    shared = share(registry)  # with a store: every worker's and host's changes
+    if shared is not None:
+        # Told even when nothing changed here: behind a load balancer, this worker's clients
+        # list the tools of whichever worker their next request reaches.
+        shared.on_remote(lambda change: announce_soon(change.kind, change.details))
     with warnings.catch_warnings():
         # The SDK marks logging deprecated for the 2026-07-28 protocol (SEP-2577); clients of
         # the handshake protocols still use logging/setLevel, and the issue asks for it.
