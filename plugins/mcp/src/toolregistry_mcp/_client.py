@@ -26,6 +26,7 @@ from toolregistry.errors import ConfigError, ToolCallError
 from toolregistry.plugin import log
 
 from . import _loop
+from ._sdk_private import send_unvalidated
 from ._session import (
     InputHandler,
     MCPConnectError,
@@ -403,21 +404,9 @@ class MCPClient(SessionBase):
     async def _send_raw(self, conn: _Connection, method: str, params: dict[str, Any],
                         timeout: float | None = None, on_progress: Any = None
                         ) -> dict[str, Any]:
-        """A request whose result is parsed here, not by the SDK: the session's own stamp
-        (the 2026-07-28 ``_meta`` envelope and headers, or the handshake's version header)
-        goes on it as on every other request."""
-        assert conn.dispatcher is not None
-        data: dict[str, Any] = {"method": method, "params": params}
-        opts: dict[str, Any] = {}
-        stamp = getattr(conn.session, "_stamp", None)
-        if stamp is not None:
-            stamp(data, opts)
-        if on_progress is not None:
-            opts["on_progress"] = on_progress
-        if timeout is not None:
-            opts["timeout"] = timeout
-        return await conn.dispatcher.send_raw_request(  # type: ignore[no-any-return]
-            method, data["params"] or None, opts)
+        """A request whose result is parsed here, not by the SDK."""
+        assert conn.session is not None
+        return await send_unvalidated(conn.session, method, params, timeout, on_progress)
 
     async def _call_tool(self, name: str, arguments: dict[str, Any] | None,
                          timeout: float | None, progress: ProgressReporter | None = None,

@@ -176,7 +176,6 @@ class _Connection:
     dead: bool = False
     stderr: _StderrTail | None = None
     error: BaseException | None = None  # why the transport failed, when it knows
-    dispatcher: Any = None  # the session's JSON-RPC dispatcher (for the lenient path)
     lenient: bool = False  # the server's listing fails the SDK's validation
     pid: int | None = None  # a stdio server's process (and process group) id
     refused: tuple[int, str] | None = None  # an HTTP 401 / 403 and its WWW-Authenticate
@@ -418,7 +417,6 @@ class SessionBase:
                     conn.client = client
                     conn.session = client.session
                     conn.init = _negotiated(client)
-                    conn.dispatcher = getattr(client.session, "_dispatcher", None)
                     ready.set_result(None)
                     async with anyio.create_task_group() as tasks:
                         if self.listen_for_changes(conn):
