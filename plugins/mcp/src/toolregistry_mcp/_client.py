@@ -362,7 +362,8 @@ class MCPClient(SessionBase):
                     "the server does not offer task-augmented tools/call on this session "
                     f"(protocol {conn.init.protocol_version if conn.init else '?'})")
                 continue
-            if support == "required":
+            if support == "required" and not (conn.init and conn.init.modern):
+                # At 2025-11-25 the client asks for the task; at 2026-07-28 the server decides.
                 self._as_task.add(tool.name)
             kept.append(tool)
         self.invalid_tools = invalid
@@ -370,10 +371,14 @@ class MCPClient(SessionBase):
 
     @staticmethod
     def _tasks_offered(conn: _Connection) -> bool:
-        """The server takes task-augmented ``tools/call`` (2025-11-25 core tasks; at
-        2026-07-28 tasks are an extension this client does not speak)."""
+        """The server runs ``tools/call`` as tasks (2025-11-25 core tasks; at 2026-07-28 the
+        ``io.modelcontextprotocol/tasks`` extension)."""
         caps = conn.init.capabilities if conn.init is not None else None
-        tasks = caps.tasks if caps is not None and not conn.init.modern else None  # type: ignore[union-attr]
+        if conn.init is not None and conn.init.modern:
+            from ._tasks import offered
+
+            return offered(caps)
+        tasks = caps.tasks if caps is not None else None
         return bool(tasks is not None and tasks.requests is not None
                     and tasks.requests.tools is not None
                     and tasks.requests.tools.call is not None)
@@ -430,6 +435,10 @@ class MCPClient(SessionBase):
                                 error=f"{type(exc).__name__}: {exc}")
 
             on_progress = forward
+        # A 2026-07-28 server may answer with a task; the tasks claim finishes it by then.
+        from . import _tasks
+
+        _tasks.scope.set(_tasks.CallScope(self.display, name, _deadline(limit), limit))
         if name in self._as_task:
             async with self._session() as conn:
                 try:
@@ -449,6 +458,8 @@ class MCPClient(SessionBase):
                                                     read_timeout_seconds=limit,
                                                     progress_callback=on_progress,
                                                     meta=request_meta)
+            except ToolCallError:
+                raise
             except Exception as exc:
                 if not self._session_expired(live, exc):
                     raise self._call_error(name, exc, limit) from None
@@ -472,6 +483,8 @@ class MCPClient(SessionBase):
                                                    read_timeout_seconds=limit,
                                                    progress_callback=on_progress,
                                                    meta=request_meta)
+                except ToolCallError:
+                    raise
                 except Exception as exc:
                     if attempt == 1 and self._session_expired(conn, exc):
                         continue
@@ -631,6 +644,12 @@ class MCPClient(SessionBase):
 
 
 _TASK_TTL_MS = 10 * 60 * 1000  # how long the server keeps a task's result for us
+
+
+def _deadline(limit: float | None) -> float | None:
+    import anyio
+
+    return None if limit is None else anyio.current_time() + limit
 
 
 def _left(deadline: float | None) -> float | None:

@@ -388,6 +388,8 @@ class SessionBase:
         import mcp_types as types
         from mcp.client.client import Client
 
+        from . import _tasks
+
         def mark_dead() -> None:
             if not conn.dead:
                 conn.dead = True
@@ -406,6 +408,7 @@ class SessionBase:
             elicitation_callback=_input_callback(self.elicitation, "elicitation"),
             sampling_callback=_input_callback(self.sampling, "sampling"),
             client_info=types.Implementation(name=self.client_name, version=_version()),
+            extensions=[_tasks.extension()],
         )
         try:
             # One scope around the whole session (anyio needs its task groups entered and
