@@ -75,3 +75,13 @@ def test_a_task_past_its_deadline_is_cancelled_on_the_server(registry: ToolRegis
     assert any(e["event"] == "mcp.task_cancelled" for e in logs)
     log = json.loads(str(registry.invoke("t-task_log", {}).content))
     assert log == [{"status": "cancelled", "cancel_requested": True}]
+
+
+def test_a_tool_that_supports_tasks_also_runs_without_one(registry: ToolRegistry) -> None:
+    # At 2025-11-25 the extension is not spoken: the server runs the call directly.
+    registry.register_from_mcp(STDIO, namespace="t", protocol_version="legacy")
+    assert registry.invoke("t-slow_compute", {"seconds": 0.1, "label": "y"}).text == \
+        "computed y"
+    only = registry.invoke("t-research", {"topic": "tides"})
+    assert only.is_error and "runs only as a task" in only.text
+    assert json.loads(str(registry.invoke("t-task_log", {}).content)) == []
