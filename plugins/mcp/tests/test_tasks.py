@@ -85,3 +85,20 @@ def test_a_tool_that_supports_tasks_also_runs_without_one(registry: ToolRegistry
     only = registry.invoke("t-research", {"topic": "tides"})
     assert only.is_error and "runs only as a task" in only.text
     assert json.loads(str(registry.invoke("t-task_log", {}).content)) == []
+
+
+def test_a_task_whose_caller_gives_up_is_cancelled_on_the_server(no_orphans: None) -> None:
+    import asyncio
+
+    from toolregistry_mcp import MCPClient
+
+    async def main() -> str:
+        async with MCPClient(STDIO, timeout=None) as client:
+            await client.alist_tools()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    client.acall_tool("research", {"topic": "tides", "seconds": 60}), 3)
+            log = await client.acall_tool("task_log", {})
+            return str(getattr(log.content[0], "text", ""))
+
+    assert json.loads(asyncio.run(main())) == [{"status": "cancelled", "cancel_requested": True}]
