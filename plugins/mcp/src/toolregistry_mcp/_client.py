@@ -26,6 +26,7 @@ from toolregistry.errors import ConfigError, ToolCallError
 from toolregistry.plugin import log
 
 from . import _loop
+from ._sdk_private import send_unvalidated
 from ._session import (
     InputHandler,
     MCPConnectError,
@@ -361,7 +362,8 @@ class MCPClient(SessionBase):
                     "the server does not offer task-augmented tools/call on this session "
                     f"(protocol {conn.init.protocol_version if conn.init else '?'})")
                 continue
-            if support == "required":
+            if support == "required" and not (conn.init and conn.init.modern):
+                # At 2025-11-25 the client asks for the task; at 2026-07-28 the server decides.
                 self._as_task.add(tool.name)
             kept.append(tool)
         self.invalid_tools = invalid
@@ -369,10 +371,14 @@ class MCPClient(SessionBase):
 
     @staticmethod
     def _tasks_offered(conn: _Connection) -> bool:
-        """The server takes task-augmented ``tools/call`` (2025-11-25 core tasks; at
-        2026-07-28 tasks are an extension this client does not speak)."""
+        """The server runs ``tools/call`` as tasks (2025-11-25 core tasks; at 2026-07-28 the
+        ``io.modelcontextprotocol/tasks`` extension)."""
         caps = conn.init.capabilities if conn.init is not None else None
-        tasks = caps.tasks if caps is not None and not conn.init.modern else None  # type: ignore[union-attr]
+        if conn.init is not None and conn.init.modern:
+            from ._tasks import offered
+
+            return offered(caps)
+        tasks = caps.tasks if caps is not None else None
         return bool(tasks is not None and tasks.requests is not None
                     and tasks.requests.tools is not None
                     and tasks.requests.tools.call is not None)
@@ -403,31 +409,30 @@ class MCPClient(SessionBase):
     async def _send_raw(self, conn: _Connection, method: str, params: dict[str, Any],
                         timeout: float | None = None, on_progress: Any = None
                         ) -> dict[str, Any]:
-        """A request whose result is parsed here, not by the SDK: the session's own stamp
-        (the 2026-07-28 ``_meta`` envelope and headers, or the handshake's version header)
-        goes on it as on every other request."""
-        assert conn.dispatcher is not None
-        data: dict[str, Any] = {"method": method, "params": params}
-        opts: dict[str, Any] = {}
-        stamp = getattr(conn.session, "_stamp", None)
-        if stamp is not None:
-            stamp(data, opts)
-        if on_progress is not None:
-            opts["on_progress"] = on_progress
-        if timeout is not None:
-            opts["timeout"] = timeout
-        return await conn.dispatcher.send_raw_request(  # type: ignore[no-any-return]
-            method, data["params"] or None, opts)
+        """A request whose result is parsed here, not by the SDK."""
+        assert conn.session is not None
+        return await send_unvalidated(conn.session, method, params, timeout, on_progress)
 
     async def _call_tool(self, name: str, arguments: dict[str, Any] | None,
                          timeout: float | None, progress: ProgressReporter | None = None,
                          meta: Mapping[str, Any] | None = None
                          ) -> mcp_types.CallToolResult:
+        from . import _tasks
+
+        limit = timeout if timeout is not None else self.timeout
+        # A 2026-07-28 server may answer with a task; the tasks claim finishes it by then.
+        token = _tasks.scope.set(_tasks.CallScope.start(self.display, name, limit))
+        try:
+            return await self._call(name, arguments, limit, progress, meta)
+        finally:
+            _tasks.scope.reset(token)
+
+    async def _call(self, name: str, arguments: dict[str, Any] | None, limit: float | None,
+                    progress: ProgressReporter | None, meta: Mapping[str, Any] | None
+                    ) -> mcp_types.CallToolResult:
         import mcp_types as types
 
         request_meta: Any = dict(meta) if meta else None
-
-        limit = timeout if timeout is not None else self.timeout
         on_progress = None
         if progress is not None:
             report = progress
@@ -442,9 +447,11 @@ class MCPClient(SessionBase):
 
             on_progress = forward
         if name in self._as_task:
+            from ._tasks import call_as_task
+
             async with self._session() as conn:
                 try:
-                    return await self._call_as_task(conn, name, arguments, limit, request_meta)
+                    return await call_as_task(conn.session, name, arguments, request_meta)
                 except ToolCallError:
                     raise
                 except Exception as exc:
@@ -460,6 +467,8 @@ class MCPClient(SessionBase):
                                                     read_timeout_seconds=limit,
                                                     progress_callback=on_progress,
                                                     meta=request_meta)
+            except ToolCallError:
+                raise
             except Exception as exc:
                 if not self._session_expired(live, exc):
                     raise self._call_error(name, exc, limit) from None
@@ -483,74 +492,13 @@ class MCPClient(SessionBase):
                                                    read_timeout_seconds=limit,
                                                    progress_callback=on_progress,
                                                    meta=request_meta)
+                except ToolCallError:
+                    raise
                 except Exception as exc:
                     if attempt == 1 and self._session_expired(conn, exc):
                         continue
                     raise self._call_error(name, exc, limit) from None
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _call_as_task(self, conn: _Connection, name: str,
-                            arguments: dict[str, Any] | None, limit: float | None,
-                            meta: Mapping[str, Any] | None) -> mcp_types.CallToolResult:
-        """A task-augmented call: created, polled (at the server's ``pollInterval``) until it
-        ends, its result fetched; cancelled on the server when the deadline passes first or
-        the caller gives up."""
-        import anyio
-        import mcp_types as types
-
-        params: dict[str, Any] = {"name": name, "arguments": arguments or {},
-                                  "task": {"ttl": _TASK_TTL_MS}}
-        if meta:
-            params["_meta"] = dict(meta)
-        deadline = None if limit is None else anyio.current_time() + limit
-        created = types.CreateTaskResult.model_validate(
-            await self._send_raw(conn, "tools/call", params, limit), by_name=False)
-        task: Any = created.task
-        try:
-            while task.status in ("working", "input_required"):
-                if task.status == "input_required":
-                    # The server's questions come as requests on the session while the
-                    # result is awaited; the handlers answer them.
-                    break
-                pause = (task.poll_interval or 1000) / 1000
-                if deadline is not None:
-                    pause = min(pause, max(deadline - anyio.current_time(), 0))
-                    if pause <= 0:
-                        raise TimeoutError
-                await anyio.sleep(pause)
-                task = types.GetTaskResult.model_validate(
-                    await self._send_raw(conn, "tasks/get", {"taskId": task.task_id},
-                                         _left(deadline)), by_name=False)
-            if task.status in ("failed", "cancelled"):
-                return types.CallToolResult(is_error=True, content=[types.TextContent(
-                    type="text", text=f"the task {task.status}"
-                    + (f": {task.status_message}" if task.status_message else ""))])
-            raw = await self._send_raw(conn, "tasks/result", {"taskId": task.task_id},
-                                       _left(deadline))
-            return types.CallToolResult.model_validate(raw, by_name=False)
-        except BaseException as exc:
-            if isinstance(exc, TimeoutError) or _is_timeout(exc) or isinstance(
-                    exc, asyncio.CancelledError):
-                await self._cancel_task(conn, name, task.task_id)
-                if not isinstance(exc, asyncio.CancelledError):
-                    log.warning("mcp.call_timeout", server=self.display, tool=name,
-                                timeout=limit, task=task.task_id)
-                    raise ToolCallError(
-                        f"MCP server {self.display}: tool {name!r} (run as a task) did not "
-                        f"finish within {limit:g}s; the task was cancelled (tasks/cancel "
-                        "sent)", kind="timeout") from None
-            raise
-
-    async def _cancel_task(self, conn: _Connection, name: str, task_id: str) -> None:
-        import anyio
-
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            try:
-                await self._send_raw(conn, "tasks/cancel", {"taskId": task_id}, 5)
-                log.info("mcp.task_cancelled", server=self.display, tool=name, task=task_id)
-            except Exception as exc:
-                log.warning("mcp.task_cancel_failed", server=self.display, tool=name,
-                            task=task_id, error=f"{type(exc).__name__}: {exc}")
 
     def _session_expired(self, conn: _Connection, exc: BaseException) -> bool:
         """An HTTP server that forgot our session (it restarted) answers 404, which the SDK
@@ -639,23 +587,6 @@ class MCPClient(SessionBase):
             msg += f"; its stderr ends with:\n{tail[-1000:]}"
         log.error("mcp.call_failed", server=self.display, tool=what, error=detail)
         return ToolCallError(msg, kind="remote")
-
-
-_TASK_TTL_MS = 10 * 60 * 1000  # how long the server keeps a task's result for us
-
-
-def _left(deadline: float | None) -> float | None:
-    import anyio
-
-    return None if deadline is None else max(deadline - anyio.current_time(), 0.001)
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    from mcp.shared.exceptions import MCPError
-    from mcp_types import REQUEST_TIMEOUT
-
-    exc = _first_error(exc)
-    return isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
 
 
 def _invalid_result(exc: BaseException) -> str | None:

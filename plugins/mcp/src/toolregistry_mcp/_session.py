@@ -176,7 +176,6 @@ class _Connection:
     dead: bool = False
     stderr: _StderrTail | None = None
     error: BaseException | None = None  # why the transport failed, when it knows
-    dispatcher: Any = None  # the session's JSON-RPC dispatcher (for the lenient path)
     lenient: bool = False  # the server's listing fails the SDK's validation
     pid: int | None = None  # a stdio server's process (and process group) id
     refused: tuple[int, str] | None = None  # an HTTP 401 / 403 and its WWW-Authenticate
@@ -389,6 +388,8 @@ class SessionBase:
         import mcp_types as types
         from mcp.client.client import Client
 
+        from . import _tasks
+
         def mark_dead() -> None:
             if not conn.dead:
                 conn.dead = True
@@ -407,6 +408,7 @@ class SessionBase:
             elicitation_callback=_input_callback(self.elicitation, "elicitation"),
             sampling_callback=_input_callback(self.sampling, "sampling"),
             client_info=types.Implementation(name=self.client_name, version=_version()),
+            extensions=[_tasks.extension()],
         )
         try:
             # One scope around the whole session (anyio needs its task groups entered and
@@ -418,7 +420,6 @@ class SessionBase:
                     conn.client = client
                     conn.session = client.session
                     conn.init = _negotiated(client)
-                    conn.dispatcher = getattr(client.session, "_dispatcher", None)
                     ready.set_result(None)
                     async with anyio.create_task_group() as tasks:
                         if self.listen_for_changes(conn):

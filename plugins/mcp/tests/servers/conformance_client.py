@@ -92,18 +92,44 @@ def main() -> int:
     with ToolRegistry() as registry:
         tools = registry.register_from_mcp(url, auth=auth, timeout=20, elicitation=_accept)
         # The calls the scenario asks for, or the first tool with example arguments.
-        calls = context.get("toolCalls") or (
-            [{"name": tools[0].name, "arguments": _example(tools[0].parameters)}]
-            if tools else [])
+        calls = context.get("toolCalls") or _SCENARIO_CALLS.get(scenario, _first)(tools)
         for call in calls:
             result = registry.invoke(call["name"], call.get("arguments") or {})
             print(result.text[:200])
     return 0
 
 
+def _first(tools: list[Any]) -> list[dict[str, Any]]:
+    """The first tool, with example arguments."""
+    return [{"name": tools[0].name, "arguments": _example(tools[0].parameters)}] if tools else []
+
+
+def _every(tools: list[Any]) -> list[dict[str, Any]]:
+    """Every tool in the server's order, each with example arguments: one multi-round-trip
+    flow after another, and calls in between that must carry none of their state."""
+    return [{"name": tool.name, "arguments": _example(tool.parameters)} for tool in tools]
+
+
+def _echo_schema(tools: list[Any]) -> list[dict[str, Any]]:
+    """The focal tool's input schema as the registry holds it, sent back to the echo tool."""
+    by_name = {tool.name: tool for tool in tools}
+    return [{"name": "json_schema_echo",
+             "arguments": {"schema": by_name["json_schema_2020_12_tool"].parameters}}]
+
+
+_SCENARIO_CALLS = {
+    "sep-2322-client-request-state": _every,
+    "json-schema-2020-12-preservation": _echo_schema,
+}
+
+
 def _accept(params: Any) -> dict[str, Any]:
-    """An elicitation answered as a user accepting, with an example value for each field."""
-    return {"action": "accept", "content": _example(params.requested_schema)}
+    """An elicitation answered as a user accepting the form as shown: each field's default
+    (SEP-1034), an example value for a required field without one."""
+    schema = params.requested_schema
+    defaults = {name: prop["default"] for name, prop in (schema.get("properties") or {}).items()
+                if isinstance(prop, dict) and "default" in prop}
+    return {"action": "accept", "content": {**_example(schema), **defaults}}
 
 
 def _example(schema: Any) -> dict[str, Any]:
