@@ -192,7 +192,7 @@ def log_pages(root: Path, calls: int, requests: int) -> list[tuple[Any, ...]]:
     import asyncio
 
     from toolregistry_inspector import create_app, execution_log
-    from toolregistry_inspector._log import read_log
+    from toolregistry_inspector._reads import read_log
 
     registry = _registry(root, 'log-db = "pages.sqlite"\nlog-size = 1000\n')
     for i in range(calls):

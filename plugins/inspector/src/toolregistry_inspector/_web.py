@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from . import _views
-from ._log import durations, format_entry, get_entry, get_log, read_log
+from ._log import format_entry, get_log
+from ._reads import durations, get_entry, read_log
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
