@@ -14,6 +14,7 @@ settings option holding a path: relative to the configuration file's folder), an
 seams
 (``operation``, ``outgoing_context`` / ``add_carrier``, ``continuing``, ``add_log_context``);
 ``value_shape`` (a value as its type and size, for logs that keep no values);
+``listen_to_progress`` (a call observer hears the progress its call reports);
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
 ``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``,
 ``sqlite_write_ahead``: a shared database for state that
@@ -54,7 +55,7 @@ from .hookspecs import (
     Runner,
     hookimpl,
 )
-from .types import approval_id_of
+from .types import approval_id_of, listen_to_progress
 
 if TYPE_CHECKING:
     from ._config_path import ConfigPath
@@ -114,6 +115,7 @@ __all__ = [
     "hookimpl",
     "import_target",
     "lazy_exports",
+    "listen_to_progress",
     "log",
     "masked_url",
     "normalize_name",
