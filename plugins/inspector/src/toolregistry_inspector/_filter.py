@@ -37,7 +37,7 @@ class _Filter:
     def __init__(self, tool: str | None = None, outcome: str | None = None,
                  since: float | None = None, call_id: str | None = None,
                  after: int | None = None, until: float | None = None,
-                 before: int | None = None) -> None:
+                 before: int | None = None, batch: str | None = None) -> None:
         if outcome is not None and not isinstance(outcome, str):
             raise TypeError(f"outcome must be a string such as 'ok' or 'error', got {outcome!r}")
         self.tool = tool
@@ -47,6 +47,7 @@ class _Filter:
         self.after = after
         self.until = until
         self.before = before
+        self.batch = batch
 
     def match(self, r: _Record) -> bool:
         if self.after is not None and r[0] <= self.after:
@@ -58,6 +59,8 @@ class _Filter:
         if self.since is not None and r[1] < self.since:
             return False
         if self.call_id is not None and r[3] != self.call_id:
+            return False
+        if self.batch is not None and r[13] != self.batch:
             return False
         if self.outcome is not None:
             if self.outcome == "error":
@@ -85,14 +88,23 @@ class _Filter:
         if self.call_id is not None:
             where.append("call_id = ?")
             params.append(self.call_id)
+        if self.batch is not None:
+            where.append("batch = ?")
+            params.append(self.batch)
         if self.outcome == "error":
             where.append("outcome != 'ok'")
         elif self.outcome is not None:
             where.append("outcome = ?")
             params.append(self.outcome)
         if self.tool is not None:
-            if kind == "sqlite":
-                where.append("tool GLOB ?")
+            if not any(c in self.tool for c in "*?["):
+                # One tool: its (tool, seq) index gives the newest calls in order.
+                where.append("tool = ?")
+                params.append(self.tool)
+            elif kind == "sqlite":
+                # A pattern: walking the calls newest first stops at the page's end; the
+                # tool index would make the database sort every call the pattern matches.
+                where.append("+tool GLOB ?")
                 params.append(self.tool)
             else:
                 where.append("tool ~ ?")

@@ -33,12 +33,15 @@ if TYPE_CHECKING:
     from toolregistry import ToolCall, ToolRegistry, ToolResult
     from toolregistry.plugin import StoreURL
 
+    from ._running import Running, RunningCalls
+
 ArgumentMode = Literal["redacted", "full"]
 
 # (seq, time, tool, call_id, arguments, outcome, duration, reason, error, approval, spool,
-#  format, content): what the observer keeps per call, turned into a LogEntry when read.
+#  format, content, batch, trace_id, span_id): what the observer keeps per call, turned into a
+#  LogEntry when read.
 _Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", Any, Any, Any, str,
-                Any]
+                Any, "str | None", "str | None", "str | None"]
 
 _STATE_KEY = "log"
 _create_lock = threading.Lock()
@@ -59,7 +62,9 @@ class LogEntry:
     ``result``: the content the model got back, as parts (``{"type": "text", "text": ...}``,
     ``{"type": "image", "media_type": ..., "bytes": ...}``), each value redacted to its shape
     like the arguments unless the log keeps them ``"full"`` (then texts, cut at
-    ``max_field_chars``, and images as ``data:`` URLs up to ``MAX_IMAGE_CHARS``).
+    ``max_field_chars``, and images as ``data:`` URLs up to ``MAX_IMAGE_CHARS``);
+    ``batch``: the id the kernel gave the calls of one ``execute_tool_calls``; ``trace_id`` /
+    ``span_id``: the call's span, when a tracing plugin made one (hex).
     """
 
     seq: int
@@ -75,6 +80,9 @@ class LogEntry:
     spool: str | None = None
     format: str = "registry"
     result: list[dict[str, Any]] | None = None
+    batch: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -87,7 +95,8 @@ class LogEntry:
                 "arguments": self.arguments, "outcome": self.outcome,
                 "duration": self.duration, "reason": self.reason, "error": self.error,
                 "approval": self.approval, "spool": self.spool, "format": self.format,
-                "result": self.result}
+                "result": self.result, "batch": self.batch, "trace_id": self.trace_id,
+                "span_id": self.span_id}
 
 
 redact = value_shape
@@ -215,7 +224,7 @@ class _Shaper:
 
     def entry(self, record: _Record) -> LogEntry:
         seq, started, tool, call_id, arguments, outcome, duration, reason, error, approval, \
-            spool, fmt, content = record
+            spool, fmt, content, batch, trace_id, span_id = record
         limit = self.max_field_chars
         shown = shape_arguments(arguments, self.mode, self.max_value_chars)
         return LogEntry(seq=seq, time=started, tool=_cut(tool, limit) or "",
@@ -225,29 +234,40 @@ class _Shaper:
                         error=_cut(_error(error, self.mode), limit),
                         approval=_bounded_approval(_approval(approval), limit),
                         spool=_cut(_spool(spool), limit), format=fmt[:limit],
-                        result=shape_result(content, self.mode, limit))
+                        result=shape_result(content, self.mode, limit),
+                        batch=_cut(batch, limit), trace_id=_cut(trace_id, limit),
+                        span_id=_cut(span_id, limit))
 
 
 class _Observer:
-    """The registry's call observer: one record per finished call, nothing else."""
+    """The registry's call observer: one record per finished call, nothing else (and, while
+    an inspector watches, the calls in flight)."""
 
-    __slots__ = ("_append", "_put", "_seq")
+    __slots__ = ("_append", "_put", "_seq", "running")
 
     def __init__(self, execution_log: ExecutionLog) -> None:
         self._append = execution_log._buffer.append
         self._seq = execution_log._seq
         self._put = execution_log._writer.put if execution_log._writer is not None else None
+        self.running: RunningCalls | None = None  # set by an inspector that opens
 
-    def call_started(self, call: ToolCall) -> float:
-        return time.time()
+    def call_started(self, call: ToolCall) -> float | Running:
+        if self.running is None:
+            return time.time()
+        return self.running.start(call, time.time())
 
-    def call_finished(self, call: ToolCall, result: ToolResult, token: float) -> None:
+    def call_finished(self, call: ToolCall, result: ToolResult,
+                      token: float | Running) -> None:
+        if not isinstance(token, float):
+            assert self.running is not None
+            self.running.finish(token)
+            token = token.started
         error = result.error_kind
         record = (next(self._seq), token, call.name, call.id, call.arguments,
                   error or ("error" if result.is_error else "ok"), result.duration, call.reason,
                   result if result.is_error else None, result.approval,
                   result.metadata.get("spool") if result.metadata else None, call.format,
-                  result.content)
+                  result.content, call.batch_id, call.trace_id, call.span_id)
         self._append(record)
         if self._put is not None:
             self._put(record)
@@ -298,6 +318,15 @@ class ExecutionLog:
     def __len__(self) -> int:
         return len(self._buffer)
 
+    def watch_running(self) -> RunningCalls:
+        """The calls in flight, tracked from now on (an inspector calls it when it opens)."""
+        with _create_lock:
+            if self.observer.running is None:
+                from ._running import RunningCalls
+
+                self.observer.running = RunningCalls()
+            return self.observer.running
+
     def entry(self, record: _Record) -> LogEntry:
         """A record as the log shows and stores it (see :class:`_Shaper`)."""
         return self._shaper.entry(record)
@@ -305,15 +334,17 @@ class ExecutionLog:
     def entries(self, *, tool: str | None = None, outcome: str | None = None,
                 since: float | None = None, call_id: str | None = None,
                 after: int | None = None, limit: int | None = None,
-                until: float | None = None, before: int | None = None) -> list[LogEntry]:
+                until: float | None = None, before: int | None = None,
+                batch: str | None = None) -> list[LogEntry]:
         """The logged calls that match, oldest first (the last ``limit`` of them).
 
         ``tool``: a name or glob (``"srv-*"``); ``outcome``: ``"ok"``, an error kind, or
         ``"error"`` for every call that did not succeed; ``since`` / ``until``: calls that
         started at or after / before these times (epoch seconds); ``after`` / ``before``:
-        only entries with a larger / smaller ``seq`` (to follow the log, to page back).
+        only entries with a larger / smaller ``seq`` (to follow the log, to page back);
+        ``batch``: the calls of one batch.
         """
-        where = _Filter(tool, outcome, since, call_id, after, until, before)
+        where = _Filter(tool, outcome, since, call_id, after, until, before, batch)
         matched = [r for r in self._buffer.copy() if where.match(r)]
         if limit is not None:
             matched = matched[-limit:] if limit > 0 else []
@@ -380,7 +411,8 @@ class _Writer:
                    e.reason, e.error,
                    None if e.approval is None else json.dumps(e.approval, default=repr),
                    e.spool, e.format,
-                   None if e.result is None else json.dumps(e.result, ensure_ascii=False))
+                   None if e.result is None else json.dumps(e.result, ensure_ascii=False),
+                   e.batch, e.trace_id, e.span_id)
 
     def _write(self, records: list[_Record]) -> None:
         try:

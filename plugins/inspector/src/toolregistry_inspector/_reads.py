@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from ._filter import _Filter
 from ._log import ExecutionLog, LogEntry
-from ._sinks import STORE_TABLE, ServerSink, has_result_column, open_log_store
+from ._sinks import LATER_COLUMNS, STORE_TABLE, ServerSink, file_columns, open_log_store
 
 if TYPE_CHECKING:
     from toolregistry.plugin import Store, StoreURL
 
 
 _COLUMNS = ("seq", "time", "registry", "tool", "call_id", "arguments", "outcome", "duration",
-            "reason", "error", "approval", "spool", "format")
+            "reason", "error", "approval", "spool", "format", *LATER_COLUMNS)
 
 
 def _target(db: str | Path | StoreURL) -> Path | StoreURL:
@@ -39,12 +39,12 @@ def _target(db: str | Path | StoreURL) -> Path | StoreURL:
     return (db.path if isinstance(db, StoreURL) else Path(db)).expanduser()
 
 
-def _fetch(target: Path | StoreURL, columns: str, tail: str, params: list[Any], *,
-           result: bool = False, store: Store | None = None) -> list[Sequence[Any]]:
-    """The rows of ``SELECT columns FROM <the log's table>{tail}`` (plus each call's result
-    with ``result``, when the file has that column); ``store``: the log's open store."""
+def _fetch(target: Path | StoreURL, columns: Sequence[str], tail: str, params: list[Any], *,
+           store: Store | None = None) -> list[Sequence[Any]]:
+    """The rows of ``SELECT columns FROM <the log's table>{tail}`` (a column a file made by
+    an older version lacks reads as ``NULL``); ``store``: the log's open store."""
     if not isinstance(target, Path):
-        sql = f"SELECT {columns}{', result' if result else ''} FROM {STORE_TABLE}{tail}"
+        sql = f"SELECT {', '.join(columns)} FROM {STORE_TABLE}{tail}"
         opened = store if store is not None else open_log_store(target)
         try:
             with opened.transaction() as tx:
@@ -57,9 +57,10 @@ def _fetch(target: Path | StoreURL, columns: str, tail: str, params: list[Any], 
                                 "when [tool.toolregistry.plugins.inspector] log-db names it")
     conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=10.0)
     try:
-        if result and has_result_column(conn):
-            columns += ", result"
-        rows: list[Sequence[Any]] = conn.execute(f"SELECT {columns} FROM calls{tail}",
+        have = file_columns(conn)
+        shown = ", ".join(f"NULL AS {c}" if c in LATER_COLUMNS and c not in have else c
+                          for c in columns)
+        rows: list[Sequence[Any]] = conn.execute(f"SELECT {shown} FROM calls{tail}",
                                                  params).fetchall()
     except sqlite3.Error as exc:
         raise ValueError(f"{target} is not an execution log file: {exc}") from exc
@@ -76,20 +77,29 @@ def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
               outcome: str | None = None, since: float | None = None,
               call_id: str | None = None, after: int | None = None, limit: int | None = None,
               registry: str | None = None, until: float | None = None,
-              before: int | None = None) -> list[LogEntry]:
+              before: int | None = None, batch: str | None = None) -> list[LogEntry]:
     """The calls recorded in a log file (``log-db``) or store (a ``sqlite:///`` or
     ``postgresql://`` URL, or a :class:`~toolregistry.plugin.StoreURL`), oldest first (the
     last ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry``
     name."""
     return _query(_target(db), None, limit=limit, registry=registry, tool=tool,
                   outcome=outcome, since=since, call_id=call_id, after=after, until=until,
-                  before=before)
+                  before=before, batch=batch)
 
 
 def _query(target: Path | StoreURL, store: Store | None, *, limit: int | None = None,
            registry: str | None = None, **filters: Any) -> list[LogEntry]:
     """:func:`query_log` of a read target (``store``: the log's own, when open)."""
-    where, params = _Filter(**filters).sql(_kind(target))
+    tail, params = select_tail(_kind(target), limit=limit, registry=registry, **filters)
+    rows = _fetch(target, _COLUMNS, tail, params, store=store)
+    return [_row_entry(row) for row in reversed(rows)]
+
+
+def select_tail(kind: str, *, limit: int | None = None, registry: str | None = None,
+                **filters: Any) -> tuple[str, list[Any]]:
+    """The ``WHERE ... ORDER BY ... LIMIT`` of a query of the log (``kind``: ``sqlite`` or
+    ``postgresql``), and its parameters."""
+    where, params = _Filter(**filters).sql(kind)
     if registry is not None:
         where += (" AND" if where else " WHERE") + " registry = ?"
         params.append(registry)
@@ -97,8 +107,7 @@ def _query(target: Path | StoreURL, store: Store | None, *, limit: int | None = 
     if limit is not None:
         tail += " LIMIT ?"
         params.append(max(limit, 0))
-    rows = _fetch(target, ", ".join(_COLUMNS), tail, params, result=True, store=store)
-    return [_row_entry(row) for row in reversed(rows)]
+    return tail, params
 
 
 def _log_store(log: ExecutionLog) -> Store | None:
@@ -127,7 +136,7 @@ def durations(log: ExecutionLog, *, since: float | None = None, until: float | N
         return [(r[2], r[6], r[5] == "ok") for r in log._buffer.copy() if where.match(r)][-limit:]
     target = _target(log.store)
     sql, params = where.sql(_kind(target))
-    rows = _fetch(target, "tool, duration, outcome = 'ok'", f"{sql} ORDER BY seq DESC LIMIT ?",
+    rows = _fetch(target, ("tool", "duration", "outcome = 'ok'"), f"{sql} ORDER BY seq DESC LIMIT ?",
                   [*params, limit], store=_log_store(log))
     return [(tool, duration, bool(ok)) for tool, duration, ok in rows]
 
@@ -138,17 +147,17 @@ def get_entry(log: ExecutionLog, seq: int) -> LogEntry | None:
     if log.store is None:
         found = [r for r in log._buffer.copy() if r[0] == seq]
         return log.entry(found[0]) if found else None
-    rows = _fetch(_target(log.store), ", ".join(_COLUMNS), " WHERE seq = ?", [seq],
-                  result=True, store=_log_store(log))
+    rows = _fetch(_target(log.store), _COLUMNS, " WHERE seq = ?", [seq],
+                  store=_log_store(log))
     return _row_entry(rows[0]) if rows else None
 
 
 def _row_entry(row: Sequence[Any]) -> LogEntry:
     seq, started, _registry, tool, call_id, arguments, outcome, duration, reason, error, \
-        approval, spool, fmt = row[:13]
-    result = row[13] if len(row) > 13 else None
+        approval, spool, fmt, result, batch, trace_id, span_id = row
     return LogEntry(seq=seq, time=started, tool=tool, call_id=call_id,
                     arguments=json.loads(arguments), outcome=outcome, duration=duration,
                     reason=reason, error=error,
                     approval=None if approval is None else json.loads(approval), spool=spool,
-                    format=fmt, result=None if result is None else json.loads(result))
+                    format=fmt, result=None if result is None else json.loads(result),
+                    batch=batch, trace_id=trace_id, span_id=span_id)

@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from . import _views
 from ._log import format_entry, get_log
+from ._pages import LivePages
 from ._reads import durations, get_entry, read_log
 
 if TYPE_CHECKING:
@@ -354,7 +355,10 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             return await tool_page(request, status=400, form_error=str(exc), form=values)
         state["calls"] += 1
         call_id = f"inspector-{state['calls']}"
-        result = await run_in_threadpool(registry.invoke, name, arguments, call_id=call_id)
+        result = await pages.run_call(name, arguments, call_id)
+        if result is None:
+            return await tool_page(request, status=200, form=values,
+                                   form_error=f"call {call_id} was cancelled in the inspector")
         log = get_log(registry)
         if log is not None:
             await run_in_threadpool(log.flush)  # the call is in the file the page reads
@@ -517,6 +521,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                 newest = await _read(log, limit=1)
                 last = newest[-1].seq if newest else 0
             seen = await run_in_threadpool(_page_state)
+            running = "[]"
             ends = time.monotonic() + STREAM_SECONDS
             while time.monotonic() < ends and not closing.is_set():
                 if log is not None:
@@ -529,6 +534,9 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                         data = json.dumps({**e.to_dict(), "result": None}, default=repr)
                         yield f"event: call\nid: {e.seq}\ndata: {data}\n\n"
                         last = e.seq
+                event, running = pages.running_event(running)
+                if event is not None:
+                    yield event
                 now = await run_in_threadpool(_page_state)
                 if now != seen:
                     seen = now
@@ -588,6 +596,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                                  error=f"{name}: {type(exc).__name__}: {exc}")
         return RedirectResponse(_within(request, "/changes"), status_code=303)
 
+    pages = LivePages(registry, render, _read, form_of, _Refused)
+
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Refused)
         return render(request, "error.html", status=exc.status, message=exc.message)
@@ -612,6 +622,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Route("/approvals/{id}/{action:str}", decide, methods=["POST"]),
         Route("/changes", changes),
         Route("/changes/{name:path}/{action:str}", review, methods=["POST"]),
+        *pages.routes(),
         Mount("/static", app=static, name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={_Refused: refused}, middleware=[
