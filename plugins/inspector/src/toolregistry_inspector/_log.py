@@ -335,8 +335,9 @@ class ExecutionLog:
                 since: float | None = None, call_id: str | None = None,
                 after: int | None = None, limit: int | None = None,
                 until: float | None = None, before: int | None = None,
-                batch: str | None = None) -> list[LogEntry]:
-        """The logged calls that match, oldest first (the last ``limit`` of them).
+                batch: str | None = None, oldest: bool = False) -> list[LogEntry]:
+        """The logged calls that match, oldest first (the last ``limit`` of them; with
+        ``oldest``, the first: what follows ``after``, in order).
 
         ``tool``: a name or glob (``"srv-*"``); ``outcome``: ``"ok"``, an error kind, or
         ``"error"`` for every call that did not succeed; ``since`` / ``until``: calls that
@@ -347,7 +348,8 @@ class ExecutionLog:
         where = _Filter(tool, outcome, since, call_id, after, until, before, batch)
         matched = [r for r in self._buffer.copy() if where.match(r)]
         if limit is not None:
-            matched = matched[-limit:] if limit > 0 else []
+            matched = matched[:max(limit, 0)] if oldest else \
+                matched[-limit:] if limit > 0 else []
         return [self.entry(r) for r in matched]
 
     def last(self) -> LogEntry | None:

@@ -88,22 +88,25 @@ def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
 
 
 def _query(target: Path | StoreURL, store: Store | None, *, limit: int | None = None,
-           registry: str | None = None, **filters: Any) -> list[LogEntry]:
+           registry: str | None = None, oldest: bool = False,
+           **filters: Any) -> list[LogEntry]:
     """:func:`query_log` of a read target (``store``: the log's own, when open)."""
-    tail, params = select_tail(_kind(target), limit=limit, registry=registry, **filters)
+    tail, params = select_tail(_kind(target), limit=limit, registry=registry, oldest=oldest,
+                               **filters)
     rows = _fetch(target, _COLUMNS, tail, params, store=store)
-    return [_row_entry(row) for row in reversed(rows)]
+    return [_row_entry(row) for row in (rows if oldest else reversed(rows))]
 
 
 def select_tail(kind: str, *, limit: int | None = None, registry: str | None = None,
-                **filters: Any) -> tuple[str, list[Any]]:
+                oldest: bool = False, **filters: Any) -> tuple[str, list[Any]]:
     """The ``WHERE ... ORDER BY ... LIMIT`` of a query of the log (``kind``: ``sqlite`` or
-    ``postgresql``), and its parameters."""
+    ``postgresql``): the newest ``limit`` calls, or with ``oldest`` the first (what follows
+    ``after``), and its parameters."""
     where, params = _Filter(**filters).sql(kind)
     if registry is not None:
         where += (" AND" if where else " WHERE") + " registry = ?"
         params.append(registry)
-    tail = where + " ORDER BY seq DESC"
+    tail = where + (" ORDER BY seq" if oldest else " ORDER BY seq DESC")
     if limit is not None:
         tail += " LIMIT ?"
         params.append(max(limit, 0))

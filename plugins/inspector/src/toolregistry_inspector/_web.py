@@ -53,6 +53,9 @@ LOG_PAGE = 200
 STATS_CALLS = 100_000
 LIVE_INTERVAL = 0.5
 """Seconds between two looks at the log and the registry for an open page's event stream."""
+FOLLOW = 500
+"""The most calls an event stream (or ``/api/log``) sends per look: the next ones after the
+last it sent, in order."""
 STREAM_SECONDS = 300.0
 """How long one event stream lasts (the browser reconnects, from the last call it got)."""
 MAX_FORM_BYTES = 1 << 20
@@ -466,8 +469,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         except ValueError:
             return JSONResponse({"error": "after must be an integer"}, status_code=400)
         try:
-            entries = await run_in_threadpool(
-                lambda: read_log(log, after=after, limit=500, **_log_filters(request)))
+            entries = await run_in_threadpool(lambda: read_log(
+                log, after=after, limit=FOLLOW, oldest=True, **_log_filters(request)))
         except (FileNotFoundError, ValueError) as exc:
             return JSONResponse({"error": f"the execution log cannot be read: {exc}"},
                                 status_code=503)
@@ -524,10 +527,11 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             running = "[]"
             ends = time.monotonic() + STREAM_SECONDS
             while time.monotonic() < ends and not closing.is_set():
+                batch: list[Any] = []
                 if log is not None:
                     try:
-                        batch = await run_in_threadpool(
-                            functools.partial(read_log, log, after=last, limit=500, **filters))
+                        batch = await run_in_threadpool(functools.partial(
+                            read_log, log, after=last, limit=FOLLOW, oldest=True, **filters))
                     except (FileNotFoundError, ValueError):
                         batch = []
                     for e in batch:
@@ -541,7 +545,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                 if now != seen:
                     seen = now
                     yield "event: page\ndata: {}\n\n"
-                await asyncio.sleep(LIVE_INTERVAL)
+                if len(batch) < FOLLOW:  # else more calls are waiting: read on at once
+                    await asyncio.sleep(LIVE_INTERVAL)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={
             "cache-control": "no-store", "x-accel-buffering": "no"})
