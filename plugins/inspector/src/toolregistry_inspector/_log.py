@@ -240,8 +240,7 @@ class _Shaper:
 
 
 class _Observer:
-    """The registry's call observer: one record per finished call, nothing else (and, while
-    an inspector watches, the calls in flight)."""
+    """The registry's call observer: one record per finished call, nothing else."""
 
     __slots__ = ("_append", "_put", "_seq", "running")
 
@@ -249,19 +248,12 @@ class _Observer:
         self._append = execution_log._buffer.append
         self._seq = execution_log._seq
         self._put = execution_log._writer.put if execution_log._writer is not None else None
-        self.running: RunningCalls | None = None  # set by an inspector that opens
+        self.running: RunningCalls | None = None
 
-    def call_started(self, call: ToolCall) -> float | Running:
-        if self.running is None:
-            return time.time()
-        return self.running.start(call, time.time())
+    def call_started(self, call: ToolCall) -> Any:
+        return time.time()
 
-    def call_finished(self, call: ToolCall, result: ToolResult,
-                      token: float | Running) -> None:
-        if not isinstance(token, float):
-            assert self.running is not None
-            self.running.finish(token)
-            token = token.started
+    def call_finished(self, call: ToolCall, result: ToolResult, token: float) -> None:
         error = result.error_kind
         record = (next(self._seq), token, call.name, call.id, call.arguments,
                   error or ("error" if result.is_error else "ok"), result.duration, call.reason,
@@ -271,6 +263,25 @@ class _Observer:
         self._append(record)
         if self._put is not None:
             self._put(record)
+
+
+class _Watching(_Observer):
+    """The observer while an inspector shows the calls in flight: it also tracks them. The
+    log turns its observer into one (``__class__``), because the call plans the kernel
+    compiled hold that very object; a call without an inspector pays nothing for it."""
+
+    __slots__ = ()
+
+    def call_started(self, call: ToolCall) -> Running:
+        assert self.running is not None
+        return self.running.start(call, time.time())
+
+    def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+        if not isinstance(token, float):  # a call started before the switch has a float
+            assert self.running is not None
+            self.running.finish(token)
+            token = token.started
+        super().call_finished(call, result, token)
 
 
 class ExecutionLog:
@@ -325,6 +336,7 @@ class ExecutionLog:
                 from ._running import RunningCalls
 
                 self.observer.running = RunningCalls()
+                self.observer.__class__ = _Watching
             return self.observer.running
 
     def entry(self, record: _Record) -> LogEntry:
