@@ -131,6 +131,17 @@ def observer_alone(rounds: int, calls: int, watching: bool = False) -> float:
     return statistics.median(times)
 
 
+def _pace(start: float, i: int, rate: int) -> bool:
+    """Wait for the turn of call ``i`` of a run at ``rate`` calls per second that began at
+    ``start``; True when that turn is more than 50 ms past."""
+    due = start + i / rate
+    now = time.perf_counter()
+    if now < due:
+        time.sleep(due - now)
+        return False
+    return now - due > 0.05
+
+
 def paced(root: Path, seconds: float, rate: int) -> tuple[dict[str, float], list[tuple[Any, ...]]]:
     """Calls paced at ``rate`` per second, in one-second turns alternating between a registry
     with the log off and one with the log written to a file: every call must reach the file,
@@ -151,12 +162,7 @@ def paced(root: Path, seconds: float, rate: int) -> tuple[dict[str, float], list
         invoke = sides[name].invoke
         start = time.perf_counter()
         for i in range(rate):
-            due = start + i / rate
-            now = time.perf_counter()
-            if now < due:
-                time.sleep(due - now)
-            elif now - due > 0.05:
-                late += 1
+            late += _pace(start, i, rate)
             t0 = time.perf_counter()
             invoke("echo", {"text": f"call {i}"}, call_id=f"{turn}-{i}")
             latencies[name].append((time.perf_counter() - t0) * 1e6)
@@ -230,10 +236,7 @@ def live_stream(root: Path, seconds: float, rate: int) -> dict[str, float]:
     invoke = registry.invoke
     start = time.perf_counter()
     for i in range(total):
-        due = start + i / rate
-        now = time.perf_counter()
-        if now < due:
-            time.sleep(due - now)
+        _pace(start, i, rate)
         invoke("echo", {"text": f"call {i}"}, call_id=f"live-{i}")
     sent = time.perf_counter() - start
     done.wait(30)

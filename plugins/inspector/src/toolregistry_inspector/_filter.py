@@ -73,24 +73,12 @@ class _Filter:
     def sql(self, kind: str = "sqlite") -> tuple[str, list[Any]]:
         where: list[str] = []
         params: list[Any] = []
-        if self.after is not None:
-            where.append("seq > ?")
-            params.append(self.after)
-        if self.since is not None:
-            where.append("time >= ?")
-            params.append(self.since)
-        if self.before is not None:
-            where.append("seq < ?")
-            params.append(self.before)
-        if self.until is not None:
-            where.append("time < ?")
-            params.append(self.until)
-        if self.call_id is not None:
-            where.append("call_id = ?")
-            params.append(self.call_id)
-        if self.batch is not None:
-            where.append("batch = ?")
-            params.append(self.batch)
+        for value, clause in ((self.after, "seq > ?"), (self.since, "time >= ?"),
+                              (self.before, "seq < ?"), (self.until, "time < ?"),
+                              (self.call_id, "call_id = ?"), (self.batch, "batch = ?")):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
         if self.outcome == "error":
             where.append("outcome != 'ok'")
         elif self.outcome is not None:
