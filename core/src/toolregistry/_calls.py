@@ -12,7 +12,9 @@ versions that add fields).
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +31,17 @@ Passthrough = tuple["ProviderFormat", Any]
 """An item of the model's output that is the provider's own server-side work (its tool
 search), with the format that knows it."""
 
-__all__ = ["CallParseError", "Passthrough", "parse_arguments", "parse_call", "split_passthrough"]
+__all__ = ["CallParseError", "Passthrough", "next_batch_id", "parse_arguments", "parse_call",
+           "split_passthrough"]
+
+_BATCH_PREFIX = os.urandom(4).hex()
+_batches = itertools.count(1)
+
+
+def next_batch_id() -> str:
+    """A new id for the calls of one batch, unique across processes and hosts sharing a log
+    (a random prefix, the process id, a count)."""
+    return f"b{_BATCH_PREFIX}{os.getpid():x}-{next(_batches)}"
 
 
 class CallParseError(ToolRegistryError, ValueError):

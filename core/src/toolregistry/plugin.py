@@ -16,6 +16,7 @@ seams
 ``value_shape`` (a value as its type and size, for logs that keep no values);
 ``encode_content`` (a tool's return value as result content: text or parts) and
 ``stand_in`` (the text that takes the place of a part a provider cannot carry), for formats;
+``listen_to_progress`` (a call observer hears the progress its call reports);
 the values they exchange are in :mod:`toolregistry.types`; the store seam (``store_url``,
 ``StoreURL``, ``parse_store_url``, ``open_store``, ``Store``, ``masked_url``,
 ``sqlite_write_ahead``: a shared database for state that
@@ -57,7 +58,7 @@ from .hookspecs import (
     Runner,
     hookimpl,
 )
-from .types import approval_id_of
+from .types import approval_id_of, listen_to_progress
 
 if TYPE_CHECKING:
     from ._config_path import ConfigPath
@@ -122,6 +123,7 @@ __all__ = [
     "hookimpl",
     "import_target",
     "lazy_exports",
+    "listen_to_progress",
     "log",
     "masked_url",
     "normalize_name",

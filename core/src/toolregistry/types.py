@@ -67,6 +67,23 @@ def reporting_progress(reporter: ProgressReporter | None) -> Iterator[None]:
     finally:
         _progress.reset(token)
 
+def listen_to_progress(listener: ProgressReporter) -> None:
+    """Also send the progress of the calls started from here on in the current context to
+    ``listener`` (before any reporter already set there). Meant for
+    ``CallObserver.call_started``, which runs in the call's own context: the listener hears
+    that call's progress and goes away with it."""
+    previous = _progress.get()
+    if previous is None:
+        _progress.set(listener)
+        return
+
+    def both(progress: float, total: float | None, message: str | None) -> None:
+        listener(progress, total, message)
+        previous(progress, total, message)
+
+    _progress.set(both)
+
+
 _caller_format: ContextVar[str] = ContextVar("toolregistry_caller_format", default="registry")
 
 
@@ -141,7 +158,11 @@ class ToolCall:
     ``registry`` for the registry's own shape (a call by name; inside :func:`answering_in`,
     the format the caller declared).
     Plugins attach data in ``pre_invoke``: ``reason`` (the think plugin's rationale) and
-    ``extra``.
+    ``extra``. ``batch_id``: the same id on every call of one ``execute_tool_calls`` /
+    ``aexecute_tool_calls`` (set by the kernel before ``BatchObserver.batch_started``;
+    ``None`` for ``invoke``). ``trace_id`` / ``span_id``: the call's span, as lowercase hex,
+    set by a tracing plugin's ``CallObserver.call_started`` (``None`` without one), so that
+    logs and UIs can link to the trace without importing any tracing library.
     """
 
     name: str
@@ -152,6 +173,9 @@ class ToolCall:
     reason: str | None = None
     extra: dict[str, Any] = field(factory=dict)
     raw: Any = field(default=None, repr=False)
+    batch_id: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
 
 
 ContentPart = Mapping[str, Any]

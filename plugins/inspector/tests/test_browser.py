@@ -28,14 +28,6 @@ TOKEN = "browser-token-0123456789"
 
 
 @pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = os.environ.get("INSPECTOR_SCREENSHOTS")
-    path = Path(folder) if folder else tmp_path_factory.mktemp("inspector-screenshots")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-@pytest.fixture(scope="module")
 def app() -> Iterator[tuple[ToolRegistry, InspectorServer]]:
     registry = ToolRegistry()
 
@@ -63,17 +55,6 @@ def app() -> Iterator[tuple[ToolRegistry, InspectorServer]]:
     registry.close()
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=chromium,
-                                      args=["--no-sandbox", "--disable-gpu"])
-        yield instance
-        instance.close()
-
-
 def _session_base(page: Any, url: str | None = None) -> str:
     """``http://127.0.0.1:PORT/s/<session>`` of the page's (or ``url``'s) inspector session."""
     url = url or page.url
@@ -83,16 +64,11 @@ def _session_base(page: Any, url: str | None = None) -> str:
 
 
 @pytest.fixture
-def page(browser: Any, app: Any) -> Iterator[Any]:
+def page(browsing: Any, app: Any) -> Iterator[Any]:
     _, server = app
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.goto(server.url)  # the printed URL, token included
-    yield page
-    context.close()
+    with browsing() as (page, errors):
+        page.goto(server.url)  # the printed URL, token included
+        yield page
     assert errors == [], errors  # no script error, no refused asset (CSP, 403)
 
 
@@ -172,10 +148,11 @@ def test_keyboard_navigation_and_labels(page: Any, app: Any) -> None:
     # Then the nav is reachable by keyboard, in order.
     page.goto(base + "/tools")
     names = []
-    for _ in range(7):
+    for _ in range(8):
         page.keyboard.press("Tab")
         names.append(page.evaluate("document.activeElement.textContent.trim()"))
-    assert names[1:7] == ["Tools", "Formats", "Search", "Log", "Approvals", "Changes"]
+    assert names[1:8] == ["Tools", "Formats", "Search", "Log", "Running", "Approvals",
+                          "Changes"]
     # The search field takes typing, and Enter submits the filter form.
     page.get_by_label("Name or description").focus()
     page.keyboard.type("add")
@@ -262,20 +239,6 @@ def _serving(registry: ToolRegistry) -> Iterator[InspectorServer]:
         registry.close()
 
 
-@contextmanager
-def _browsing(browser: Any) -> Iterator[tuple[Any, list[str]]]:
-    """A page of a fresh browser context, and the script errors and console errors it had."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    try:
-        yield page, errors
-    finally:
-        context.close()
-
-
 _AGENT = """
 import sys
 from toolregistry import ToolRegistry
@@ -325,13 +288,13 @@ def inspect_cli(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         proc.communicate(timeout=15)
 
 
-def test_inspect_shows_the_calls_of_another_process_live(browser: Any, inspect_cli: Any,
+def test_inspect_shows_the_calls_of_another_process_live(browsing: Any, inspect_cli: Any,
                                                          shots: Path) -> None:
     from playwright.sync_api import expect
 
     config, url = inspect_cli
     _agent(config, 2, "before")  # calls made before the page is opened
-    with _browsing(browser) as (page, errors):
+    with browsing() as (page, errors):
         page.goto(url)
         page.get_by_role("link", name="Log", exact=True).click()
         rows = page.locator("#log-table tbody tr")
@@ -393,12 +356,12 @@ def full_app(tmp_path: Path) -> Iterator[tuple[ToolRegistry, InspectorServer]]:
         yield registry, server
 
 
-def test_a_calls_page_renders_images_text_pages_and_raw_json(browser: Any, full_app: Any,
+def test_a_calls_page_renders_images_text_pages_and_raw_json(browsing: Any, full_app: Any,
                                                              shots: Path) -> None:
     from playwright.sync_api import expect
 
     registry, server = full_app
-    with _browsing(browser) as (page, errors):
+    with browsing() as (page, errors):
         page.goto(server.url)
         base = _session_base(page)
         # Try it: a text + image result shows the caption and the image.
@@ -466,12 +429,12 @@ def live_app() -> Iterator[tuple[ToolRegistry, InspectorServer]]:
         yield registry, server
 
 
-def test_every_page_is_live_over_one_event_stream(browser: Any, live_app: Any,
+def test_every_page_is_live_over_one_event_stream(browsing: Any, live_app: Any,
                                                   shots: Path) -> None:
     from playwright.sync_api import expect
 
     registry, server = live_app
-    with _browsing(browser) as (page, errors):
+    with browsing() as (page, errors):
         requests: list[str] = []
         page.on("request", lambda r: requests.append(r.url))
         page.goto(server.url)
@@ -533,11 +496,11 @@ def busy_app(tmp_path: Path) -> Iterator[tuple[ToolRegistry, InspectorServer, Pa
 
 
 def test_the_log_pages_back_filters_by_time_and_shows_percentiles(
-        browser: Any, busy_app: Any, shots: Path) -> None:
+        browsing: Any, busy_app: Any, shots: Path) -> None:
     from playwright.sync_api import expect
 
     registry, server, _ = busy_app
-    with _browsing(browser) as (page, errors):
+    with browsing() as (page, errors):
         page.goto(server.url)
         base = _session_base(page)
         page.goto(base + "/log")
@@ -616,12 +579,12 @@ def _invalid(page: Any) -> list[str]:
     return names
 
 
-def test_schema_aware_forms_are_checked_in_the_browser(browser: Any, form_app: Any,
+def test_schema_aware_forms_are_checked_in_the_browser(browsing: Any, form_app: Any,
                                                        shots: Path) -> None:
     from playwright.sync_api import expect
 
     _, server = form_app
-    with _browsing(browser) as (page, errors):
+    with browsing() as (page, errors):
         posts: list[str] = []
         page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
         page.goto(server.url)

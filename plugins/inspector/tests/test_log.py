@@ -368,7 +368,7 @@ def test_a_log_file_made_before_results_were_kept_gets_the_column(tmp_path: Path
 
 
 def test_entries_page_back_and_stop_at_a_time(tmp_path: Path) -> None:
-    from toolregistry_inspector._log import durations
+    from toolregistry_inspector._reads import durations
 
     reg = ToolRegistry(config=_config(tmp_path, 'log-db = "calls.sqlite"\n'))
     reg.register(lambda x: x, name="echo")

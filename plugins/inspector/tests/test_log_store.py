@@ -127,7 +127,7 @@ def test_the_live_inspector_reads_a_postgres_log(tmp_path: Path, postgres_url: s
     import httpx
 
     from toolregistry_inspector import serve
-    from toolregistry_inspector._log import durations, get_entry, read_log
+    from toolregistry_inspector._reads import durations, get_entry, read_log
 
     folder = _project(tmp_path, postgres_url)
     worker = subprocess.run([sys.executable, "worker.py", "pyproject.toml", "agent"], cwd=folder,

@@ -346,3 +346,28 @@ def test_the_event_stream_needs_the_session_and_resumes_from_last_event_id(
     assert [json.loads(e["data"])["call_id"] for e in events] == ["ev-1", "ev-2"]
     assert [int(e["id"]) for e in events] == [first + 1, first + 2]
     assert all(e["event"] == "call" for e in events)
+
+
+def test_a_stream_behind_by_more_than_a_look_sends_every_call_in_order(
+        served: tuple[ToolRegistry, InspectorServer]) -> None:
+    """More calls than one look sends (a burst, or 1,000 calls/s) arrive all, in order: the
+    stream sends the next ones after the last it sent, and reads on at once while more wait;
+    ``/api/log?after=`` pages forward the same way."""
+    import json
+
+    registry, server = served
+    for i in range(1200):
+        registry.invoke("math-add", {"a": i}, call_id=f"burst-{i}")
+    first = execution_log(registry).entries()[0].seq
+    with _client(server) as client:
+        page = client.get("/api/log", params={"after": first - 1}).json()["entries"]
+        assert [e["call_id"] for e in page] == [f"burst-{i}" for i in range(500)]
+        with client.stream("GET", "/api/events",
+                           headers={"last-event-id": str(first - 1)}) as response:
+            seen: list[str] = []
+            for line in response.iter_lines():
+                if line.startswith("data: ") and '"call_id"' in line:
+                    seen.append(json.loads(line[6:])["call_id"])
+                    if len(seen) == 1200:
+                        break
+    assert seen == [f"burst-{i}" for i in range(1200)]

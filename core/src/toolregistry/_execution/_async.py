@@ -172,7 +172,9 @@ class AsyncScheduler:
                 submitted = time.perf_counter()
                 self.executor.pool.submit(work)
                 value = await self._await_work(work, fut, prep, submitted)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            # The caller gave up: the call still ends once, for the log and its observers.
+            self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
             raise
         except (Exception, ToolCancelled) as exc:
             return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
@@ -238,7 +240,8 @@ class AsyncScheduler:
             if future.cancelled():  # the runner cancelled it: as the caller being cancelled
                 raise asyncio.CancelledError()
             value = future.result()
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
             raise
         except BaseException as exc:
             return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)

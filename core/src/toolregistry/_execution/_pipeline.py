@@ -26,6 +26,7 @@ import structlog
 
 from toolregistry._calls import (
     CallParseError,
+    next_batch_id,
     parse_arguments,
     parse_call,
     split_passthrough,
@@ -462,6 +463,10 @@ class CallPipeline:
         if revealed:  # the provider's own tool search loaded them
             self._registry.reveal_tools(revealed)
         parsed = [self._parse(raw, index) for index, raw in kept]
+        batch_id = next_batch_id()
+        for call in parsed:
+            if isinstance(call, ToolCall):
+                call.batch_id = batch_id
         observers = self.batch_observers()
         if not observers:
             return self._prepare_parsed(parsed, context, timeout, async_path, False), None

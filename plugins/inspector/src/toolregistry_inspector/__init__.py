@@ -17,7 +17,8 @@ from toolregistry.plugin import lazy_exports
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
 
-    from ._log import ExecutionLog, LogEntry, query_log, redact
+    from ._log import ExecutionLog, LogEntry, redact
+    from ._reads import query_log
     from ._server import InspectorServer, serve
     from ._settings import InspectorSettings
     from ._web import create_app
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ExecutionLog": "._log",
     "LogEntry": "._log",
-    "query_log": "._log",
+    "query_log": "._reads",
     "redact": "._log",
     "InspectorSettings": "._settings",
     "InspectorServer": "._server",

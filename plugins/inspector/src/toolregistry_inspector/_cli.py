@@ -102,7 +102,8 @@ def _url(text: str) -> StoreURL:
 def run_log(context: CommandContext) -> int:
     """Print the matching calls, oldest first; with ``--follow`` keep printing new ones until
     interrupted. Exit 1 when the file has no matching call (and not following)."""
-    from ._log import format_entry, query_log
+    from ._log import format_entry
+    from ._reads import query_log
 
     args = context.args
     if args.limit < 0:
@@ -137,7 +138,7 @@ def run_log(context: CommandContext) -> int:
 
 
 def _newest(path: Path | StoreURL) -> int:
-    from ._log import query_log
+    from ._reads import query_log
 
     newest = query_log(path, limit=1)
     return newest[-1].seq if newest else 0

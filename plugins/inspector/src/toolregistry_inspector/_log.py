@@ -1,6 +1,6 @@
 """The execution log: a bounded ring buffer of calls fed by the kernel's call observer seam,
-optionally written to an SQLite file or the shared store by a background thread (``_sinks``),
-and the query API over both.
+optionally written to an SQLite file or the shared store by a background thread (``_sinks``);
+``_reads`` reads it back.
 
 The observer's work per call is one tuple appended to a ``deque`` (and put on a queue when a
 file is configured): everything else (redaction, JSON, SQL) happens when the log is read or
@@ -9,15 +9,13 @@ on the writer thread, so logging adds next to nothing to a call.
 
 from __future__ import annotations
 
-import fnmatch
 import itertools
 import json
 import math
-import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,28 +25,25 @@ from attrs import frozen
 from toolregistry.plugin import log as events
 from toolregistry.plugin import value_shape
 
+from ._filter import _Filter
 from ._log_content import cut as _cut
 from ._log_content import shape_result
 from ._settings import PLUGIN_NAME, InspectorSettings
-from ._sinks import (
-    STORE_TABLE,
-    FileSink,
-    ServerSink,
-    has_result_column,
-    open_log_store,
-    sink,
-)
+from ._sinks import FileSink, ServerSink, sink
 
 if TYPE_CHECKING:
     from toolregistry import ToolCall, ToolRegistry, ToolResult
-    from toolregistry.plugin import Store, StoreURL
+    from toolregistry.plugin import StoreURL
+
+    from ._running import Running, RunningCalls
 
 ArgumentMode = Literal["redacted", "full"]
 
 # (seq, time, tool, call_id, arguments, outcome, duration, reason, error, approval, spool,
-#  format, content): what the observer keeps per call, turned into a LogEntry when read.
+#  format, content, batch, trace_id, span_id): what the observer keeps per call, turned into a
+#  LogEntry when read.
 _Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", Any, Any, Any, str,
-                Any]
+                Any, "str | None", "str | None", "str | None"]
 
 _STATE_KEY = "log"
 _create_lock = threading.Lock()
@@ -71,7 +66,9 @@ class LogEntry:
     ``{"type": "resource", "uri", "media_type", "bytes"}`` with its ``text`` for a text
     resource, ``{"type": "resource_link", "uri", "mime_type"}``), each value redacted to its
     shape like the arguments unless the log keeps them ``"full"`` (then texts, cut at
-    ``max_field_chars``, and images and audio as ``data:`` URLs up to ``MAX_IMAGE_CHARS``).
+    ``max_field_chars``, and images and audio as ``data:`` URLs up to ``MAX_IMAGE_CHARS``);
+    ``batch``: the id the kernel gave the calls of one ``execute_tool_calls``; ``trace_id`` /
+    ``span_id``: the call's span, when a tracing plugin made one (hex).
     """
 
     seq: int
@@ -87,6 +84,9 @@ class LogEntry:
     spool: str | None = None
     format: str = "registry"
     result: list[dict[str, Any]] | None = None
+    batch: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -99,7 +99,8 @@ class LogEntry:
                 "arguments": self.arguments, "outcome": self.outcome,
                 "duration": self.duration, "reason": self.reason, "error": self.error,
                 "approval": self.approval, "spool": self.spool, "format": self.format,
-                "result": self.result}
+                "result": self.result, "batch": self.batch, "trace_id": self.trace_id,
+                "span_id": self.span_id}
 
 
 redact = value_shape
@@ -167,97 +168,6 @@ def _bounded_approval(data: dict[str, Any] | None, limit: int) -> dict[str, Any]
     return out
 
 
-def _glob_regex(pattern: str) -> str:
-    """A glob (``*``, ``?``, ``[...]``, as SQLite's ``GLOB``) as an anchored POSIX regular
-    expression (PostgreSQL's ``~``)."""
-    out, i = ["^"], 0
-    while i < len(pattern):
-        c = pattern[i]
-        close = pattern.find("]", i + 2) if c == "[" else -1
-        if c == "*":
-            out.append(".*")
-        elif c == "?":
-            out.append(".")
-        elif close != -1:
-            body = pattern[i + 1:close]
-            out.append("[" + ("^" + body[1:] if body.startswith("^") else body) + "]")
-            i = close
-        else:
-            out.append("\\" + c if not c.isalnum() else c)
-        i += 1
-    return "".join(out) + "$"
-
-
-class _Filter:
-    """The conditions of one query, shared by the memory buffer, the SQLite file and the
-    store."""
-
-    def __init__(self, tool: str | None = None, outcome: str | None = None,
-                 since: float | None = None, call_id: str | None = None,
-                 after: int | None = None, until: float | None = None,
-                 before: int | None = None) -> None:
-        if outcome is not None and not isinstance(outcome, str):
-            raise TypeError(f"outcome must be a string such as 'ok' or 'error', got {outcome!r}")
-        self.tool = tool
-        self.outcome = outcome
-        self.since = since
-        self.call_id = call_id
-        self.after = after
-        self.until = until
-        self.before = before
-
-    def match(self, r: _Record) -> bool:
-        if self.after is not None and r[0] <= self.after:
-            return False
-        if self.before is not None and r[0] >= self.before:
-            return False
-        if self.until is not None and r[1] >= self.until:
-            return False
-        if self.since is not None and r[1] < self.since:
-            return False
-        if self.call_id is not None and r[3] != self.call_id:
-            return False
-        if self.outcome is not None:
-            if self.outcome == "error":
-                if r[5] == "ok":
-                    return False
-            elif r[5] != self.outcome:
-                return False
-        return self.tool is None or fnmatch.fnmatchcase(r[2], self.tool)
-
-    def sql(self, kind: str = "sqlite") -> tuple[str, list[Any]]:
-        where: list[str] = []
-        params: list[Any] = []
-        if self.after is not None:
-            where.append("seq > ?")
-            params.append(self.after)
-        if self.since is not None:
-            where.append("time >= ?")
-            params.append(self.since)
-        if self.before is not None:
-            where.append("seq < ?")
-            params.append(self.before)
-        if self.until is not None:
-            where.append("time < ?")
-            params.append(self.until)
-        if self.call_id is not None:
-            where.append("call_id = ?")
-            params.append(self.call_id)
-        if self.outcome == "error":
-            where.append("outcome != 'ok'")
-        elif self.outcome is not None:
-            where.append("outcome = ?")
-            params.append(self.outcome)
-        if self.tool is not None:
-            if kind == "sqlite":
-                where.append("tool GLOB ?")
-                params.append(self.tool)
-            else:
-                where.append("tool ~ ?")
-                params.append(_glob_regex(self.tool))
-        return (" WHERE " + " AND ".join(where)) if where else "", params
-
-
 @frozen
 class _Shaper:
     """How a record becomes what the log shows and stores: arguments shaped (``redacted`` or
@@ -270,7 +180,7 @@ class _Shaper:
 
     def entry(self, record: _Record) -> LogEntry:
         seq, started, tool, call_id, arguments, outcome, duration, reason, error, approval, \
-            spool, fmt, content = record
+            spool, fmt, content, batch, trace_id, span_id = record
         limit = self.max_field_chars
         shown = shape_arguments(arguments, self.mode, self.max_value_chars)
         return LogEntry(seq=seq, time=started, tool=_cut(tool, limit) or "",
@@ -280,20 +190,23 @@ class _Shaper:
                         error=_cut(_error(error, self.mode), limit),
                         approval=_bounded_approval(_approval(approval), limit),
                         spool=_cut(_spool(spool), limit), format=fmt[:limit],
-                        result=shape_result(content, self.mode, limit))
+                        result=shape_result(content, self.mode, limit),
+                        batch=_cut(batch, limit), trace_id=_cut(trace_id, limit),
+                        span_id=_cut(span_id, limit))
 
 
 class _Observer:
     """The registry's call observer: one record per finished call, nothing else."""
 
-    __slots__ = ("_append", "_put", "_seq")
+    __slots__ = ("_append", "_put", "_seq", "running")
 
     def __init__(self, execution_log: ExecutionLog) -> None:
         self._append = execution_log._buffer.append
         self._seq = execution_log._seq
         self._put = execution_log._writer.put if execution_log._writer is not None else None
+        self.running: RunningCalls | None = None
 
-    def call_started(self, call: ToolCall) -> float:
+    def call_started(self, call: ToolCall) -> Any:
         return time.time()
 
     def call_finished(self, call: ToolCall, result: ToolResult, token: float) -> None:
@@ -302,10 +215,29 @@ class _Observer:
                   error or ("error" if result.is_error else "ok"), result.duration, call.reason,
                   result if result.is_error else None, result.approval,
                   result.metadata.get("spool") if result.metadata else None, call.format,
-                  result.content)
+                  result.content, call.batch_id, call.trace_id, call.span_id)
         self._append(record)
         if self._put is not None:
             self._put(record)
+
+
+class _Watching(_Observer):
+    """The observer while an inspector shows the calls in flight: it also tracks them. The
+    log turns its observer into one (``__class__``), because the call plans the kernel
+    compiled hold that very object; a call without an inspector pays nothing for it."""
+
+    __slots__ = ()
+
+    def call_started(self, call: ToolCall) -> Running:
+        assert self.running is not None
+        return self.running.start(call, time.time())
+
+    def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+        if not isinstance(token, float):  # a call started before the switch has a float
+            assert self.running is not None
+            self.running.finish(token)
+            token = token.started
+        super().call_finished(call, result, token)
 
 
 class ExecutionLog:
@@ -353,6 +285,16 @@ class ExecutionLog:
     def __len__(self) -> int:
         return len(self._buffer)
 
+    def watch_running(self) -> RunningCalls:
+        """The calls in flight, tracked from now on (an inspector calls it when it opens)."""
+        with _create_lock:
+            if self.observer.running is None:
+                from ._running import RunningCalls
+
+                self.observer.running = RunningCalls()
+                self.observer.__class__ = _Watching
+            return self.observer.running
+
     def entry(self, record: _Record) -> LogEntry:
         """A record as the log shows and stores it (see :class:`_Shaper`)."""
         return self._shaper.entry(record)
@@ -360,18 +302,22 @@ class ExecutionLog:
     def entries(self, *, tool: str | None = None, outcome: str | None = None,
                 since: float | None = None, call_id: str | None = None,
                 after: int | None = None, limit: int | None = None,
-                until: float | None = None, before: int | None = None) -> list[LogEntry]:
-        """The logged calls that match, oldest first (the last ``limit`` of them).
+                until: float | None = None, before: int | None = None,
+                batch: str | None = None, oldest: bool = False) -> list[LogEntry]:
+        """The logged calls that match, oldest first (the last ``limit`` of them; with
+        ``oldest``, the first: what follows ``after``, in order).
 
         ``tool``: a name or glob (``"srv-*"``); ``outcome``: ``"ok"``, an error kind, or
         ``"error"`` for every call that did not succeed; ``since`` / ``until``: calls that
         started at or after / before these times (epoch seconds); ``after`` / ``before``:
-        only entries with a larger / smaller ``seq`` (to follow the log, to page back).
+        only entries with a larger / smaller ``seq`` (to follow the log, to page back);
+        ``batch``: the calls of one batch.
         """
-        where = _Filter(tool, outcome, since, call_id, after, until, before)
+        where = _Filter(tool, outcome, since, call_id, after, until, before, batch)
         matched = [r for r in self._buffer.copy() if where.match(r)]
         if limit is not None:
-            matched = matched[-limit:] if limit > 0 else []
+            matched = matched[:max(limit, 0)] if oldest else \
+                matched[-limit:] if limit > 0 else []
         return [self.entry(r) for r in matched]
 
     def last(self) -> LogEntry | None:
@@ -409,10 +355,6 @@ class ExecutionLog:
             self._writer.stop()
 
 
-_COLUMNS = ("seq", "time", "registry", "tool", "call_id", "arguments", "outcome", "duration",
-            "reason", "error", "approval", "spool", "format")
-
-
 class _Writer:
     """Batches records from the observer into the log's file or database on a thread of its
     own, and applies the retention (age, then row count) every few seconds."""
@@ -439,7 +381,8 @@ class _Writer:
                    e.reason, e.error,
                    None if e.approval is None else json.dumps(e.approval, default=repr),
                    e.spool, e.format,
-                   None if e.result is None else json.dumps(e.result, ensure_ascii=False))
+                   None if e.result is None else json.dumps(e.result, ensure_ascii=False),
+                   e.batch, e.trace_id, e.span_id)
 
     def _write(self, records: list[_Record]) -> None:
         try:
@@ -504,142 +447,10 @@ class _Writer:
         self._thread.join(30.0)
 
 
-def _target(db: str | Path | StoreURL) -> Path | StoreURL:
-    """Where a log is read: its SQLite file, or the PostgreSQL store of a store URL."""
-    from toolregistry.plugin import StoreURL
-
-    if isinstance(db, str) and "://" in db:
-        from toolregistry.errors import ConfigError
-        from toolregistry.plugin import parse_store_url
-
-        try:
-            db = parse_store_url(db)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-    if isinstance(db, StoreURL) and db.kind != "sqlite":
-        return db
-    return (db.path if isinstance(db, StoreURL) else Path(db)).expanduser()
-
-
-def _fetch(target: Path | StoreURL, columns: str, tail: str, params: list[Any], *,
-           result: bool = False, store: Store | None = None) -> list[Sequence[Any]]:
-    """The rows of ``SELECT columns FROM <the log's table>{tail}`` (plus each call's result
-    with ``result``, when the file has that column); ``store``: the log's open store."""
-    if not isinstance(target, Path):
-        sql = f"SELECT {columns}{', result' if result else ''} FROM {STORE_TABLE}{tail}"
-        opened = store if store is not None else open_log_store(target)
-        try:
-            with opened.transaction() as tx:
-                return list(tx.execute(sql, params))
-        finally:
-            if store is None:
-                opened.close()
-    if not target.is_file():
-        raise FileNotFoundError(f"no execution log file at {target}: a registry writes one "
-                                "when [tool.toolregistry.plugins.inspector] log-db names it")
-    conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=10.0)
-    try:
-        if result and has_result_column(conn):
-            columns += ", result"
-        rows: list[Sequence[Any]] = conn.execute(f"SELECT {columns} FROM calls{tail}",
-                                                 params).fetchall()
-    except sqlite3.Error as exc:
-        raise ValueError(f"{target} is not an execution log file: {exc}") from exc
-    finally:
-        conn.close()
-    return rows
-
-
-def _kind(target: Path | StoreURL) -> str:
-    return "sqlite" if isinstance(target, Path) else target.kind
-
-
-def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
-              outcome: str | None = None, since: float | None = None,
-              call_id: str | None = None, after: int | None = None, limit: int | None = None,
-              registry: str | None = None, until: float | None = None,
-              before: int | None = None) -> list[LogEntry]:
-    """The calls recorded in a log file (``log-db``) or store (a ``sqlite:///`` or
-    ``postgresql://`` URL, or a :class:`~toolregistry.plugin.StoreURL`), oldest first (the
-    last ``limit``); same filters as :meth:`ExecutionLog.entries`, plus the ``registry``
-    name."""
-    return _query(_target(db), None, limit=limit, registry=registry, tool=tool,
-                  outcome=outcome, since=since, call_id=call_id, after=after, until=until,
-                  before=before)
-
-
-def _query(target: Path | StoreURL, store: Store | None, *, limit: int | None = None,
-           registry: str | None = None, **filters: Any) -> list[LogEntry]:
-    """:func:`query_log` of a read target (``store``: the log's own, when open)."""
-    where, params = _Filter(**filters).sql(_kind(target))
-    if registry is not None:
-        where += (" AND" if where else " WHERE") + " registry = ?"
-        params.append(registry)
-    tail = where + " ORDER BY seq DESC"
-    if limit is not None:
-        tail += " LIMIT ?"
-        params.append(max(limit, 0))
-    rows = _fetch(target, ", ".join(_COLUMNS), tail, params, result=True, store=store)
-    return [_row_entry(row) for row in reversed(rows)]
-
-
-def _log_store(log: ExecutionLog) -> Store | None:
-    """The open store the log writes to, which its readers share (``None`` for a file)."""
-    writer = log._writer
-    if writer is None or writer._stopped or not isinstance(writer.sink, ServerSink):
-        return None
-    return writer.sink.store
-
-
-def read_log(log: ExecutionLog, **filters: Any) -> list[LogEntry]:
-    """The calls a UI shows: from the log's file or store when it has one (so every process
-    that writes to the shared ``log-db`` is seen, this one included), else from memory. Same
-    filters as :meth:`ExecutionLog.entries`."""
-    if log.store is None:
-        return log.entries(**filters)
-    return _query(_target(log.store), _log_store(log), **filters)
-
-
-def durations(log: ExecutionLog, *, since: float | None = None, until: float | None = None,
-              limit: int = 100_000) -> list[tuple[str, float, bool]]:
-    """``(tool, duration, ok)`` of the last ``limit`` calls in what :func:`read_log` reads
-    (only what per-tool statistics need: no field is decoded)."""
-    where = _Filter(None, None, since, None, None, until)
-    if log.store is None:
-        return [(r[2], r[6], r[5] == "ok") for r in log._buffer.copy() if where.match(r)][-limit:]
-    target = _target(log.store)
-    sql, params = where.sql(_kind(target))
-    rows = _fetch(target, "tool, duration, outcome = 'ok'", f"{sql} ORDER BY seq DESC LIMIT ?",
-                  [*params, limit], store=_log_store(log))
-    return [(tool, duration, bool(ok)) for tool, duration, ok in rows]
-
-
-def get_entry(log: ExecutionLog, seq: int) -> LogEntry | None:
-    """The call numbered ``seq`` in what :func:`read_log` reads (``None`` when it is not
-    there, or no longer)."""
-    if log.store is None:
-        found = [r for r in log._buffer.copy() if r[0] == seq]
-        return log.entry(found[0]) if found else None
-    rows = _fetch(_target(log.store), ", ".join(_COLUMNS), " WHERE seq = ?", [seq],
-                  result=True, store=_log_store(log))
-    return _row_entry(rows[0]) if rows else None
-
-
 def log_store(registry: ToolRegistry, settings: InspectorSettings) -> StoreURL | None:
     """Where ``registry``'s log is written besides memory: ``log-db`` (a file, relative to
     the configuration file, or a store URL), else the registry's ``store``, else nowhere."""
     return registry.store_url(settings.log_db)
-
-
-def _row_entry(row: Sequence[Any]) -> LogEntry:
-    seq, started, _registry, tool, call_id, arguments, outcome, duration, reason, error, \
-        approval, spool, fmt = row[:13]
-    result = row[13] if len(row) > 13 else None
-    return LogEntry(seq=seq, time=started, tool=tool, call_id=call_id,
-                    arguments=json.loads(arguments), outcome=outcome, duration=duration,
-                    reason=reason, error=error,
-                    approval=None if approval is None else json.loads(approval), spool=spool,
-                    format=fmt, result=None if result is None else json.loads(result))
 
 
 def get_log(registry: ToolRegistry) -> ExecutionLog | None:

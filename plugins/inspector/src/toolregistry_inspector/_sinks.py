@@ -17,8 +17,8 @@ from toolregistry.plugin import sqlite_write_ahead
 if TYPE_CHECKING:
     from toolregistry.plugin import Store, StoreURL
 
-__all__ = ["STORE_TABLE", "FileSink", "ServerSink", "has_result_column", "open_log_store",
-           "sink"]
+__all__ = ["LATER_COLUMNS", "STORE_TABLE", "FileSink", "ServerSink", "file_columns",
+           "open_log_store", "sink"]
 
 
 _SCHEMA = """
@@ -38,23 +38,32 @@ CREATE TABLE IF NOT EXISTS calls (
     format TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
-CREATE INDEX IF NOT EXISTS calls_tool ON calls (tool);
 """
 
 
-def has_result_column(conn: sqlite3.Connection) -> bool:
-    """Whether a log file has the ``result`` column (files made before results were logged
-    do not, until a writer opens them)."""
-    return any(row[1] == "result" for row in conn.execute("PRAGMA table_info(calls)"))
+LATER_COLUMNS = ("result", "batch", "trace_id", "span_id")
+"""Columns added after the first version of the file: a file made before has them once a
+writer opened it."""
 
 
-def _add_result_column(conn: sqlite3.Connection) -> None:
-    """Give the file (new, or made before results were logged) its ``result`` column, under
+def file_columns(conn: sqlite3.Connection) -> set[str]:
+    """The columns a log file's ``calls`` table has."""
+    return {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Give the file (new, or made by an older version) its later columns and indexes, under
     the write lock: writers of several processes may open the same file at once."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if not has_result_column(conn):
-            conn.execute("ALTER TABLE calls ADD COLUMN result TEXT")
+        have = file_columns(conn)
+        for column in LATER_COLUMNS:
+            if column not in have:
+                conn.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
+        conn.execute("DROP INDEX IF EXISTS calls_tool")
+        conn.execute("CREATE INDEX IF NOT EXISTS calls_tool_seq ON calls (tool, seq)")
+        conn.execute("CREATE INDEX IF NOT EXISTS calls_batch ON calls (batch) "
+                     "WHERE batch IS NOT NULL")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -109,7 +118,7 @@ class FileSink:
             sqlite_write_ahead(conn)
             conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
             conn.executescript(_SCHEMA)
-            _add_result_column(conn)
+            _upgrade(conn)
         except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"the execution log file {self.path} cannot be used: {exc}") from exc
         self._conn = conn
@@ -136,16 +145,22 @@ class FileSink:
 
 
 STORE_TABLE = "inspector_calls"
-# Version 2 adds each call's result; every statement is safe to run again, so a store at
-# version 1 is upgraded by running them all.
-_STORE_SCHEMA = ("inspector-log", 2, (
+# Version 2 adds each call's result, 3 its batch and trace ids and the (tool, seq) index;
+# every statement is safe to run again, so an older store is upgraded by running them all.
+_STORE_SCHEMA = ("inspector-log", 3, (
     f"CREATE TABLE IF NOT EXISTS {STORE_TABLE} (seq BIGSERIAL PRIMARY KEY, "
     "time DOUBLE PRECISION NOT NULL, registry TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT, "
     "arguments TEXT NOT NULL, outcome TEXT NOT NULL, duration DOUBLE PRECISION NOT NULL, "
     "reason TEXT, error TEXT, approval TEXT, spool TEXT, format TEXT NOT NULL, result TEXT)",
     f"ALTER TABLE {STORE_TABLE} ADD COLUMN IF NOT EXISTS result TEXT",
     f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_time ON {STORE_TABLE} (time)",
-    f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_tool ON {STORE_TABLE} (tool)",
+    f"ALTER TABLE {STORE_TABLE} ADD COLUMN IF NOT EXISTS batch TEXT",
+    f"ALTER TABLE {STORE_TABLE} ADD COLUMN IF NOT EXISTS trace_id TEXT",
+    f"ALTER TABLE {STORE_TABLE} ADD COLUMN IF NOT EXISTS span_id TEXT",
+    f"DROP INDEX IF EXISTS {STORE_TABLE}_tool",
+    f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_tool_seq ON {STORE_TABLE} (tool, seq)",
+    f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_batch ON {STORE_TABLE} (batch) "
+    "WHERE batch IS NOT NULL",
 ))
 
 
@@ -187,8 +202,8 @@ class ServerSink:
 
 
 _INSERT = ("INSERT INTO {table} (time, registry, tool, call_id, arguments, outcome, duration,"
-           " reason, error, approval, spool, format, result)"
-           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
+           " reason, error, approval, spool, format, result, batch, trace_id, span_id)"
+           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
 def sink(db: str | Path | StoreURL) -> FileSink | ServerSink:

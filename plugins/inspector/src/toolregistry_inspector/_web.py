@@ -1,11 +1,8 @@
 """The inspector's web app (Starlette): HTML rendered on the server with Jinja2, a little
 plain JavaScript for the live log, every asset packaged. ``create_app(registry)``.
 
-Security, on every request: the token (from the printed URL, then the session path it is
-traded for, or an ``Authorization: Bearer`` header); the ``Host`` header must name a loopback
-address or an allowed host (no DNS rebinding); an ``Origin`` header must be the app's own
-origin or an allowed one. Actions (POST) also need the page's CSRF token and are refused in
-read-only mode.
+Security, on every request: the token, ``Host`` and ``Origin`` checks of ``_guard``. Actions
+(POST) also need the page's CSRF token and are refused in read-only mode.
 
 The browser's session lives in the path (``/s/<session>/tools``), never in a cookie: a
 browser sends a host's cookies to every port of it, so any other local server the same browser
@@ -18,19 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import hmac
 import json
 import math
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode
 
 from . import _views
-from ._log import durations, format_entry, get_entry, get_log, read_log
+from ._guard import Guard
+from ._log import format_entry, get_log
+from ._pages import LivePages
+from ._reads import durations, get_entry, read_log
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -39,11 +38,6 @@ if TYPE_CHECKING:
 
     from toolregistry import ToolRegistry
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PAGE_SIZE = 100
 TEXT_PAGE_CHARS = 4000
@@ -51,137 +45,17 @@ LOG_PAGE = 200
 STATS_CALLS = 100_000
 LIVE_INTERVAL = 0.5
 """Seconds between two looks at the log and the registry for an open page's event stream."""
+FOLLOW = 500
+"""The most calls an event stream (or ``/api/log``) sends per look: the next ones after the
+last it sent, in order."""
 STREAM_SECONDS = 300.0
 """How long one event stream lasts (the browser reconnects, from the last call it got)."""
 MAX_FORM_BYTES = 1 << 20
-LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-SESSION_PATH = "/s/"
-
-
-def _hostname(value: str) -> str:
-    """``host`` of ``host:port`` / ``[::1]:port``, lowercased."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[: value.find("]") + 1]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-class Guard:
-    """The ASGI middleware that checks the token, ``Host`` and ``Origin`` of every request."""
-
-    def __init__(self, app: ASGIApp, token: str, allowed_hosts: Iterable[str],
-                 allowed_origins: Iterable[str]) -> None:
-        self.app = app
-        self.token = token
-        self.hosts = {h.lower() for h in (*LOOPBACK, *allowed_hosts)}
-        self.origins = {o.rstrip("/").lower() for o in allowed_origins}
-        self.session = session_key(token)
-        self.prefix = f"{SESSION_PATH}{self.session}"
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                   for k, v in scope.get("headers", ())}
-        host = headers.get("host", "")
-        if _hostname(host) not in self.hosts:
-            await _plain(send, 421, f"Host {host!r} is not accepted by this inspector (it "
-                                    "answers on loopback names and its --allowed-host values)")
-            return
-        origin = headers.get("origin")
-        if origin is not None and not self._origin_ok(origin, host):
-            await _plain(send, 403, f"requests from origin {origin!r} are refused")
-            return
-        root = scope.get("root_path", "")
-        path = scope["path"][len(root):] if scope["path"].startswith(root) else scope["path"]
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        given = query.get("token")
-        if given is not None:
-            if not hmac.compare_digest(given.encode(), self.token.encode()):
-                await _plain(send, 403, "wrong token: open the URL toolregistry inspect printed")
-                return
-            if scope["method"] == "GET":
-                # Trade the token in the URL for the session path, and drop it from the
-                # address bar (and so from the history).
-                rest = urlencode([(k, v) for k, v in parse_qsl(
-                    scope.get("query_string", b"").decode("latin-1")) if k != "token"])
-                inner = self._inner(path)
-                location = root + self.prefix + (path if inner is None else inner) + \
-                    (f"?{rest}" if rest else "")
-                await _redirect(send, location)
-                return
-        else:
-            inner = self._inner(path)
-            if inner is not None:
-                if inner in ("", "/"):
-                    await _redirect(send, root + self.prefix + "/tools")
-                    return
-                # The app sees the session prefix as its root: its routes and links work under
-                # it (``base`` in the templates).
-                scope = {**scope, "root_path": root + self.prefix}
-            elif not self._bearer(headers):
-                await _plain(send, 403, "this inspector needs its token: open the URL "
-                                        "toolregistry inspect printed (…?token=…)")
-                return
-        scope.setdefault("state", {})["csrf"] = csrf_token(self.token)
-        await self.app(scope, receive, send)
-
-    def _inner(self, path: str) -> str | None:
-        """The path inside the session (``/tools`` of ``/s/<session>/tools``), or ``None``
-        when ``path`` is not under the session."""
-        if not path.startswith(SESSION_PATH):
-            return None
-        key, slash, rest = path[len(SESSION_PATH):].partition("/")
-        if not hmac.compare_digest(key.encode(), self.session.encode()):
-            return None
-        return slash + rest
-
-    def _bearer(self, headers: dict[str, str]) -> bool:
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            return hmac.compare_digest(auth[7:].strip().encode(), self.token.encode())
-        return False
-
-    def _origin_ok(self, origin: str, host: str) -> bool:
-        origin = origin.rstrip("/").lower()
-        if origin in self.origins:
-            return True
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and parts.netloc == host.lower()
-
-
-async def _redirect(send: Send, location: str) -> None:
-    await send({"type": "http.response.start", "status": 303, "headers": [
-        (b"location", location.encode("latin-1")), (b"cache-control", b"no-store"),
-        (b"referrer-policy", b"no-referrer")]})
-    await send({"type": "http.response.body", "body": b""})
-
-
-def session_key(token: str) -> str:
-    """The session path segment of an inspector: derived from its token (the same token gives
-    the same session after a restart), never the token itself."""
-    return hmac.new(token.encode(), b"toolregistry-inspector session",
-                    hashlib.sha256).hexdigest()[:32]
-
-
-async def _plain(send: Send, status: int, text: str) -> None:
-    body = (text + "\n").encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def _within(request: Request, path: str) -> str:
     """``path`` of the app, under the root (the session) the request came in on."""
     return str(request.scope.get("root_path", "")) + path
-
-
-def csrf_token(token: str) -> str:
-    """The CSRF token of an inspector: derived from its secret token, so that a page of
-    another origin, which never sees the token, cannot forge an action."""
-    return hmac.new(token.encode(), b"toolregistry-inspector csrf", hashlib.sha256).hexdigest()
 
 
 class _Extensions:
@@ -353,7 +227,10 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
             return await tool_page(request, status=400, form_error=str(exc), form=values)
         state["calls"] += 1
         call_id = f"inspector-{state['calls']}"
-        result = await run_in_threadpool(registry.invoke, name, arguments, call_id=call_id)
+        result = await pages.run_call(name, arguments, call_id)
+        if result is None:
+            return await tool_page(request, status=200, form=values,
+                                   form_error=f"call {call_id} was cancelled in the inspector")
         log = get_log(registry)
         if log is not None:
             await run_in_threadpool(log.flush)  # the call is in the file the page reads
@@ -461,8 +338,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         except ValueError:
             return JSONResponse({"error": "after must be an integer"}, status_code=400)
         try:
-            entries = await run_in_threadpool(
-                lambda: read_log(log, after=after, limit=500, **_log_filters(request)))
+            entries = await run_in_threadpool(lambda: read_log(
+                log, after=after, limit=FOLLOW, oldest=True, **_log_filters(request)))
         except (FileNotFoundError, ValueError) as exc:
             return JSONResponse({"error": f"the execution log cannot be read: {exc}"},
                                 status_code=503)
@@ -516,23 +393,29 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                 newest = await _read(log, limit=1)
                 last = newest[-1].seq if newest else 0
             seen = await run_in_threadpool(_page_state)
+            running = "[]"
             ends = time.monotonic() + STREAM_SECONDS
             while time.monotonic() < ends and not closing.is_set():
+                batch: list[Any] = []
                 if log is not None:
                     try:
-                        batch = await run_in_threadpool(
-                            functools.partial(read_log, log, after=last, limit=500, **filters))
+                        batch = await run_in_threadpool(functools.partial(
+                            read_log, log, after=last, limit=FOLLOW, oldest=True, **filters))
                     except (FileNotFoundError, ValueError):
                         batch = []
                     for e in batch:
                         data = json.dumps({**e.to_dict(), "result": None}, default=repr)
                         yield f"event: call\nid: {e.seq}\ndata: {data}\n\n"
                         last = e.seq
+                event, running = pages.running_event(running)
+                if event is not None:
+                    yield event
                 now = await run_in_threadpool(_page_state)
                 if now != seen:
                     seen = now
                     yield "event: page\ndata: {}\n\n"
-                await asyncio.sleep(LIVE_INTERVAL)
+                if len(batch) < FOLLOW:  # else more calls are waiting: read on at once
+                    await asyncio.sleep(LIVE_INTERVAL)
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={
             "cache-control": "no-store", "x-accel-buffering": "no"})
@@ -587,6 +470,8 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                                  error=f"{name}: {type(exc).__name__}: {exc}")
         return RedirectResponse(_within(request, "/changes"), status_code=303)
 
+    pages = LivePages(registry, render, _read, form_of, _Refused)
+
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Refused)
         return render(request, "error.html", status=exc.status, message=exc.message)
@@ -611,6 +496,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         Route("/approvals/{id}/{action:str}", decide, methods=["POST"]),
         Route("/changes", changes),
         Route("/changes/{name:path}/{action:str}", review, methods=["POST"]),
+        *pages.routes(),
         Mount("/static", app=static, name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={_Refused: refused}, middleware=[

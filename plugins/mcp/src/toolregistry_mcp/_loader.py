@@ -27,7 +27,7 @@ from toolregistry.errors import (
 )
 from toolregistry.plugin import log, normalize_name, operation
 
-from . import _loop
+from . import _decisions, _loop
 from ._client import MCPClient
 from ._screen import ACTIONS as SCREENING_ACTIONS
 from ._screen import Finding
@@ -189,9 +189,12 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         tools: list[Tool] = []
         originals: list[mcp_types.Tool] = []
         flagged: dict[str, list[Finding]] = {}
+        served = {tool.name: tool for tool in listed}
         for tool in listed:
             if not source.wanted(tool.name):
                 continue
+            # A version reviewed before a restart is what is registered.
+            tool = _decisions.registered_version(registry, spec.display, tool)
             screened, findings = screener.check(tool)
             if findings:
                 flagged[tool.name] = findings
@@ -218,7 +221,11 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         await client.aclose()
         raise
     for tool, registered in zip(originals, added):
-        source.registered[tool.name] = _Registered(registered.name, _fingerprint(tool))
+        entry = _Registered(registered.name, _fingerprint(tool), accepted=tool)
+        source.registered[tool.name] = entry
+        if tool is not served[tool.name]:  # the server's version waits for review again
+            await asyncio.to_thread(_decisions.served_again, source, entry, served[tool.name],
+                                    {"changed": []})
     async def on_list_changed(_client: MCPClient) -> None:
         await source._refresh_on_loop({})
 

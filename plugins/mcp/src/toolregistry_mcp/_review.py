@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from toolregistry.errors import ToolRegistrationError
 from toolregistry.types import PendingChange
 
+from . import _decisions
 from ._loader import sources
 from ._source import PLUGIN
 
@@ -40,12 +41,22 @@ def pending_changes(registry: ToolRegistry) -> list[PendingChange]:
     return out
 
 
-def _holder(registry: ToolRegistry, name: str) -> tuple[MCPSource, _Registered] | None:
+def _holder(registry: ToolRegistry, name: str
+            ) -> tuple[MCPSource, str, _Registered] | None:
+    """The source that provides the registry's tool ``name``, the server's own name of it,
+    and its review state."""
     for source in sources(registry):
-        for entry in source.registered.values():
+        for original, entry in source.registered.items():
             if entry.name == name:
-                return source, entry
+                return source, original, entry
     return None
+
+
+def _remember(registry: ToolRegistry, source: MCPSource, original: str,
+              entry: _Registered) -> None:
+    """The review just made, kept in the registry's store for the next process."""
+    _decisions.save(registry, source.client.display, original, entry.accepted,
+                    entry.fingerprint, entry.kept)
 
 
 def review_change(registry: ToolRegistry, tool: str, version: str, action: str
@@ -55,7 +66,7 @@ def review_change(registry: ToolRegistry, tool: str, version: str, action: str
     found = _holder(registry, tool)
     if found is None:
         return None
-    source, entry = found
+    source, original, entry = found
     if entry.pending is None and version not in entry.versions:
         raise LookupError(f"MCP tool {tool!r} has no pending change: its server still serves "
                           f"the accepted version {entry.fingerprint}")
@@ -65,11 +76,13 @@ def review_change(registry: ToolRegistry, tool: str, version: str, action: str
             raise ToolRegistrationError(
                 f"MCP tool {tool!r}: version {version} was not adopted (screening refused it "
                 "or the server's definition is invalid; see the mcp.tool_change_refused event)")
+        _remember(registry, source, original, entry)
         return True
     if action == "keep":
         if entry.pending != version:
             raise LookupError(f"MCP tool {tool!r}: no pending version {version} to keep; "
                               f"pending is {entry.pending or 'nothing'}")
         entry.kept = version
+        _remember(registry, source, original, entry)
         return True
     raise ValueError(f"no review action {action!r}: 'accept' or 'keep'")

@@ -30,7 +30,7 @@ from toolregistry.plugin import (
 )
 from toolregistry.tool import Provenance
 
-from . import _loop
+from . import _decisions, _loop
 from ._client import MCPClient
 from ._convert import from_call_result, truncate
 from ._runner import MARK
@@ -107,6 +107,7 @@ class _Registered:
     # can be accepted by its hash, even after the server moved on.
     versions: dict[str, mcp_types.Tool] = attrs.field(factory=dict)
     kept: str | None = None  # a pending version someone chose not to adopt (keep_change)
+    accepted: mcp_types.Tool | None = None  # the accepted version as the server sent it
 
     def remember(self, fingerprint: str, tool: mcp_types.Tool) -> None:
         self.versions.pop(fingerprint, None)
@@ -356,7 +357,8 @@ class MCPSource:
 
     def _add(self, registry: ToolRegistry, screener: Screener, tool: mcp_types.Tool,
              report: dict[str, list[str]]) -> None:
-        original = tool.name
+        original, served = tool.name, tool
+        tool = _decisions.registered_version(registry, self.client.display, tool)
         screened, findings = screener.check(tool)
         if findings and self.screening == "refuse":
             self._refuse(registry, self._flagged(original, findings))
@@ -374,8 +376,11 @@ class MCPSource:
                         reason=str(exc))
             return
         self.skipped.pop(original, None)
-        self.registered[original] = _Registered(added[0].name, _fingerprint(tool))
+        entry = self.registered[original] = _Registered(added[0].name, _fingerprint(tool),
+                                                        accepted=tool)
         report["added"].append(added[0].name)
+        if tool is not served:
+            _decisions.served_again(self, entry, served, report)
         if findings:
             reason = self._flagged(added[0].name, findings)
             if self.screening == "disable":
@@ -408,7 +413,7 @@ class MCPSource:
                 log.warning("mcp.tool_change_refused", server=self.client.display,
                             tool=entry.name, version=accept, reason=str(exc))
             else:
-                entry.fingerprint = accept
+                entry.fingerprint, entry.accepted = accept, version
                 entry.versions.pop(accept, None)
                 report["accepted"].append(entry.name)
                 log.info("mcp.tool_change_accepted", server=self.client.display,

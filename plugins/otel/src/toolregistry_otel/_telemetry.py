@@ -334,6 +334,10 @@ class ToolObserver:
             # This runs inside the call's own context: the span is current for the hooks, the
             # tool and what it calls, and goes away with the call's context.
             attach(set_span_in_context(span, parent))
+            ids = span.get_span_context()
+            if ids.is_valid:  # the kernel's seam: logs link the call to its trace
+                call.trace_id = format(ids.trace_id, "032x")
+                call.span_id = format(ids.span_id, "016x")
             token = (span, instruments)
         if instruments is not None:
             self.running.add(id(token))

@@ -119,6 +119,9 @@ function livePage() {
     if (recent && JSON.parse(event.data).tool === recent.dataset.tool) refreshSoon("recent");
     if (page === "stats") refreshSoon("main");
   });
+  stream.addEventListener("running", () => {
+    if (page === "running") refreshSoon("main");
+  });
   stream.addEventListener("page", () => {
     if (["tools", "approvals", "changes", "stats"].includes(page)) refreshSoon("main");
   });

@@ -1,0 +1,124 @@
+"""The batch and in-flight pages of the web app: a batch's calls as a tree with a waterfall,
+the calls running now with their progress, and the Cancel of a call the inspector started.
+``_web`` mounts their routes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ._log import LogEntry, get_log
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from toolregistry import ToolRegistry, ToolResult
+
+    from ._running import RunningCalls
+
+BATCH_CALLS = 1000
+"""The most calls a batch page shows."""
+
+
+def waterfall(entries: list[LogEntry]) -> dict[str, Any]:
+    """The calls of a batch as bars on one time axis: per call its offset from the batch's
+    first start and its duration (ms), and the bar's position and width in percent."""
+    start = min(e.time for e in entries)
+    end = max(e.time + e.duration for e in entries)
+    span = max(end - start, 1e-6)
+    rows = []
+    for e in sorted(entries, key=lambda e: (e.time, e.seq)):
+        offset = e.time - start
+        rows.append({"entry": e, "offset_ms": offset * 1000, "duration_ms": e.duration * 1000,
+                     "x": round(offset / span * 100, 3),
+                     "width": round(max(e.duration / span * 100, 0.4), 3)})
+    traces = sorted({e.trace_id for e in entries if e.trace_id})
+    return {"rows": rows, "start": start, "total_ms": span * 1000, "traces": traces}
+
+
+class LivePages:
+    """The routes of the batch and running pages, over the app's own ``render`` / ``read``
+    / ``form_of`` (``refused``: the app's error type, ``(status, message)``)."""
+
+    def __init__(self, registry: ToolRegistry, render: Callable[..., Response],
+                 read: Callable[..., Awaitable[list[LogEntry]]],
+                 form_of: Callable[[Request], Awaitable[dict[str, str]]],
+                 refused: Callable[[int, str], Exception]) -> None:
+        self.registry = registry
+        self.render = render
+        self.read = read
+        self.form_of = form_of
+        self.refused = refused
+        log = get_log(registry)
+        self.running: RunningCalls | None = None if log is None else log.watch_running()
+
+    async def run_call(self, name: str, arguments: dict[str, Any],
+                       call_id: str) -> ToolResult | None:
+        """Run a call from the tool page where the running page can cancel it; ``None`` when
+        it was cancelled there."""
+        task = asyncio.ensure_future(self.registry.ainvoke(name, arguments, call_id=call_id))
+        tasks = self.running.tasks if self.running is not None else {}
+        tasks[call_id] = task
+        try:
+            await asyncio.wait({task})
+        finally:
+            tasks.pop(call_id, None)
+        if task.cancelled():
+            return None
+        return task.result()
+
+    async def batch_page(self, request: Request) -> Response:
+        batch = request.path_params["batch"]
+        log = get_log(self.registry)
+        entries = await self.read(log, batch=batch, limit=BATCH_CALLS) if log else []
+        if not entries:
+            raise self.refused(404, f"no batch {batch!r} in the execution log (it may be "
+                                    "too old, or the log is off)")
+        return self.render(request, "batch.html", batch=batch, calls=len(entries),
+                           limit=BATCH_CALLS, **waterfall(entries))
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The calls in flight (with ``cancellable``: started by this inspector)."""
+        if self.running is None:
+            return []
+        calls = self.running.snapshot()
+        for call in calls:
+            call["cancellable"] = self.running.cancellable(call["call_id"])
+        return calls
+
+    async def running_page(self, request: Request, status: int = 200,
+                           error: str | None = None) -> Response:
+        return self.render(request, "running.html", status=status, calls=self.snapshot(),
+                           log_on=self.running is not None, error=error)
+
+    async def cancel(self, request: Request) -> Response:
+        from starlette.responses import RedirectResponse
+
+        await self.form_of(request)
+        call_id = request.path_params["call_id"]
+        if self.running is None or not self.running.cancel(call_id):
+            return await self.running_page(
+                request, status=404, error=f"{call_id}: no call this inspector started is "
+                                           "running under that id (it may have ended)")
+        root = str(request.scope.get("root_path", ""))
+        return RedirectResponse(root + "/running", status_code=303)
+
+    def running_event(self, seen: str) -> tuple[str | None, str]:
+        """A ``running`` server-sent event when the calls in flight changed since ``seen``
+        (while any runs, every look: their elapsed time changes), and the new state."""
+        calls = self.snapshot()
+        state = json.dumps([(c["key"], c["progress"], c["cancellable"]) for c in calls])
+        if not calls and state == seen:
+            return None, state
+        return f"event: running\ndata: {json.dumps(calls, default=repr)}\n\n", state
+
+    def routes(self) -> list[Route]:
+        from starlette.routing import Route
+
+        return [Route("/batches/{batch}", self.batch_page),
+                Route("/running", self.running_page),
+                Route("/running/{call_id:path}/cancel", self.cancel, methods=["POST"])]
