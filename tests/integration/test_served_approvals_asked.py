@@ -1,0 +1,141 @@
+"""Approvals asked of the client's user over MCP: a real ``toolregistry serve`` (streamable
+HTTP) whose policy holds ``send_*`` calls, the ``mcp`` SDK's client at 2026-07-28 as the user
+answering the elicitation yes, no, or not at all, and the policy's SQLite approvals store read
+from this process through ``registry.approvals``. A client that cannot answer (handshake
+protocol, or no elicitation) gets the held call's pending result, as before."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolregistry import ToolRegistry
+
+from .conftest import free_port, listening
+
+TOOLS = '''
+import os
+
+__all__ = ["send_mail"]
+
+
+def send_mail(to: str, body: str) -> str:
+    """Send a mail."""
+    with open(os.environ["SENT_FILE"], "a", encoding="utf-8") as fh:
+        fh.write(to + "\\n")
+    return f"sent to {to}"
+'''
+
+
+def _user(answer: str | None, asked: list[Any]) -> Any:
+    """An elicitation callback: the user says yes, no, or dismisses the question."""
+    import mcp_types as types
+
+    async def respond(context: Any, params: Any) -> Any:
+        asked.append(params)
+        if answer is None:
+            return types.ElicitResult(action="cancel")
+        return types.ElicitResult(action="accept", content={"approve": answer == "yes"})
+
+    return respond
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp("asked")
+    port = free_port()
+    (folder / "mailtools.py").write_text(TOOLS, encoding="utf-8")
+    config = folder / "pyproject.toml"
+    config.write_text(textwrap.dedent(f"""
+        [tool.toolregistry]
+        [[tool.toolregistry.sources]]
+        kind = "python"
+        target = "mailtools"
+        [tool.toolregistry.plugins.mcp.serve]
+        transport = "streamable-http"
+        port = {port}
+        [tool.toolregistry.plugins.policy]
+        store = "approvals.db"
+        rules = [{{ tools = ["send_*"], decision = "ask", reason = "mail leaves" }}]
+    """), encoding="utf-8")
+    sent = folder / "sent.txt"
+    sent.write_text("", encoding="utf-8")
+    person = ToolRegistry(config=config)  # where the approvals are read: another process
+    try:
+        with listening([sys.executable, "-m", "toolregistry.cli", "--config", str(config),
+                        "serve"], port, 60, cwd=folder,
+                       env={**os.environ, "PYTHONPATH": str(folder), "SENT_FILE": str(sent)}):
+            yield f"http://127.0.0.1:{port}/mcp", person, sent
+    finally:
+        person.close()
+
+
+def _call(url: str, to: str, *, mode: str = "auto", answer: str | None = "yes",
+          ask: bool = True) -> tuple[Any, list[Any]]:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    asked: list[Any] = []
+
+    async def main() -> Any:
+        async with Client(streamable_http_client(url), mode=mode,  # type: ignore[arg-type]
+                          elicitation_callback=_user(answer, asked) if ask else None) as c:
+            return await c.call_tool("send_mail", {"to": to, "body": "hi"})
+
+    return anyio.run(main), asked
+
+
+def _record(person: ToolRegistry, to: str) -> Any:
+    [record] = [r for r in person.approvals.list(None) if r.request.arguments["to"] == to]
+    return record
+
+
+def test_the_user_approves_and_the_call_runs_once(served: Any) -> None:
+    url, person, sent = served
+    result, asked = _call(url, "yes@example.com", answer="yes")
+    assert not result.is_error and result.content[0].text == "sent to yes@example.com"
+    [question] = asked
+    assert "send_mail" in question.message and "mail leaves" in question.message
+    assert "yes@example.com" in question.message
+    record = _record(person, "yes@example.com")
+    assert record.status == "done" and record.approver is not None
+    assert record.approver.startswith("mcp-session:")
+    assert sent.read_text().split().count("yes@example.com") == 1
+
+
+def test_the_user_declines_and_the_call_is_denied(served: Any) -> None:
+    url, person, sent = served
+    result, asked = _call(url, "no@example.com", answer="no")
+    assert len(asked) == 1
+    assert result.is_error and "denied" in result.content[0].text
+    assert "the user declined it" in result.content[0].text
+    assert _record(person, "no@example.com").status in ("denied", "done")
+    assert "no@example.com" not in sent.read_text()
+
+
+def test_an_unanswered_question_leaves_the_call_held_for_a_person(served: Any) -> None:
+    url, person, sent = served
+    result, asked = _call(url, "later@example.com", answer=None)
+    assert len(asked) == 1
+    assert result.is_error and "waits for a person's approval" in result.content[0].text
+    record = _record(person, "later@example.com")
+    assert record.status == "pending"
+    assert record.id in result.content[0].text and "later@example.com" not in sent.read_text()
+
+
+@pytest.mark.parametrize(("mode", "ask"), [("legacy", True), ("auto", False)])
+def test_a_client_that_cannot_answer_gets_the_pending_result(served: Any, mode: str,
+                                                             ask: bool) -> None:
+    url, person, sent = served
+    to = f"{mode}-{ask}@example.com"
+    result, asked = _call(url, to, mode=mode, ask=ask)
+    assert asked == []
+    assert result.is_error and "waits for a person's approval" in result.content[0].text
+    assert _record(person, to).status == "pending"
+    assert to not in sent.read_text()
