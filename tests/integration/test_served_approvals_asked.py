@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -84,7 +83,7 @@ def _call(url: str, to: str, *, mode: str = "auto", answer: str | None = "yes",
     asked: list[Any] = []
 
     async def main() -> Any:
-        async with Client(streamable_http_client(url), mode=mode,  # type: ignore[arg-type]
+        async with Client(streamable_http_client(url), mode=mode,
                           elicitation_callback=_user(answer, asked) if ask else None) as c:
             return await c.call_tool("send_mail", {"to": to, "body": "hi"})
 

@@ -111,6 +111,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     """
     import mcp_types as types
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+    from mcp.shared.exceptions import MCPError
 
     # 2026-07-28 clients hear of changes on subscriptions/listen streams, fed by this bus.
     bus = InMemorySubscriptionBus()
@@ -212,6 +213,8 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         if result.pending and result.approval is not None and answered is None \
                 and can_answer(ctx):
             return asking.question(result)
+        if isinstance(result.value, MCPError) and result.ok:
+            raise result.value  # the tool's protocol error (a capability the client lacks)
         if isinstance(result.value, types.InputRequiredResult) and result.ok:
             if is_modern(ctx):
                 return result.value
