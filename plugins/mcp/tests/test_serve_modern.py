@@ -90,3 +90,17 @@ def test_public_tools_list_is_fine_when_every_client_sees_every_tool() -> None:
         "cache-hints": {"tools/list": {"ttl-ms": 1, "cache-scope": "public"}},
         "auth": "bearer", "tokens": [{"name": "all", "env": "T"}]})
     assert options.cache_hints["tools/list"].cache_scope == "public"
+
+
+@pytest.mark.parametrize(("value", "says"), [(None, "it is not set"), ("short", "shorter")])
+def test_a_request_state_key_must_be_set_and_long_enough(
+        monkeypatch: pytest.MonkeyPatch, value: str | None, says: str) -> None:
+    from toolregistry import ToolRegistry
+    from toolregistry_mcp import build_server
+
+    monkeypatch.delenv("STATE_KEY_FOR_TEST", raising=False)
+    if value is not None:
+        monkeypatch.setenv("STATE_KEY_FOR_TEST", value)
+    with pytest.raises(ConfigError, match="request-state-key-env = 'STATE_KEY_FOR_TEST'") as e:
+        build_server(ToolRegistry(), request_state_key_env="STATE_KEY_FOR_TEST")
+    assert says in str(e.value)
