@@ -6,9 +6,6 @@ protocol, or no elicitation) gets the held call's pending result, as before."""
 
 from __future__ import annotations
 
-import os
-import sys
-import textwrap
 from typing import Any
 
 import anyio
@@ -16,20 +13,8 @@ import pytest
 
 from toolregistry import ToolRegistry
 
-from .conftest import free_port, listening
-
-TOOLS = '''
-import os
-
-__all__ = ["send_mail"]
-
-
-def send_mail(to: str, body: str) -> str:
-    """Send a mail."""
-    with open(os.environ["SENT_FILE"], "a", encoding="utf-8") as fh:
-        fh.write(to + "\\n")
-    return f"sent to {to}"
-'''
+from .conftest import free_port
+from .test_served_approvals import _served, write_served
 
 
 def _user(answer: str | None, asked: list[Any]) -> Any:
@@ -49,28 +34,11 @@ def _user(answer: str | None, asked: list[Any]) -> Any:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("asked")
     port = free_port()
-    (folder / "mailtools.py").write_text(TOOLS, encoding="utf-8")
-    config = folder / "pyproject.toml"
-    config.write_text(textwrap.dedent(f"""
-        [tool.toolregistry]
-        [[tool.toolregistry.sources]]
-        kind = "python"
-        target = "mailtools"
-        [tool.toolregistry.plugins.mcp.serve]
-        transport = "streamable-http"
-        port = {port}
-        [tool.toolregistry.plugins.policy]
-        store = "approvals.db"
-        rules = [{{ tools = ["send_*"], decision = "ask", reason = "mail leaves" }}]
-    """), encoding="utf-8")
-    sent = folder / "sent.txt"
-    sent.write_text("", encoding="utf-8")
+    config, sent = write_served(folder, port, ', reason = "mail leaves"')
     person = ToolRegistry(config=config)  # where the approvals are read: another process
     try:
-        with listening([sys.executable, "-m", "toolregistry.cli", "--config", str(config),
-                        "serve"], port, 60, cwd=folder,
-                       env={**os.environ, "PYTHONPATH": str(folder), "SENT_FILE": str(sent)}):
-            yield f"http://127.0.0.1:{port}/mcp", person, sent
+        with _served(config, port, sent) as url:
+            yield url, person, sent
     finally:
         person.close()
 

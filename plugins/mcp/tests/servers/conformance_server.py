@@ -167,8 +167,7 @@ def test_input_required_result_sampling(request: Request) -> Any:
     answers, _ = _answers(request)
     answer = answers.get("capital_question")
     if not isinstance(answer, dict):
-        return _ask({"capital_question": _sample("What is the capital of France?",
-                                                          100)})
+        return _ask({"capital_question": _sample("What is the capital of France?", 100)})
     return f"The model said: {(answer.get('content') or {}).get('text')}"
 
 
@@ -182,14 +181,18 @@ def test_input_required_result_list_roots(request: Request) -> Any:
     return "Roots: " + ", ".join(str(r.get("uri")) for r in answer["roots"])
 
 
+def _confirmed(request: Request, state_sent: str, done: str) -> Any:
+    """Asks for a confirmation with ``state_sent``; ``done`` once it comes back with it."""
+    answers, state = _answers(request)
+    if "confirm" not in answers or state != state_sent:
+        return _ask({"confirm": _elicit("Please confirm", "ok", "boolean")}, state_sent)
+    return done
+
+
 @registry.register
 def test_input_required_result_request_state(request: Request) -> Any:
     """Asks for a confirmation, with state it gets back."""
-    answers, state = _answers(request)
-    if "confirm" not in answers or state != "confirm-1":
-        return _ask({"confirm": _elicit("Please confirm", "ok", "boolean")},
-                    "confirm-1")
-    return "Confirmed: state-ok"
+    return _confirmed(request, "confirm-1", "Confirmed: state-ok")
 
 
 @registry.register
@@ -199,8 +202,8 @@ def test_input_required_result_multiple_inputs(request: Request) -> Any:
     keys = {"user_name", "greeting", "client_roots"}
     if not keys <= set(answers) or state != "multi-1":
         return _ask({"user_name": _elicit("What is your name?", "name"),
-                              "greeting": _sample("Generate a greeting", 50),
-                              "client_roots": ROOTS}, "multi-1")
+                     "greeting": _sample("Generate a greeting", 50),
+                     "client_roots": ROOTS}, "multi-1")
     return f"Hello, {_content(answers['user_name'], 'name')}: all inputs received"
 
 
@@ -211,19 +214,15 @@ def test_input_required_result_multi_round(request: Request) -> Any:
     if state == "round-2" and "step2" in answers:
         return f"Done: {_content(answers['step2'], 'color')}"
     if state == "round-1" and "step1" in answers:
-        return _ask({"step2": _elicit("Step 2: What is your favorite color?",
-                                               "color")}, "round-2")
+        return _ask({"step2": _elicit("Step 2: What is your favorite color?", "color")},
+                    "round-2")
     return _ask({"step1": _elicit("Step 1: What is your name?", "name")}, "round-1")
 
 
 @registry.register
 def test_input_required_result_tampered_state(request: Request) -> Any:
     """Asks a confirmation; its state is sealed by the server (a changed one is refused)."""
-    answers, state = _answers(request)
-    if state != "sealed-1" or "confirm" not in answers:
-        return _ask({"confirm": _elicit("Please confirm", "ok", "boolean")},
-                    "sealed-1")
-    return "state-ok"
+    return _confirmed(request, "sealed-1", "state-ok")
 
 
 @registry.register
