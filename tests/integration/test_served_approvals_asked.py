@@ -106,3 +106,45 @@ def test_a_client_that_cannot_answer_gets_the_pending_result(served: Any, mode: 
     assert result.is_error and "waits for a person's approval" in result.content[0].text
     assert _record(person, to).status == "pending"
     assert to not in sent.read_text()
+
+
+def test_an_answer_runs_the_call_once_and_is_bound_to_it(served: Any) -> None:
+    """The same answer sent twice runs the call once; the state of one call does not answer
+    another (other arguments), nor does a changed state."""
+    import mcp_types as types
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    url, person, sent = served
+    mail = {"to": "twice@example.com", "body": "hi"}
+    yes: types.InputResponses = {"toolregistry_approval": types.ElicitResult(
+        action="accept", content={"approve": True})}
+
+    async def main() -> list[Any]:
+        async with Client(streamable_http_client(url), elicitation_callback=_user("yes", [])
+                          ) as client:
+            session = client.session
+            asked = await session.call_tool("send_mail", mail, allow_input_required=True)
+            assert isinstance(asked, types.InputRequiredResult), asked
+            state = str(asked.request_state)
+            answers: list[Any] = []
+            for arguments, sent_state in [(mail, state), (mail, state),
+                                          ({**mail, "to": "other@example.com"}, state),
+                                          (mail, state[:-4] + "AAAA")]:
+                try:
+                    answers.append(await session.call_tool(
+                        "send_mail", arguments, input_responses=yes,
+                        request_state=sent_state, allow_input_required=True))
+                except MCPError as exc:
+                    answers.append(exc)
+            return answers
+
+    first, again, other, changed = anyio.run(main)
+    assert not first.is_error and first.content[0].text == "sent to twice@example.com"
+    assert again.is_error and "did not run again" in again.content[0].text
+    for refused in (other, changed):
+        assert isinstance(refused, MCPError) and refused.error.code == -32602, refused
+    assert sent.read_text().split().count("twice@example.com") == 1
+    assert "other@example.com" not in sent.read_text()
+    assert _record(person, "twice@example.com").status == "done"

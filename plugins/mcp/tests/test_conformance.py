@@ -156,8 +156,16 @@ def server_runs(fixed_suite: tuple[str, str], conformance_server: str,
         return _run(fixed_suite, "server", "--url", conformance_server, "--scenario", scenario,
                     "--spec-version", revision, cwd=tmp_path_factory.mktemp("server"))
 
+    def judged(scenario: str, revision: str) -> subprocess.CompletedProcess[str]:
+        # Some checks wait a fixed half second for a call's stream (server-stateless's
+        # logging probe): on a loaded machine one run can miss it; a second run decides.
+        done = run(scenario, revision)
+        if _failed_checks(done.stdout + done.stderr) != NOT_OFFERED.get(scenario, set()):
+            done = run(scenario, revision)
+        return done
+
     with ThreadPoolExecutor(max_workers=3) as pool:
-        yield {key: pool.submit(run, *key) for key in SERVER_RUNS}
+        yield {key: pool.submit(judged, *key) for key in SERVER_RUNS}
 
 
 def _failed_checks(out: str) -> set[str]:

@@ -125,8 +125,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
     default_level = None if tool_log_level in (None, "off") else level_number(tool_log_level)
     grants = dict(scopes or {})
-    hints = {method: CacheHintEntry.model_validate(entry) for method, entry in
-             (cache_hints or {}).items()}
+    hints = ServeOptions.resolve(cache_hints=cache_hints).cache_hints  # checked, by name
     asking = ApprovalAsk(registry)
     # Whom each connection's calls are for, when its client has no token (calling_for).
     callers: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -191,23 +190,17 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         # A retry answering the approval asked of the client's user: the state is sealed and
         # bound to this request (and token), so the call is its first request's caller's.
         answered = asking.state(params)
-        whom = str(answered.get("caller") or caller(ctx, conn)) if answered else \
-            caller(ctx, conn)
+        whom = (answered or {}).get("caller") or caller(ctx, conn)
         try:
             # answering_in: tools that return tool definitions answer in MCP's dialect
             with channel.active(), reporting_progress(channel.progress if wants_progress
                                                       else None), continuing(registry, carrier), \
-                    answering_in("mcp"), calling_for(whom):
+                    answering_in("mcp"), calling_for(str(whom)):
                 if answered is not None:
-                    approval_id = asking.decide(answered, params)
-                    [result] = await registry.approvals.aresume([approval_id],
-                                                                context={REQUEST_KEY: ctx})
+                    result = await asking.resume(answered, params, context={REQUEST_KEY: ctx})
                 else:
                     result = await registry.ainvoke(params.name, dict(params.arguments or {}),
                                                     context={REQUEST_KEY: ctx})
-        except LookupError as exc:  # the approval was used already, or is gone
-            return types.CallToolResult(content=[types.TextContent(
-                type="text", text=f"Error: {exc}; the call did not run again.")], is_error=True)
         finally:
             await channel.aclose()
         if result.pending and result.approval is not None and answered is None \

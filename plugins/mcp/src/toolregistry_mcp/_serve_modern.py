@@ -148,6 +148,22 @@ class ApprovalAsk:
         return types.InputRequiredResult(input_requests={APPROVAL_INPUT: ask},
                                          request_state=state)
 
+    async def resume(self, state: dict[str, Any], params: types.CallToolRequestParams,
+                     context: Mapping[str, Any]) -> ToolResult:
+        """The held call of ``state``, decided by the user's answer (:meth:`decide`) and
+        resumed: its result (still pending when the user dismissed the question; an error
+        result when it was used already or is gone)."""
+        approval_id = self.decide(state, params)
+        try:
+            [result] = await self.registry.approvals.aresume([approval_id], context=context)
+        except LookupError as exc:
+            from toolregistry import ToolResult
+
+            return ToolResult(call_id=None, name=params.name, is_error=True,
+                              error_kind="execution",
+                              content=f"Error: {exc}; the call did not run again.")
+        return result
+
     def decide(self, state: dict[str, Any], params: types.CallToolRequestParams) -> str:
         """Take the user's answer to the approval in ``state`` through ``registry.approvals``:
         approve on yes, deny on no; an answer left out (dismissed) decides nothing, the call
