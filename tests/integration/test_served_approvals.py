@@ -44,18 +44,11 @@ def _served(config: Path, port: int, sent: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-def _mail(client: Any) -> Any:
-    return client.call_tool("send_mail", MAIL)
-
-
-def _text(result: Any) -> str:
-    return str(result.content[0].text)
-
-
-def test_each_client_gets_its_own_approval_and_only_its_call_runs(tmp_path: Path) -> None:
-    port = free_port()
-    (tmp_path / "mailtools.py").write_text(TOOLS, encoding="utf-8")
-    config = tmp_path / "pyproject.toml"
+def write_served(folder: Path, port: int, rule: str = "") -> tuple[Path, Path]:
+    """(the configuration serving the mail tools on ``port``, the policy asking before every
+    ``send_*`` call with ``rule``'s extra keys; the file they write what they send to)."""
+    (folder / "mailtools.py").write_text(TOOLS, encoding="utf-8")
+    config = folder / "pyproject.toml"
     config.write_text(textwrap.dedent(f"""
         [tool.toolregistry]
         [[tool.toolregistry.sources]]
@@ -66,10 +59,24 @@ def test_each_client_gets_its_own_approval_and_only_its_call_runs(tmp_path: Path
         port = {port}
         [tool.toolregistry.plugins.policy]
         store = "approvals.db"
-        rules = [{{ tools = ["send_*"], decision = "ask" }}]
+        rules = [{{ tools = ["send_*"], decision = "ask"{rule} }}]
     """), encoding="utf-8")
-    sent = tmp_path / "sent.txt"
+    sent = folder / "sent.txt"
     sent.write_text("", encoding="utf-8")
+    return config, sent
+
+
+def _mail(client: Any) -> Any:
+    return client.call_tool("send_mail", MAIL)
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def test_each_client_gets_its_own_approval_and_only_its_call_runs(tmp_path: Path) -> None:
+    port = free_port()
+    config, sent = write_served(tmp_path, port)
     person = ToolRegistry(config=config)  # where a person decides: another process
     approvals = person.approvals
     try:

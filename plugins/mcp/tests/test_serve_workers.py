@@ -317,3 +317,76 @@ def test_tls_and_command_line_options_in_every_worker(tmp_path: Path, procs: Any
         assert web.post("127.0.0.1", port, call, context=context)[0] == 401
         with pytest.raises(ssl.SSLError):  # a client that does not trust the certificate
             web.post("127.0.0.1", port, call, context=ssl.create_default_context())
+
+
+ASKING = '''
+import os
+from typing import Annotated, Any
+
+import mcp_types as types
+from toolregistry import Injected
+
+__all__ = ["confirm"]
+
+
+def confirm(request: Annotated[Any, Injected("mcp_request")]) -> Any:
+    """Asks the user to confirm; the state names the worker that asked."""
+    params = request.params or {}
+    if not params.get("inputResponses"):
+        return types.InputRequiredResult.model_validate({
+            "inputRequests": {"ok": {"method": "elicitation/create", "params": {
+                "message": "Sure?", "requestedSchema": {
+                    "type": "object", "properties": {"ok": {"type": "boolean"}}}}}},
+            "requestState": str(os.getpid())})
+    return f"{params['requestState']} {os.getpid()}"
+'''
+
+
+async def _confirmations(url: str, times: int) -> list[tuple[int, int]]:
+    """(the worker that asked, the worker that answered) of ``times`` calls of ``confirm``
+    from a 2026-07-28 client on a new connection for every request."""
+    import mcp_types as types
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def yes(context: Any, params: Any) -> Any:
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    out = []
+    async with create_mcp_http_client(headers={"Connection": "close"}) as http, \
+            Client(streamable_http_client(url, http_client=http), elicitation_callback=yes) as c:
+        for _ in range(times):
+            result = await c.call_tool("confirm", {})
+            assert not result.is_error, result.content
+            asked, answered = result.content[0].text.split()
+            out.append((int(asked), int(answered)))
+    return out
+
+
+def test_input_asked_by_one_worker_is_answered_by_another(tmp_path: Path, procs: Any,
+                                                          no_orphans: None) -> None:
+    """The requestState one worker seals is accepted by the other: the supervisor gives its
+    workers one key."""
+    import anyio
+
+    port = procs.free_port()
+    (tmp_path / "asking_tools.py").write_text(ASKING, encoding="utf-8")
+    config = write_config(tmp_path, port, textwrap.dedent(f"""
+        [tool.toolregistry.plugins.mcp.serve]
+        transport = "streamable-http"
+        stateless = true
+        workers = 2
+        port = {port}
+    """), source="asking_tools")
+    url = f"http://127.0.0.1:{port}/mcp"
+    with supervisor(config, procs, port) as proc:
+        workers = wait_for(lambda: two_workers(proc.pid), "two worker processes")
+        crossed = []
+        for _ in range(10):
+            pairs = anyio.run(_confirmations, url, 6)
+            assert {p for pair in pairs for p in pair} <= workers
+            crossed += [pair for pair in pairs if pair[0] != pair[1]]
+            if crossed:
+                break
+        assert crossed, "every retry reached the worker that asked"

@@ -33,7 +33,9 @@ from ._convert import to_call_result
 from ._fanout import share
 from ._heap import frozen_heap
 from ._notify import CallChannel, forwarding_logs, level_number, want_level
-from ._serve_config import ServeOptions
+from ._serve_config import CacheHintEntry, ServeOptions
+from ._serve_modern import ApprovalAsk, can_answer, install, is_modern
+from ._serve_modern import cache_hints as sdk_cache_hints
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -91,7 +93,9 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
                  include_deferred: bool = False, instructions: str | None = None,
                  tool_log_level: str | None = "info",
                  scopes: dict[str, Access] | None = None,
-                 authenticated: bool = False) -> Server[Any]:
+                 authenticated: bool = False,
+                 cache_hints: dict[str, CacheHintEntry | dict[str, Any]] | None = None,
+                 request_state_key_env: str | None = None) -> Server[Any]:
     """The SDK's low-level ``Server`` answering ``tools/list`` and ``tools/call`` from
     ``registry``. Use it to mount the registry into your own MCP application.
 
@@ -102,10 +106,15 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     tool-list changes with every other registry on it (``share_changes``) and its clients
     hear of theirs too. ``scopes`` maps OAuth scopes to the tools they grant (for
     verifiers that return the SDK's plain ``AccessToken``); ``authenticated``: requests
-    without a verified token see no tool.
+    without a verified token see no tool. ``cache_hints``: per list (``"tools/list"``),
+    ``{"ttl-ms": ..., "cache-scope": ...}`` for 2026-07-28 clients. ``requestState`` is
+    sealed under the secret in the environment variable ``request_state_key_env`` (default: a
+    key of this process). A call held for approval is asked of the user of a 2026-07-28
+    client that takes elicitation, with an ``InputRequiredResult``.
     """
     import mcp_types as types
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+    from mcp.shared.exceptions import MCPError
 
     # 2026-07-28 clients hear of changes on subscriptions/listen streams, fed by this bus.
     bus = InMemorySubscriptionBus()
@@ -119,15 +128,24 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
     levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
     default_level = None if tool_log_level in (None, "off") else level_number(tool_log_level)
     grants = dict(scopes or {})
+    hints = ServeOptions.resolve(cache_hints=cache_hints).cache_hints  # checked, by name
+    asking = ApprovalAsk(registry)
     # Whom each connection's calls are for, when its client has no token (calling_for).
     callers: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    def token_caller(ctx: Any) -> str | None:
+        """The caller named by this request's verified token (``None``: no token)."""
+        token = getattr(_verified_token(ctx), "token", None)
+        if isinstance(token, str):
+            return "mcp-token:" + hashlib.sha256(token.encode()).hexdigest()[:24]
+        return None
 
     def caller(ctx: Any, conn: Any) -> str:
         """Whom this request's calls are for: its client's verified token (hashed: the
         secret itself is kept nowhere), else its connection (a session)."""
-        token = getattr(_verified_token(ctx), "token", None)
-        if isinstance(token, str):
-            return "mcp-token:" + hashlib.sha256(token.encode()).hexdigest()[:24]
+        by_token = token_caller(ctx)
+        if by_token is not None:
+            return by_token
         name = callers.get(conn)
         if name is None:
             name = callers[conn] = "mcp-session:" + secrets.token_hex(12)
@@ -159,7 +177,8 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
             schemas = allowed
         return types.ListToolsResult(tools=[types.Tool.model_validate(s) for s in schemas])
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams
+                        ) -> types.CallToolResult | types.InputRequiredResult:
         conn = joined(ctx)
         tool = registry.get_tool(params.name)
         access = _access(ctx, grants, authenticated)
@@ -171,15 +190,34 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
                               allowed=getattr(ctx.session, "_allowed_log_levels", None))
         # the caller's trace context (W3C traceparent in _meta) continues around the call
         carrier = {k: v for k, v in dict(meta).items() if isinstance(v, str)}
+        # A retry answering the approval asked of the client's user: the state is sealed and
+        # bound to this request (and token), so the call is its first request's caller's.
+        answered = asking.state(params)
+        whom = (answered or {}).get("caller") or caller(ctx, conn)
         try:
             # answering_in: tools that return tool definitions answer in MCP's dialect
             with channel.active(), reporting_progress(channel.progress if wants_progress
                                                       else None), continuing(registry, carrier), \
-                    answering_in("mcp"), calling_for(caller(ctx, conn)):
-                result = await registry.ainvoke(params.name, dict(params.arguments or {}),
-                                                context={REQUEST_KEY: ctx})
+                    answering_in("mcp"), calling_for(str(whom)):
+                if answered is not None:
+                    result = await asking.resume(answered, params, context={REQUEST_KEY: ctx})
+                else:
+                    result = await registry.ainvoke(params.name, dict(params.arguments or {}),
+                                                    context={REQUEST_KEY: ctx})
         finally:
             await channel.aclose()
+        if result.pending and result.approval is not None and answered is None \
+                and can_answer(ctx):
+            return asking.question(result)
+        if isinstance(result.value, MCPError) and result.ok:
+            raise result.value  # the tool's protocol error (a capability the client lacks)
+        if isinstance(result.value, types.InputRequiredResult) and result.ok:
+            if is_modern(ctx):
+                return result.value
+            return types.CallToolResult(content=[types.TextContent(
+                type="text", text=f"Error: the tool {params.name!r} needs input from the "
+                                  "client, which this client cannot give (it needs protocol "
+                                  "revision 2026-07-28).")], is_error=True)
         wants_structured = tool is not None and tool.output_schema is not None
         out = to_call_result(result)
         if wants_structured and out.structured_content is None and not result.is_error:
@@ -245,7 +283,7 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
         # The SDK marks logging deprecated for the 2026-07-28 protocol (SEP-2577); clients of
         # the handshake protocols still use logging/setLevel, and the issue asks for it.
         warnings.simplefilter("ignore")
-        return _server_class()(
+        server = _server_class()(
             name or getattr(registry, "name", None) or "toolregistry",
             version=_version(),
             instructions=instructions,
@@ -254,7 +292,10 @@ def build_server(registry: ToolRegistry, *, name: str | None = None,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
             on_subscriptions_listen=ListenHandler(bus),
+            cache_hints=sdk_cache_hints(hints),
         )
+    install(server, key_env=request_state_key_env, principal=token_caller)
+    return server
 
 
 @functools.cache
@@ -312,7 +353,8 @@ def server_for(registry: ToolRegistry, options: ServeOptions) -> Server[Any]:
         options.auth != "none" or options.token_verifier is not None)
     return build_server(registry, name=options.name, include_deferred=options.include_deferred,
                         tool_log_level=options.tool_log_level, scopes=scopes,
-                        authenticated=authenticated)
+                        authenticated=authenticated, cache_hints=dict(options.cache_hints),
+                        request_state_key_env=options.request_state_key_env)
 
 
 async def aserve(registry: ToolRegistry, transport: ServeTransport | None = None,

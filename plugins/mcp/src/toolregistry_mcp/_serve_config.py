@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolregistry.errors import ConfigError
 
 from ._access import AccessRule
 from ._verify import DEFAULT_ALGORITHMS
 
-__all__ = ["OAuthResource", "ServeOptions", "TokenEntry"]
+__all__ = ["CacheHintEntry", "OAuthResource", "ServeOptions", "TokenEntry"]
+
+# The cacheable results a served registry answers (it serves no prompts nor resources).
+CACHED_LISTS = ("tools/list", "server/discover")
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert",
                    "emergency"]
@@ -25,6 +28,20 @@ class TokenEntry(AccessRule):
     name: str = Field(description="who holds it (in logs, and to tools as the client)")
     env: str | None = Field(None, description="environment variable holding the token")
     file: str | None = Field(None, description="file whose first line is the token")
+
+
+class CacheHintEntry(BaseModel):
+    """``[tool.toolregistry.plugins.mcp.serve.cache-hints."tools/list"]``: how long a
+    2026-07-28 client may reuse a list (``ttlMs``) and whether a cache may share it between
+    clients (``cacheScope``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    ttl_ms: int = Field(alias="ttl-ms", ge=0, le=2**53 - 1,
+                        description="milliseconds the list stays fresh (0: stale at once)")
+    cache_scope: Literal["public", "private"] = Field(
+        "private", alias="cache-scope",
+        description="private: reused within one authorization context; public: shared")
 
 
 class OAuthResource(BaseModel):
@@ -107,6 +124,39 @@ class ServeOptions(BaseModel):
         "info", alias="tool-log-level",
         description="lowest level of tools' log records forwarded (and the root logger's "
                     "level while serving, when higher); 'off' (or None): forward none")
+
+    # -- 2026-07-28 -------------------------------------------------------------------------
+    cache_hints: dict[str, CacheHintEntry] = Field(
+        default_factory=dict, alias="cache-hints",
+        description="per result ('tools/list', 'server/discover'): its ttl-ms and cache-scope "
+                    "(default: the SDK's, 0 and private)")
+    request_state_key_env: str | None = Field(
+        None, alias="request-state-key-env",
+        description="environment variable holding the secret (32 bytes or more) that seals "
+                    "multi-round-trip requestState; every process sharing it accepts the "
+                    "others' (default: a key made at start, this process only)")
+
+    @field_validator("cache_hints")
+    @classmethod
+    def _served_lists(cls, hints: dict[str, CacheHintEntry]) -> dict[str, CacheHintEntry]:
+        unknown = sorted(set(hints) - set(CACHED_LISTS))
+        if unknown:
+            raise ValueError(f"no cache hints for {', '.join(map(repr, unknown))}: a served "
+                             f"registry caches these results: {', '.join(CACHED_LISTS)}")
+        return hints
+
+    @model_validator(mode="after")
+    def _private_when_scoped(self) -> ServeOptions:
+        scoped = any(entry.access().restricted for entry in self.tokens) or (
+            self.oauth is not None and bool(self.oauth.scopes)) or \
+            self.token_verifier is not None
+        tools = self.cache_hints.get("tools/list")
+        if scoped and tools is not None and tools.cache_scope == "public":
+            raise ValueError(
+                "cache-hints: tools/list has cache-scope = 'public', but each client "
+                "sees the tools its token grants: a shared cache would show one client's list "
+                "to another; use 'private'")
+        return self
 
     @classmethod
     def resolve(cls, table: dict[str, Any] | BaseModel | None = None,

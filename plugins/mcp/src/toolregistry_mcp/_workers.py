@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["WORKER_ENV", "app", "check_workers", "serve_workers", "workers_wanted"]
 
 WORKER_ENV = "TOOLREGISTRY_MCP_SERVE"
+# The secret every worker seals requestState with, when the settings name none of their own:
+# made by the supervisor, so that a retry reaching another worker is accepted there.
+STATE_KEY_ENV = "TOOLREGISTRY_MCP_STATE_KEY"
 """What each worker builds: ``{"config": path or null, "options": {...}}`` as JSON."""
 
 STARTUP_FAILURE = 3  # uvicorn's exit code for a worker that cannot start: no restart
@@ -100,16 +104,19 @@ def serve_workers(config: str | Path | None = None, **options: Any) -> None:
     path, opts = _check(config, options)
     sock = _bind(opts.host, opts.port)
     port = sock.getsockname()[1]
-    spec = {"config": path, "options": {**options, "port": port,
-                                        "transport": "streamable-http"}}
+    shared = {"port": port, "transport": "streamable-http"}
+    if opts.request_state_key_env is None:
+        shared["request_state_key_env"] = STATE_KEY_ENV
+    spec = {"config": path, "options": {**options, **shared}}
     uv = uvicorn.Config(f"{__name__}:app", factory=True, host=opts.host, port=port,
                         workers=opts.workers, **uvicorn_options(opts))
     scheme = "https" if opts.tls_cert else "http"
     log.info("mcp.serving", transport="streamable-http", workers=opts.workers,
              url=f"{scheme}://{opts.host}:{port}{opts.path}", auth=opts.auth)
-    saved_env = os.environ.get(WORKER_ENV)
+    saved_env = {name: os.environ.get(name) for name in (WORKER_ENV, STATE_KEY_ENV)}
     saved_signals = {sig: signal.getsignal(sig) for sig in _signals()}
     os.environ[WORKER_ENV] = json.dumps(spec)
+    os.environ[STATE_KEY_ENV] = secrets.token_urlsafe(32)
     try:
         supervisor = Multiprocess(uv, sockets=[sock])
         supervisor.run()
@@ -117,10 +124,11 @@ def serve_workers(config: str | Path | None = None, **options: Any) -> None:
         sock.close()
         for sig, handler in saved_signals.items():
             signal.signal(sig, handler)
-        if saved_env is None:
-            os.environ.pop(WORKER_ENV, None)
-        else:
-            os.environ[WORKER_ENV] = saved_env
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     failed = [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE]
     if failed:
         raise ConfigError(f"serve: worker process {failed[0]} could not start (its error is "
