@@ -100,8 +100,8 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = Fa
     return merged
 
 
-_OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
-            "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
+_OPTIONS = ("namespace", "include", "exclude", "timeout", "max_timeout", "persistent",
+            "replace", "headers", "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
             "session_loop", "max_message_bytes", "screening", "command_prefix",
             "protect_parent", "ordering", "auth", "protocol_version", "elicitation",
             "sampling")
@@ -150,6 +150,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
     client = MCPClient(
         spec,
         timeout=timeout,
+        max_timeout=options.get("max_timeout", settings.max_timeout),
         connect_timeout=float(options.get("connect_timeout", settings.connect_timeout)),
         persistent=bool(options.get("persistent", True)),
         inherit_env=tuple(options.get("inherit_env") or settings.inherit_env),
@@ -285,8 +286,9 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     ``server``: a stdio spec ``{"command", "args", "env", "cwd"}``, a ``.py`` / ``.js`` script
     path, or an ``http(s)`` URL (``headers=``; SSE when it ends with ``/sse`` or
     ``transport="sse"``). Options: ``namespace`` (a prefix, or ``True`` for the server's own
-    name), ``include`` / ``exclude`` (tool names or glob patterns), ``timeout`` (seconds per
-    call), ``persistent`` (one shared session, default; ``False``: a session per call),
+    name), ``include`` / ``exclude`` (tool names or glob patterns), ``timeout`` (seconds a
+    call may go without an answer or a progress notification), ``max_timeout`` (seconds in
+    all, however much progress; default ten times ``timeout``), ``persistent`` (one shared session, default; ``False``: a session per call),
     ``replace``, ``env``, ``cwd``, ``connect_timeout``, ``max_result_chars``, ``inherit_env``,
     ``session_loop`` (``"background"``, default, or ``"running"``: see :class:`MCPClient`),
     ``max_message_bytes``, ``screening`` (``"warn"``, ``"strip"``, ``"disable"``, ``"refuse"``,
