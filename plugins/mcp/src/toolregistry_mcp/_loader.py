@@ -29,6 +29,7 @@ from toolregistry.plugin import log, normalize_name, operation
 
 from . import _loop
 from ._client import MCPClient
+from ._filters import check_patterns, report_unmatched
 from ._screen import ACTIONS as SCREENING_ACTIONS
 from ._screen import Finding
 from ._settings import MCPSettings
@@ -139,6 +140,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
     screening = _choice("screening", options.get("screening", settings.screening),
                         SCREENING_ACTIONS)
     ordering = _choice("ordering", options.get("ordering", settings.ordering), ORDERINGS)
+    include = check_patterns("include", options.get("include"))
+    exclude = check_patterns("exclude", options.get("exclude"))
     base_dir = registry.config.path.parent if getattr(registry, "config", None) is not None \
         and registry.config.path is not None else None
     from ._spec import parse_server
@@ -177,8 +180,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         elif namespace is False:
             namespace = None
         source = MCPSource(
-            client=client, namespace=namespace, include=options.get("include"),
-            exclude=options.get("exclude"), replace=bool(options.get("replace", False)),
+            client=client, namespace=namespace, include=include,
+            exclude=exclude, replace=bool(options.get("replace", False)),
             timeout=timeout, max_result_chars=int(options.get("max_result_chars",
                                                               settings.max_result_chars)),
             _registry=weakref.ref(registry),
@@ -186,6 +189,10 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
             concurrency_group=_group(spec.display) if ordering == "server" else None,
         )
         source._note_invalid()
+        names = [n for t in listed for n in (t.name, f"{namespace}-{t.name}" if namespace
+                                             else t.name)]
+        report_unmatched(spec.display, "include", include, names)
+        report_unmatched(spec.display, "exclude", exclude, names)
         screener = source.screener()
         tools: list[Tool] = []
         originals: list[mcp_types.Tool] = []
