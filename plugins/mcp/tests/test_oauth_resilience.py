@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -142,3 +143,58 @@ def test_a_forgotten_client_registers_again(
     second = json.loads(store.read_text(encoding="utf-8"))["client"]["client_id"]
     assert second != first
 
+
+
+# --------------------------------------------------------------------------- a shared store
+RUN = Path(__file__).parent / "servers" / "oauth_run.py"
+
+
+def run_process(tmp_path: Path, name: str, store: str, protected: Protected,
+                auth: dict[str, Any]) -> str:
+    """A run in a process of its own, with a private state folder of its own (as on another
+    host), sharing only the registry's store."""
+    home = tmp_path / name
+    home.mkdir()
+    config = home / "pyproject.toml"
+    config.write_text(f"[tool.toolregistry]\nstore = {json.dumps(store)}\n"
+                      "[tool.toolregistry.plugins.mcp]\nshutdown-grace = 0.3\n",
+                      encoding="utf-8")
+    env = {**os.environ, "XDG_STATE_HOME": str(home / "state"), "HOME": str(home)}
+    done = subprocess.run([sys.executable, str(RUN), str(config), protected.resource,
+                           json.dumps(auth)], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _two_processes_share(store: str, protected: Protected, browser: Path, tmp_path: Path,
+                         procs: Any) -> None:
+    auth = {"scope": "tools:admin", "callback-timeout": 8,
+            "redirect-uri": f"http://127.0.0.1:{procs.free_port()}/callback"}
+    assert run_process(tmp_path, "first", store, protected, auth) == "contents of q"
+    assert sign_ins(browser) == 1
+    # Another process (another host) with the same store: the same registration and tokens.
+    assert run_process(tmp_path, "second", store, protected, auth) == "contents of q"
+    assert sign_ins(browser) == 1
+    # Nothing was written to either process's own token folder.
+    assert not list(tmp_path.glob("*/state/toolregistry/mcp-oauth/*.json"))
+
+
+def test_two_processes_share_one_registration_on_sqlite(
+        protected: Protected, browser: Path, tmp_path: Path, procs: Any) -> None:
+    import sqlite3
+
+    db = tmp_path / "shared.db"
+    _two_processes_share(f"sqlite:///{db}", protected, browser, tmp_path, procs)
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT client, tokens, expires_at FROM mcp_oauth").fetchall()
+    assert len(rows) == 1
+    client, tokens, expires_at = rows[0]
+    assert json.loads(client)["client_id"] and json.loads(tokens)["refresh_token"]
+    assert expires_at > time.time() - 60
+
+
+def test_two_processes_share_one_registration_on_postgresql(
+        protected: Protected, browser: Path, tmp_path: Path, procs: Any,
+        postgres_url: str) -> None:
+    _two_processes_share(postgres_url, protected, browser, tmp_path, procs)

@@ -30,6 +30,7 @@ from toolregistry.plugin import log, normalize_name, operation
 from . import _loop
 from ._client import MCPClient
 from ._filters import check_patterns, report_unmatched
+from ._oauth_store import shared_auth
 from ._screen import ACTIONS as SCREENING_ACTIONS
 from ._screen import Finding
 from ._settings import MCPSettings
@@ -163,7 +164,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         command_prefix=_strings("command_prefix",
                                 options.get("command_prefix", settings.command_prefix)),
         protect_parent=bool(options.get("protect_parent", settings.protect_parent)),
-        auth=_auth_option(options.get("auth"), base_dir),
+        auth=shared_auth(registry, spec.url or "",
+                         _auth_option(options.get("auth"), base_dir)),
         protocol_version=str(options.get("protocol_version", "auto")),
         elicitation=options.get("elicitation"),
         sampling=options.get("sampling"),
