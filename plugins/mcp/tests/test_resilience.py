@@ -193,3 +193,30 @@ def test_http_read_only_call_waits_for_the_restart(registry: ToolRegistry, marke
     result = registry.invoke("peek", {"tag": "a", "die": True})
     assert not result.is_error, result.text
     assert lines(marker, "peek") == ["peek a", "peek a"]
+
+
+@pytest.mark.parametrize("version", ["auto", "legacy"])
+def test_http_server_down_while_idle(registry: ToolRegistry, marker: Path,
+                                     http: HTTPServer, version: str) -> None:
+    registry.register_from_mcp(http.url, include=["count", "peek"], protocol_version=version)
+    assert registry.invoke("count", {"tag": "a"}).content == "counted a"
+    # The server goes away while idle and comes back a moment later. A read-only call made
+    # meanwhile is sent again on a new session once the server is back.
+    http.revive = True
+    stop(http.proc)
+    result = registry.invoke("peek", {"tag": "b"})
+    assert not result.is_error, result.text
+    assert lines(marker, "peek") == ["peek b"]
+    # Down again: a call that may write is an error result, never sent twice.
+    stop(http.proc)
+    failed = registry.invoke("count", {"tag": "c"})
+    assert lines(marker, "count").count("count c") <= 1
+    if failed.is_error:
+        assert failed.error_kind == "remote"
+    deadline = time.monotonic() + 20
+    while True:  # the next call, once the server is back, works
+        again = registry.invoke("count", {"tag": "d"})
+        if not again.is_error or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert again.content == "counted d", again.text

@@ -69,7 +69,7 @@ class MCPClient(SessionBase):
     ``timeout`` bounds how long a call may go without an answer or a progress notification
     (each one starts it again); ``max_timeout`` (default ten times ``timeout``) bounds it in
     all. A call that loses its connection is sent once more, on a new session, only when the
-    server declared its tool read-only or idempotent, or when it never left.
+    server declared its tool read-only or idempotent.
 
     ``command_prefix`` is put before a stdio server's command (a sandbox or another user:
     ``("bwrap", ...)``, ``("setpriv", "--reuid=...", ...)``); ``protect_parent=True`` makes

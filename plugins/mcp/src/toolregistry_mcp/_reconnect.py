@@ -2,8 +2,9 @@
 
 A call in flight when the server died may or may not have run there: it is sent again only
 when the server declared the tool safe to repeat (``readOnlyHint`` or ``idempotentHint``), and
-then once, on a new session. A call that never left this process (the connection was refused)
-did not run anywhere: it too may be sent once. Everything else answers an error result.
+then once, on a new session. Everything else answers an error result. (The SDK reports a
+refused connection of one request as the end of the whole connection, for every request in
+flight on it, so "this request never left" cannot be told apart safely: it is not resent.)
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ async def reopen(client: SessionBase) -> bool:
     server that is restarting (its port refuses connections meanwhile). False: none came."""
     from ._session import MCPConnectError
 
+    if not client.persistent:
+        return True  # every call opens a session of its own anyway
     loop = asyncio.get_running_loop()
     deadline = loop.time() + client.connect_timeout
     delay = 0.1
@@ -86,20 +89,16 @@ async def reopen(client: SessionBase) -> bool:
 async def resend_after_loss(client: SessionBase, conn: _Connection, name: str,
                             exc: BaseException) -> bool:
     """Whether the call of ``name`` that failed with ``exc`` is to be sent once more, on a new
-    session (opened here): its connection was lost and either the request never left or the
-    server declared the tool safe to repeat."""
+    session (opened here): its connection was lost and the server declared the tool safe to
+    repeat."""
     from toolregistry.plugin import log
 
     from ._session import _first_error
 
-    if client._closed or not connection_lost(exc, conn):
-        return False
-    unsent = never_sent(exc)
-    if not unsent and name not in client._resend_safe:
+    if client._closed or name not in client._resend_safe or not connection_lost(exc, conn):
         return False
     conn.dead = True
     first = _first_error(exc)
     log.warning("mcp.call_resent", server=client.display, tool=name,
-                why="not sent" if unsent else "read-only or idempotent",
                 error=f"{type(first).__name__}: {first}")
     return await reopen(client)
