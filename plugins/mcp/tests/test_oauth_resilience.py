@@ -103,14 +103,17 @@ def options(tmp_path: Path, procs: Any) -> dict[str, Any]:
 def test_an_expired_token_is_refreshed_by_the_next_run(
         protected: Protected, browser: Path, tmp_path: Path, procs: Any) -> None:
     auth = options(tmp_path, procs)
+    store = tmp_path / "tokens.json"
     assert run(tmp_path, protected, auth) == "contents of q"
     assert sign_ins(browser) == 1
+    registered = json.loads(store.read_text(encoding="utf-8"))["client"]["client_id"]
     time.sleep(TTL + 0.5)
     # Known to have expired: refreshed before the request, no second sign-in.
     assert run(tmp_path, protected, auth) == "contents of q"
     assert sign_ins(browser) == 1
-    saved = json.loads((tmp_path / "tokens.json").read_text(encoding="utf-8"))
+    saved = json.loads(store.read_text(encoding="utf-8"))
     assert saved["expires_at"] == pytest.approx(time.time() + TTL, abs=10)
+    assert saved["client"]["client_id"] == registered  # the registration was reused
 
 
 def test_a_refused_token_is_refreshed_once_before_signing_in(
