@@ -161,9 +161,9 @@ class MCPClient(SessionBase):
         self._closed = False
         self._init: Negotiated | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._resend_safe: set[str] = set()  # read-only / idempotent: resent once if lost
         self.invalid_tools: dict[str, str] = {}
         self._as_task: set[str] = set()  # tools whose definition requires a task
-        self._resend_safe: set[str] = set()  # read-only / idempotent: resent once if lost
         """Tools of the last listing whose definitions were malformed: ``{name: why}``."""
         _live.add(self)
         # The background loop runs while a client is open; this lets go of it exactly once

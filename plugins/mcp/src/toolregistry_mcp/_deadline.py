@@ -9,7 +9,9 @@ the request, so the server stops too.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolregistry.errors import ConfigError
@@ -17,7 +19,8 @@ from toolregistry.errors import ConfigError
 if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT as Progress
 
-__all__ = ["CallExpired", "bounded", "total_limit"]
+__all__ = ["CallExpired", "bounded", "check_max_timeout", "total_limit",
+           "waiting_on_a_person"]
 
 T = TypeVar("T")
 
@@ -51,50 +54,77 @@ def check_max_timeout(value: Any) -> float | None:
     return float(value)
 
 
+class _Timer:
+    """One call's limits, kept as the deadline of the cancel scope around it: moved on by each
+    progress notification, lifted while the call waits on a person."""
+
+    def __init__(self, scope: Any, now: float, timeout: float | None, cap: float | None
+                 ) -> None:
+        self.scope = scope
+        self.idle = timeout if timeout is not None else float("inf")
+        self.cap_end = now + cap if cap is not None else float("inf")
+        self.heard = False
+        self.pauses = 0
+        self.restart(now)
+
+    def restart(self, now: float) -> None:
+        if not self.pauses:
+            self.scope.deadline = min(now + self.idle, self.cap_end)
+
+
+_TIMER: contextvars.ContextVar[_Timer | None] = contextvars.ContextVar(
+    "toolregistry_mcp_call_timer", default=None)
+
+
+@contextlib.contextmanager
+def waiting_on_a_person() -> Iterator[None]:
+    """Stop the limits of the call this code serves while a person acts (signs in); the time
+    does not count towards the timeout or the cap. A no-op outside a call."""
+    import anyio
+
+    timer = _TIMER.get()
+    if timer is None:
+        yield
+        return
+    started = anyio.current_time()
+    timer.pauses += 1
+    timer.scope.deadline = float("inf")
+    try:
+        yield
+    finally:
+        timer.pauses -= 1
+        now = anyio.current_time()
+        timer.cap_end += now - started
+        timer.restart(now)
+
+
 async def bounded(call: Callable[[Progress], Awaitable[T]], on_progress: Progress | None,
                   timeout: float | None, cap: float | None) -> T:
     """``await call(progress)``, given up (:class:`CallExpired`) after ``timeout`` seconds
     without an answer or a progress notification, or after ``cap`` seconds in all."""
     import anyio
 
-    start = anyio.current_time()
-    last = [start]
+    # One cancel scope whose deadline each progress notification moves on: no task of its
+    # own per call.
+    scope = anyio.CancelScope()
+    timer = _Timer(scope, anyio.current_time(), timeout, cap)
 
     async def reported(progress: float, total: float | None, message: str | None) -> None:
-        last[0] = anyio.current_time()
+        timer.heard = True
+        timer.restart(anyio.current_time())
         if on_progress is not None:
             await on_progress(progress, total, message)
 
-    if timeout is None and cap is None:
-        return await call(reported)
-    why: list[str] = []
-    result: list[T] = []
-    with anyio.CancelScope() as scope:
-        async with anyio.create_task_group() as tasks:
-
-            async def watch() -> None:
-                while True:
-                    now = anyio.current_time()
-                    idle_end = last[0] + timeout if timeout is not None else float("inf")
-                    cap_end = start + cap if cap is not None else float("inf")
-                    if now >= cap_end:
-                        why.append(f"did not finish within its {cap:g}s cap (max_timeout), "
-                                   "though it was still reporting progress"
-                                   if last[0] > start else
-                                   f"did not answer within {cap:g}s")
-                        scope.cancel()
-                        return
-                    if now >= idle_end:
-                        why.append(f"did not answer within {timeout:g}s"
-                                   if last[0] == start else
-                                   f"reported no progress for {timeout:g}s")
-                        scope.cancel()
-                        return
-                    await anyio.sleep(min(idle_end, cap_end) - now)
-
-            tasks.start_soon(watch)
-            result.append(await call(reported))
-            tasks.cancel_scope.cancel()
-    if why and not result:
-        raise CallExpired(why[0])
-    return result[0]
+    token = _TIMER.set(timer)
+    try:
+        with scope:
+            return await call(reported)
+    finally:
+        _TIMER.reset(token)
+    # Only reached when the scope's deadline cancelled the call.
+    if anyio.current_time() >= timer.cap_end:
+        raise CallExpired(f"did not finish within its {cap:g}s cap (max_timeout), though it "
+                          "was still reporting progress" if timer.heard else
+                          f"did not answer within {cap:g}s")
+    raise CallExpired(f"reported no progress for {timeout:g}s" if timer.heard else
+                      f"did not answer within {timeout:g}s")

@@ -89,6 +89,14 @@ def resilient_provider() -> type[Any]:
             await super()._initialize()
             await self._restore()
 
+        async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+            from ._deadline import waiting_on_a_person
+
+            # The user signs in: that time is not the server's, as the SDK's own request
+            # clock has it.
+            with waiting_on_a_person():
+                return await super()._perform_authorization_code_grant()
+
         async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
             if response.status_code != 200:
                 code = _error_code(await response.aread())
