@@ -122,8 +122,10 @@ def test_the_client_auth_tables_are_valid(tmp_path: Path, monkeypatch: pytest.Mo
                 auth = {**source["auth"], "token-store": str(tmp_path / "t.json")}
                 ClientAuth.model_validate(auth)
                 built.append(type(build_auth(source["server"], auth)).__name__)
-    assert built == ["OAuthClientProvider", "ClientCredentialsOAuthProvider",
-                     "PrivateKeyJWTOAuthProvider", "IdentityAssertionOAuthProvider"]
+    # ResilientOAuthProvider: the SDK's OAuthClientProvider, kept working across runs.
+    assert built == ["ResilientOAuthProvider", "ClientCredentialsOAuthProvider",
+                     "PrivateKeyJWTOAuthProvider", "IdentityAssertionOAuthProvider",
+                     "ResilientOAuthProvider"]
 
 
 def test_the_progress_examples_run_as_documented(tmp_path: Path, registry: ToolRegistry,

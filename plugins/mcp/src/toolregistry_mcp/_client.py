@@ -26,6 +26,8 @@ from toolregistry.errors import ConfigError, ToolCallError
 from toolregistry.plugin import log
 
 from . import _loop
+from ._deadline import CallExpired, bounded, check_max_timeout, total_limit
+from ._reconnect import resend_after_loss, resend_safe
 from ._sdk_private import send_unvalidated
 from ._session import (
     InputHandler,
@@ -65,6 +67,11 @@ class MCPClient(SessionBase):
     ``close()`` (or leaving the ``with`` block) ends the server process; so does interpreter
     exit.
 
+    ``timeout`` bounds how long a call may go without an answer or a progress notification
+    (each one starts it again); ``max_timeout`` (default ten times ``timeout``) bounds it in
+    all. A call that loses its connection is sent once more, on a new session, only when the
+    server declared its tool read-only or idempotent.
+
     ``command_prefix`` is put before a stdio server's command (a sandbox or another user:
     ``("bwrap", ...)``, ``("setpriv", "--reuid=...", ...)``); ``protect_parent=True`` makes
     this process non-dumpable before the server starts, so that a server running as the same
@@ -99,6 +106,7 @@ class MCPClient(SessionBase):
         cwd: str | os.PathLike[str] | None = None,
         transport: str | None = None,
         timeout: float | None = 60.0,
+        max_timeout: float | None = None,
         connect_timeout: float = 30.0,
         persistent: bool = True,
         inherit_env: tuple[str, ...] = (),
@@ -136,6 +144,7 @@ class MCPClient(SessionBase):
             self._auth = auth if hasattr(auth, "async_auth_flow") else \
                 build_auth(self.spec.url or "", auth)
         self.timeout = timeout
+        self.max_timeout = check_max_timeout(max_timeout)
         self.connect_timeout = connect_timeout
         self.persistent = persistent
         self.inherit_env = tuple(inherit_env)
@@ -153,6 +162,7 @@ class MCPClient(SessionBase):
         self._closed = False
         self._init: Negotiated | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._resend_safe: set[str] = set()  # read-only / idempotent: resent once if lost
         self.invalid_tools: dict[str, str] = {}
         self._as_task: set[str] = set()  # tools whose definition requires a task
         """Tools of the last listing whose definitions were malformed: ``{name: why}``."""
@@ -366,6 +376,7 @@ class MCPClient(SessionBase):
                 # At 2025-11-25 the client asks for the task; at 2026-07-28 the server decides.
                 self._as_task.add(tool.name)
             kept.append(tool)
+        self._resend_safe = {tool.name for tool in kept if resend_safe(tool)}
         self.invalid_tools = invalid
         return kept
 
@@ -433,6 +444,7 @@ class MCPClient(SessionBase):
         import mcp_types as types
 
         request_meta: Any = dict(meta) if meta else None
+        cap = total_limit(limit, self.max_timeout)
         on_progress = None
         if progress is not None:
             report = progress
@@ -463,14 +475,16 @@ class MCPClient(SessionBase):
             # The common case, without the session context manager's own cost per call.
             # The SDK client drives multi-round-trip (input-required) calls to their end.
             try:
-                return await live.client.call_tool(name, arguments or {},
-                                                    read_timeout_seconds=limit,
-                                                    progress_callback=on_progress,
-                                                    meta=request_meta)
+                fast = live.client
+                return await bounded(
+                    lambda report: fast.call_tool(name, arguments or {},
+                                                  progress_callback=report, meta=request_meta),
+                    on_progress, limit, cap)
             except ToolCallError:
                 raise
             except Exception as exc:
-                if not self._session_expired(live, exc):
+                if not (self._session_expired(live, exc)
+                        or await resend_after_loss(self, live, name, exc)):
                     raise self._call_error(name, exc, limit) from None
             attempts = (2,)  # sent once already: one more try, on a new session
         for attempt in attempts:
@@ -484,18 +498,22 @@ class MCPClient(SessionBase):
                         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
                         if request_meta:
                             params["_meta"] = dict(request_meta)
-                        raw = await self._send_raw(conn, "tools/call", params, limit,
-                                                   on_progress)
+                        raw = await bounded(
+                            lambda report, p=params, c=conn: self._send_raw(  # type: ignore[misc]
+                                c, "tools/call", p, None, report),
+                            on_progress, limit, cap)
                         return types.CallToolResult.model_validate(raw, by_name=False)
-                    # The SDK's per-request timeout sends notifications/cancelled when it fires.
-                    return await client.call_tool(name, arguments or {},
-                                                   read_timeout_seconds=limit,
-                                                   progress_callback=on_progress,
-                                                   meta=request_meta)
+                    # Giving up cancels the call: the SDK sends notifications/cancelled.
+                    return await bounded(
+                        lambda report, c=client: c.call_tool(  # type: ignore[misc]
+                            name, arguments or {}, progress_callback=report,
+                            meta=request_meta),
+                        on_progress, limit, cap)
                 except ToolCallError:
                     raise
                 except Exception as exc:
-                    if attempt == 1 and self._session_expired(conn, exc):
+                    if attempt == 1 and (self._session_expired(conn, exc)
+                                         or await resend_after_loss(self, conn, name, exc)):
                         continue
                     raise self._call_error(name, exc, limit) from None
         raise AssertionError("unreachable")  # pragma: no cover
@@ -527,6 +545,12 @@ class MCPClient(SessionBase):
         exc = _first_error(exc)
         label = f"tool {what!r}" if what != "tools/list" else "tools/list"
         conn = self._conn
+        if isinstance(exc, CallExpired):
+            log.warning("mcp.call_timeout", server=self.display, tool=what, timeout=limit,
+                        reason=exc.reason)
+            return ToolCallError(
+                f"MCP server {self.display}: {label} {exc.reason}; the request was cancelled "
+                "(notifications/cancelled sent)", kind="timeout")
         if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
             log.warning("mcp.call_timeout", server=self.display, tool=what, timeout=limit)
             # kind="timeout", not a TimeoutError: a retry policy must never re-send it.
@@ -582,7 +606,8 @@ class MCPClient(SessionBase):
                    "a new one, and this call was not retried")
         else:
             msg = (f"MCP server {self.display} lost the connection during {label} ({detail}); "
-                   "it will be restarted on the next call, and this call was not retried")
+                   "the call may or may not have run on the server; it will be restarted on "
+                   "the next call, and this call was not retried")
         if tail:
             msg += f"; its stderr ends with:\n{tail[-1000:]}"
         log.error("mcp.call_failed", server=self.display, tool=what, error=detail)

@@ -29,6 +29,8 @@ from toolregistry.plugin import log, normalize_name, operation
 
 from . import _decisions, _loop
 from ._client import MCPClient
+from ._filters import check_patterns, report_unmatched
+from ._oauth_store import shared_auth
 from ._screen import ACTIONS as SCREENING_ACTIONS
 from ._screen import Finding
 from ._settings import MCPSettings
@@ -100,8 +102,8 @@ async def arefresh(registry: ToolRegistry, *, accept_changes: AcceptChanges = Fa
     return merged
 
 
-_OPTIONS = ("namespace", "include", "exclude", "timeout", "persistent", "replace", "headers",
-            "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
+_OPTIONS = ("namespace", "include", "exclude", "timeout", "max_timeout", "persistent",
+            "replace", "headers", "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
             "session_loop", "max_message_bytes", "screening", "command_prefix",
             "protect_parent", "ordering", "auth", "protocol_version", "elicitation",
             "sampling")
@@ -139,6 +141,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
     screening = _choice("screening", options.get("screening", settings.screening),
                         SCREENING_ACTIONS)
     ordering = _choice("ordering", options.get("ordering", settings.ordering), ORDERINGS)
+    include = check_patterns("include", options.get("include"))
+    exclude = check_patterns("exclude", options.get("exclude"))
     base_dir = registry.config.path.parent if getattr(registry, "config", None) is not None \
         and registry.config.path is not None else None
     from ._spec import parse_server
@@ -150,6 +154,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
     client = MCPClient(
         spec,
         timeout=timeout,
+        max_timeout=options.get("max_timeout", settings.max_timeout),
         connect_timeout=float(options.get("connect_timeout", settings.connect_timeout)),
         persistent=bool(options.get("persistent", True)),
         inherit_env=tuple(options.get("inherit_env") or settings.inherit_env),
@@ -159,7 +164,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         command_prefix=_strings("command_prefix",
                                 options.get("command_prefix", settings.command_prefix)),
         protect_parent=bool(options.get("protect_parent", settings.protect_parent)),
-        auth=_auth_option(options.get("auth"), base_dir),
+        auth=shared_auth(registry, spec.url or "",
+                         _auth_option(options.get("auth"), base_dir)),
         protocol_version=str(options.get("protocol_version", "auto")),
         elicitation=options.get("elicitation"),
         sampling=options.get("sampling"),
@@ -176,8 +182,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         elif namespace is False:
             namespace = None
         source = MCPSource(
-            client=client, namespace=namespace, include=options.get("include"),
-            exclude=options.get("exclude"), replace=bool(options.get("replace", False)),
+            client=client, namespace=namespace, include=include,
+            exclude=exclude, replace=bool(options.get("replace", False)),
             timeout=timeout, max_result_chars=int(options.get("max_result_chars",
                                                               settings.max_result_chars)),
             _registry=weakref.ref(registry),
@@ -185,6 +191,10 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
             concurrency_group=_group(spec.display) if ordering == "server" else None,
         )
         source._note_invalid()
+        names = [n for t in listed for n in (t.name, f"{namespace}-{t.name}" if namespace
+                                             else t.name)]
+        report_unmatched(spec.display, "include", include, names)
+        report_unmatched(spec.display, "exclude", exclude, names)
         screener = source.screener()
         tools: list[Tool] = []
         originals: list[mcp_types.Tool] = []
@@ -292,8 +302,9 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
     ``server``: a stdio spec ``{"command", "args", "env", "cwd"}``, a ``.py`` / ``.js`` script
     path, or an ``http(s)`` URL (``headers=``; SSE when it ends with ``/sse`` or
     ``transport="sse"``). Options: ``namespace`` (a prefix, or ``True`` for the server's own
-    name), ``include`` / ``exclude`` (tool names or glob patterns), ``timeout`` (seconds per
-    call), ``persistent`` (one shared session, default; ``False``: a session per call),
+    name), ``include`` / ``exclude`` (tool names or glob patterns), ``timeout`` (seconds a
+    call may go without an answer or a progress notification), ``max_timeout`` (seconds in
+    all, however much progress; default ten times ``timeout``), ``persistent`` (one shared session, default; ``False``: a session per call),
     ``replace``, ``env``, ``cwd``, ``connect_timeout``, ``max_result_chars``, ``inherit_env``,
     ``session_loop`` (``"background"``, default, or ``"running"``: see :class:`MCPClient`),
     ``max_message_bytes``, ``screening`` (``"warn"``, ``"strip"``, ``"disable"``, ``"refuse"``,

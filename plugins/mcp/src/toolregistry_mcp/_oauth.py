@@ -60,10 +60,15 @@ class FileTokenStorage:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _write(self, key: str, value: Any) -> None:
+    def _write(self, key: str, value: Any, **more: Any) -> None:
         with self._lock:
             data = self._read()
             data[key] = value
+            for name, extra in more.items():
+                if extra is None:
+                    data.pop(name, None)
+                else:
+                    data[name] = extra
             folder = self.path.parent
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tokens-")  # created 0600
@@ -87,7 +92,18 @@ class FileTokenStorage:
             return None
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
+        self._write("tokens", tokens.model_dump(mode="json", exclude_none=True),
+                    expires_at=token_expiry(tokens))
+
+    async def expires_at(self) -> float | None:
+        """When the stored access token expires (seconds since the epoch), if known."""
+        value = self._read().get("expires_at")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    async def forget_client(self) -> bool:
+        """Drop the stored registration and its tokens (the server forgot the client)."""
+        self._write("client", None, tokens=None, expires_at=None)
+        return True
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
@@ -100,6 +116,13 @@ class FileTokenStorage:
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self._write("client", client_info.model_dump(mode="json", exclude_none=True))
+
+
+def token_expiry(tokens: OAuthToken) -> float | None:
+    """When ``tokens``' access token expires, as the SDK reckons it (now + ``expires_in``)."""
+    from mcp.shared.auth_utils import calculate_token_expiry
+
+    return calculate_token_expiry(tokens.expires_in) if tokens.expires_in else None
 
 
 class ClientAuth(BaseModel):
@@ -221,8 +244,16 @@ def _store(config: ClientAuth, server_url: str) -> Any:
         return storage
     if config.token_store:
         return FileTokenStorage(config.token_store)
-    key = hashlib.sha256(f"{server_url}\n{config.client_id or ''}\n{config.grant}".encode())
-    return FileTokenStorage(default_token_dir() / f"{key.hexdigest()[:24]}.json")
+    key = storage_key(server_url, {"client-id": config.client_id, "grant": config.grant})
+    return FileTokenStorage(default_token_dir() / f"{key}.json")
+
+
+def storage_key(server_url: str, auth: Mapping[str, Any]) -> str:
+    """What names one server's tokens and registration in a storage: the server, the
+    configured client (if any) and the grant."""
+    client_id = auth.get("client-id") or auth.get("client_id") or ""
+    grant = auth.get("grant") or "authorization_code"
+    return hashlib.sha256(f"{server_url}\n{client_id}\n{grant}".encode()).hexdigest()[:24]
 
 
 def build_auth(server_url: str, value: ClientAuth | Mapping[str, Any]) -> Any:
@@ -238,8 +269,9 @@ def build_auth(server_url: str, value: ClientAuth | Mapping[str, Any]) -> Any:
         return _client_credentials(server_url, config, storage)
     if config.grant == "identity_assertion":
         return _identity_assertion(server_url, config, storage)
-    from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+
+    from ._oauth_flow import resilient_provider
 
     redirect, callback = config.redirect_handler, config.callback_handler
     if (redirect is None) != (callback is None):
@@ -261,7 +293,7 @@ def build_auth(server_url: str, value: ClientAuth | Mapping[str, Any]) -> Any:
             token_endpoint_auth_method=metadata.token_endpoint_auth_method,
             scope=config.scope))
     try:
-        return OAuthClientProvider(server_url=server_url, client_metadata=metadata,
+        return resilient_provider()(server_url=server_url, client_metadata=metadata,
                                    storage=storage, redirect_handler=redirect,
                                    callback_handler=callback,
                                    client_metadata_url=config.client_metadata_url)
@@ -410,6 +442,13 @@ class _PreRegistered:
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self._client = client_info
+
+    async def expires_at(self) -> float | None:
+        inner = getattr(self._inner, "expires_at", None)
+        return await inner() if inner is not None else None
+
+    async def forget_client(self) -> bool:
+        return False  # a configured client is not registered again
 
 
 def _browser_flow(config: ClientAuth) -> tuple[Callable[[str], Awaitable[None]],

@@ -44,8 +44,10 @@ _STDERR_TAIL = 4000  # bytes of a child's stderr kept for error messages
 class MCPConnectError(ToolCallError):
     """An MCP server could not be started or reached, or did not complete the handshake."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
         super().__init__(message, kind="remote")
+        self.unreachable = unreachable
+        """Nothing answered at the server's address (a server that may be restarting)."""
 
 
 class _StderrTail(asyncio.Protocol):
@@ -309,6 +311,7 @@ class SessionBase:
         _init: Negotiated | None
         _background: set[asyncio.Task[Any]]
         _release_loop: Callable[[], Any]
+        _resend_safe: set[str]
 
         @property
         def display(self) -> str: ...
@@ -381,7 +384,9 @@ class SessionBase:
         if tail:
             msg += f"; its stderr ends with:\n{tail[-1500:]}"
         log.error("mcp.connect_failed", server=self.display, error=msg)
-        return MCPConnectError(msg)
+        from ._reconnect import never_sent
+
+        return MCPConnectError(msg, unreachable=never_sent(exc))
 
     async def _run(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
         import anyio

@@ -15,7 +15,12 @@ class MCPSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
-    timeout: float = Field(60.0, gt=0, description="seconds per tool call")
+    timeout: float = Field(60.0, gt=0, description="seconds a tool call may go without an "
+                                                   "answer or a progress notification")
+    max_timeout: float | None = Field(None, gt=0, alias="max-timeout",
+                                      description="seconds a tool call may take in all, however "
+                                                  "much progress it reports (default: ten "
+                                                  "times timeout)")
     serve: dict[str, Any] = Field(default_factory=dict,
                                   description="[tool.toolregistry.plugins.mcp.serve]: how "
                                               "`toolregistry serve` serves (ServeOptions)")

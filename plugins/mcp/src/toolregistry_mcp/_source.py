@@ -33,6 +33,7 @@ from toolregistry.tool import Provenance
 from . import _decisions, _loop
 from ._client import MCPClient
 from ._convert import from_call_result, truncate
+from ._deadline import total_limit
 from ._runner import MARK
 from ._screen import Finding, Screener
 
@@ -88,6 +89,11 @@ def _schema_problem(schema: Any) -> str | None:
     except Exception as exc:
         return f"inputSchema is not a valid JSON Schema: {str(exc).splitlines()[0][:300]}"
     return None
+
+
+def _kernel_timeout(timeout: float | None, max_timeout: float | None) -> float | None:
+    cap = total_limit(timeout, max_timeout)
+    return cap + 5 if cap else None
 
 
 def _matches(name: str, patterns: Iterable[str] | str | None) -> bool:
@@ -210,10 +216,11 @@ class MCPSource:
             # Long results may be kept whole by a plugin that takes long output (spooling is
             # opt-in per tool); else _convert() cuts them (see output_limits).
             too_long_to_file=True,
-            # A little above our own per-call timeout, so that the registry's default
-            # timeout never cuts a call the user allowed to run longer, and ours (which
-            # cancels the request on the server and says so) fires first.
-            timeout=self.timeout + 5 if self.timeout else None,
+            # A little above our own cap on a call, so that the registry's default
+            # timeout never cuts a call the user allowed to run longer (one that keeps
+            # reporting progress), and ours (which cancels the request on the server and
+            # says so) fires first.
+            timeout=_kernel_timeout(self.timeout, self.client.max_timeout),
             title=tool.title or (ann.title if ann else None),
             # Writes of one server must not race its reads in a batch: the kernel orders the
             # non-read-only calls of a group (readOnlyHint false or absent) with the others.

@@ -142,8 +142,10 @@ async def _finish(created: CreatedTask, ctx: ClaimContext) -> types.CallToolResu
     async def cancel() -> None:
         await _send(session, "tasks/cancel", task_id, 5)
 
+    from ._deadline import driven_to_its_end
+
     try:
-        with anyio.fail_after(call.left()):
+        with driven_to_its_end(), anyio.fail_after(call.left()):
             while True:
                 status = detail.get("status")
                 if status in _TERMINAL:
