@@ -10,13 +10,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import define, field, frozen
 
 if TYPE_CHECKING:
     import contextvars
+    from pathlib import Path
 
     from ._execution import RetryPolicy
     from .tool import Tool
@@ -200,7 +200,8 @@ class Image:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            return Path(self.path).read_bytes()
+            with open(self.path, "rb") as file:
+                return file.read()
         if self.url and self.url.startswith("data:") and ";base64," in self.url:
             import base64
 
