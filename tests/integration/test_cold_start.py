@@ -37,8 +37,10 @@ def test_a_registry_with_every_plugin_imports_no_heavy_dependency() -> None:
 
 # Standard and kernel modules that building a registry does without: pathlib only once a
 # configuration file is found, logging only once the application imported it (nobody can have
-# configured it before).
-LAZY = ("pathlib", "urllib", "ipaddress", "logging")
+# configured it before), docstring parsing, schema building and validation only when a
+# function is made a tool or a tool is called.
+LAZY = ("pathlib", "urllib", "ipaddress", "logging", "toolregistry._docstrings",
+        "toolregistry._schema", "toolregistry._validators", "toolregistry._annotations")
 
 CODE_LAZY = f"""
 import json, sys
