@@ -5,8 +5,10 @@ heavy dependencies (imported on first use) and entry points are read without
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("importlib.metadata", "pydantic", "asyncio", "numpy", "mcp", "httpx", "yaml",
          "langchain_core", "opentelemetry", "ray", "email", "zipfile",
@@ -31,3 +33,36 @@ def test_a_registry_with_every_plugin_imports_no_heavy_dependency() -> None:
     assert {"codemode", "discovery", "mcp", "openapi", "otel", "ray", "spool",
             "think"} <= set(out["loaded"]), out
     assert out["heavy"] == [], out["heavy"]
+
+
+# Standard and kernel modules that building a registry does without: pathlib only once a
+# configuration file is found, logging only once the application imported it (nobody can have
+# configured it before), docstring parsing, schema building and validation only when a
+# function is made a tool or a tool is called.
+LAZY = ("pathlib", "urllib", "ipaddress", "logging", "toolregistry._docstrings",
+        "toolregistry._schema", "toolregistry._validators", "toolregistry._annotations")
+
+CODE_LAZY = f"""
+import json, sys
+import toolregistry
+registry = toolregistry.ToolRegistry()
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {LAZY!r} or m in {LAZY!r})))
+"""
+
+
+def test_a_registry_without_a_configuration_file_loads_only_what_building_it_needs(
+        tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")}
+    proc = subprocess.run([sys.executable, "-c", CODE_LAZY], capture_output=True, text=True,
+                          timeout=60, check=True, cwd=tmp_path, env=env)
+    assert json.loads(proc.stdout) == [], proc.stdout
+
+
+def test_events_reach_logging_configured_after_the_registry_was_built(tmp_path: Path) -> None:
+    code = ("import sys, toolregistry; toolregistry.ToolRegistry(); "
+            "assert 'logging' not in sys.modules; "
+            "import logging; logging.basicConfig(level=logging.INFO); "
+            "toolregistry.ToolRegistry(load_plugins=['no-such-plugin'])")
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                          text=True, timeout=60, check=True, cwd=tmp_path)
+    assert "plugin.unknown_name" in proc.stderr, proc.stderr

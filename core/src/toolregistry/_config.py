@@ -9,12 +9,14 @@ import os
 import re
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import field, frozen
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["ConfigWarning", "RegistryConfig", "load_config", "plugin_settings", "resolve_path"]
 
@@ -84,12 +86,18 @@ _cache: dict[tuple[str, float], RegistryConfig] = {}
 
 def find_pyproject(start: Path | None = None) -> Path | None:
     """The nearest ``pyproject.toml`` from ``start`` (default: the working directory) upwards."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+    # os.path until a file is found: pathlib stays unimported for a registry without one.
+    folder = os.path.realpath(os.getcwd() if start is None else start)
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate):
+            from pathlib import Path
+
+            return Path(candidate)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def load_config(path: str | Path | None = None, *, strict: bool | None = None) -> RegistryConfig:
@@ -102,15 +110,16 @@ def load_config(path: str | Path | None = None, *, strict: bool | None = None) -
     """
     from ._settings import ENV_CONFIG
 
+    explicit = path is not None
     if path is None:
-        env = os.environ.get(ENV_CONFIG)
-        file = Path(env) if env else find_pyproject()
-        if file is None:
+        path = os.environ.get(ENV_CONFIG) or find_pyproject()
+        if path is None:
             return EMPTY_CONFIG
-    else:
-        file = Path(path)
-        if file.is_dir():
-            file = file / "pyproject.toml"
+    from pathlib import Path
+
+    file = Path(path)
+    if explicit and file.is_dir():
+        file = file / "pyproject.toml"
     # Absolute, so that paths relative to the file mean the same after a chdir, whoever
     # loaded the (cached) file first and however they spelled it.
     file = Path(os.path.abspath(file))
@@ -230,6 +239,8 @@ def resolve_path(value: str, folder: Path | None) -> str:
     ``folder`` (the configuration file's folder) when there is one. URLs are left alone."""
     if "://" in value:
         return value
+    from pathlib import Path
+
     path = Path(value).expanduser()
     if folder is not None and not path.is_absolute():
         path = folder / path

@@ -9,10 +9,12 @@ A result's content is a string, or a list of parts in order: ``{"type": "text", 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from attrs import field, frozen
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["PART_KINDS", "Audio", "EmbeddedResource", "Image", "ResourceLink", "part_of",
            "part_value", "sniff_audio"]
@@ -82,7 +84,8 @@ class _Media:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            return Path(self.path).read_bytes()
+            with open(self.path, "rb") as file:
+                return file.read()
         if self.url and self.url.startswith("data:") and ";base64," in self.url:
             import base64
 

@@ -6,19 +6,20 @@ a library never prints to stdout on its own -- stdout may be an MCP stdio channe
 
 structlog itself is imported only when an event is emitted: an application that configured it
 has imported it already, and otherwise an event below the logger's level costs one level
-check and no import.
+check and no import. The standard library's ``logging`` is imported only once something else
+imported it: until then nobody can have configured it, and an event has nowhere to go.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_stdlib = logging.getLogger("toolregistry")
-# A library stays quiet until the application sets up logging (no "last resort" output).
-_stdlib.addHandler(logging.NullHandler())
+# logging's level numbers, fixed by the standard library.
+_DEBUG, _INFO, _WARNING, _ERROR = 10, 20, 30, 40
+
+_stdlib: Any = None
 _fallback: Any = None
 _configured: Any = None
 
@@ -26,6 +27,19 @@ _configured: Any = None
 def _structlog_configured() -> bool:
     module = sys.modules.get("structlog")
     return module is not None and bool(module.is_configured())
+
+
+def _stdlib_logger() -> Any:
+    global _stdlib
+    if _stdlib is None:
+        import logging
+
+        logger = logging.getLogger("toolregistry")
+        # A library stays quiet until the application sets up logging (no "last resort"
+        # output).
+        logger.addHandler(logging.NullHandler())
+        _stdlib = logger
+    return _stdlib
 
 
 def _resolve() -> Any:
@@ -38,7 +52,7 @@ def _resolve() -> Any:
         return _configured
     if _fallback is None:
         _fallback = structlog.wrap_logger(
-            _stdlib,
+            _stdlib_logger(),
             processors=[
                 structlog.stdlib.filter_by_level,
                 structlog.processors.add_log_level,
@@ -73,36 +87,43 @@ def _with_context(kw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _enabled(level: int) -> bool:
-    return _structlog_configured() or _stdlib.isEnabledFor(level)
+    if _structlog_configured():
+        return True
+    logger = _stdlib
+    if logger is None:
+        if "logging" not in sys.modules:
+            return False
+        logger = _stdlib_logger()
+    return bool(logger.isEnabledFor(level))
 
 
 class _Log:
     """A logger that resolves its backend per event, honouring late configuration."""
 
     def debug(self, event: str, **kw: Any) -> None:
-        if _enabled(logging.DEBUG):
+        if _enabled(_DEBUG):
             _resolve().debug(event, **(_with_context(kw) if _context else kw))
 
     def info(self, event: str, **kw: Any) -> None:
-        if _enabled(logging.INFO):
+        if _enabled(_INFO):
             _resolve().info(event, **(_with_context(kw) if _context else kw))
 
     def warning(self, event: str, **kw: Any) -> None:
-        if _enabled(logging.WARNING):
+        if _enabled(_WARNING):
             _resolve().warning(event, **(_with_context(kw) if _context else kw))
 
     def error(self, event: str, **kw: Any) -> None:
-        if _enabled(logging.ERROR):
+        if _enabled(_ERROR):
             _resolve().error(event, **(_with_context(kw) if _context else kw))
 
     def is_debug(self) -> bool:
         """True when debug events would be emitted (skip building costly context otherwise)."""
-        return _enabled(logging.DEBUG)
+        return _enabled(_DEBUG)
 
     def is_info(self) -> bool:
         """True when info events would be emitted (an event on a hot path may skip its
         arguments otherwise)."""
-        return _enabled(logging.INFO)
+        return _enabled(_INFO)
 
 
 log = _Log()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
@@ -35,6 +34,8 @@ from .formats._emit import Emitter
 from .tool import Tool, ToolMetadata
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ._approvals import Approvals
     from ._execution import Executor, RetryPolicy
     from ._store import StoreURL

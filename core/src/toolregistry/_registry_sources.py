@@ -9,7 +9,6 @@ kinds, ``to_langchain``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _config, _kind_options, _source_options
@@ -21,6 +20,8 @@ from .errors import ConfigError, MissingPluginError
 from .tool import Tool
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ._extensions import SourceKind
     from ._registry import ToolRegistry
 

@@ -8,13 +8,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, ToolRegistrationError
 from .tool import Provenance, Tool
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ._registry import ToolRegistry
 
 

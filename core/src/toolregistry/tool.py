@@ -8,15 +8,18 @@ import inspect
 import json
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from attrs import define, field, frozen
 
-from ._docstrings import parse_docstring
-from ._schema import Injected, Signature, plain_signature, schema_of
-from ._validators import ArgumentsValidator, JsonSchemaValidator
 from .errors import ToolRegistrationError
+
+# Docstring parsing, schema building and validation load when a function is first made a
+# tool or a tool is first called, not with the model: a registry is built without them.
+if TYPE_CHECKING:
+    from ._schema import Injected, Signature
+    from ._validators import ArgumentsValidator, JsonSchemaValidator
 
 __all__ = [
     "SEARCH_TOOL_TAG",
@@ -307,6 +310,9 @@ class Tool:
                 doc_source = inspect.getdoc(type(target).__call__)
             qualname = getattr(target, "__qualname__", tool_name)
             module = getattr(target, "__module__", None)
+        from ._docstrings import parse_docstring
+        from ._schema import schema_of
+
         doc = parse_docstring(doc_source)
         parameters, sig = schema_of(fn, tool_name, doc.params)
         meta = metadata or DEFAULT_METADATA
@@ -348,6 +354,8 @@ class Tool:
         """Validates call arguments: pydantic for Python signatures, JSON Schema for
         schema-first tools (built on first use)."""
         if self._validator is None:
+            from ._validators import ArgumentsValidator, JsonSchemaValidator
+
             if self.signature is not None:
                 self._validator = ArgumentsValidator(self.name, self.signature)
             else:
@@ -403,6 +411,8 @@ _SIGNATURE: Any = Tool.__dict__["signature"]  # the slot
 def _signature(tool: Tool) -> Signature | None:
     sig = _SIGNATURE.__get__(tool)
     if sig is _PLAIN:
+        from ._schema import plain_signature
+
         sig = plain_signature(tool.callable, tool.name, tool.parameters)  # type: ignore[arg-type]
         _SIGNATURE.__set__(tool, sig)
     return sig  # type: ignore[no-any-return]
@@ -411,3 +421,11 @@ def _signature(tool: Tool) -> Signature | None:
 setattr(Tool, "signature", property(_signature, _SIGNATURE.__set__,  # noqa: B010
                                     doc="How the tool's Python callable takes its arguments "
                                         "(``None`` for a schema-first tool)."))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Injected":  # exported here, defined with the schema code
+        from ._schema import Injected
+
+        return Injected
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
