@@ -99,14 +99,15 @@ def wait_for(predicate: Any, what: str, timeout: float = 90) -> Any:
 
 
 @contextlib.contextmanager
-def supervisor(config: Path, procs: Any, port: int, *extra: str) -> Iterator[subprocess.Popen[bytes]]:
+def supervisor(config: Path, procs: Any, port: int, *extra: str, **env: str
+               ) -> Iterator[subprocess.Popen[bytes]]:
     """``toolregistry serve`` of ``config`` (workers from its table); stopped with SIGTERM."""
     log = config.parent / "serve.log"
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "toolregistry.cli", "--config", str(config), "serve", *extra],
             cwd=config.parent, stdout=subprocess.DEVNULL, stderr=err,
-            env={**os.environ, **TOKENS, "PYTHONPATH": str(config.parent)})
+            env={**os.environ, **TOKENS, "PYTHONPATH": str(config.parent), **env})
     try:
         procs.wait_for_port(port, proc, timeout=90)
         yield proc
@@ -230,10 +231,11 @@ BASE = '[tool.toolregistry.plugins.mcp.serve]\ntransport = "streamable-http"\n'
 
 
 @pytest.mark.parametrize(("table", "options", "match"), [
-    (BASE, {"workers": 2}, r"workers = 2 needs stateless = true \(--stateless\)"),
     ('[tool.toolregistry.plugins.mcp.serve]\nstateless = true\n', {"workers": 3},
      r"workers = 3 needs transport = 'streamable-http'"),
     (BASE + 'stateless = true\nworkers = 2\nevent-store = "memory"\n', {},
+     r"event-store cannot be used with workers = 2"),
+    (BASE + 'workers = 2\nevent-store = "memory"\n', {},
      r"event-store cannot be used with workers = 2"),
     (BASE + "stateless = true\n", {"workers": 2, "token_verifier": object()},
      r"JSON-like values"),
@@ -390,3 +392,153 @@ def test_input_asked_by_one_worker_is_answered_by_another(tmp_path: Path, procs:
             if crossed:
                 break
         assert crossed, "every retry reached the worker that asked"
+
+
+# --------------------------------------------------------------------------- sessions
+SESSIONS = """
+[tool.toolregistry.plugins.mcp.serve]
+transport = "streamable-http"
+workers = 2
+port = {port}
+auth = "bearer"
+
+[[tool.toolregistry.plugins.mcp.serve.tokens]]
+name = "agents"
+env = "TOOLS_TOKEN"
+"""
+
+
+async def _sessions(url: str, count: int, change: Any) -> list[tuple[list[int], int, set[str]]]:
+    """``count`` sessions of the SDK's client at 2025-11-25, open at once, each on a new
+    connection for every request (so that they reach either worker): for each, the workers
+    that answered its calls of ``whoami``, the list changes it heard after ``change()`` ran
+    (in a thread, again until every session heard one), the tools it then lists."""
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    heard = [0] * count
+    out: list[tuple[list[int], int, set[str]]] = [([], 0, set())] * count
+    ready = [False] * count
+    done = anyio.Event()
+
+    async def one(i: int) -> None:
+        async def on_message(message: Any) -> None:
+            if getattr(message, "method", None) == "notifications/tools/list_changed":
+                heard[i] += 1
+
+        headers = {"Authorization": f"Bearer {TOKENS['TOOLS_TOKEN']}", "Connection": "close"}
+        async with create_mcp_http_client(headers=headers) as http, \
+                Client(streamable_http_client(url, http_client=http), mode="legacy",
+                       message_handler=on_message) as client:
+            pids = []
+            for _ in range(4):
+                result = await client.call_tool("whoami", {})
+                assert not result.is_error, result.content
+                pids.append(int(getattr(result.content[0], "text", "")))
+            ready[i] = True
+            await done.wait()
+            with anyio.fail_after(60):
+                while True:
+                    names = {t.name for t in (await client.list_tools()).tools}
+                    if "secret" not in names:
+                        break
+                    await anyio.sleep(0.1)
+            out[i] = (pids, heard[i], names)
+
+    async with anyio.create_task_group() as group:
+        for i in range(count):
+            group.start_soon(one, i)
+        with anyio.fail_after(120):
+            while not all(ready):
+                await anyio.sleep(0.05)
+            for round_ in range(20):
+                await anyio.to_thread.run_sync(change, round_)
+                with anyio.move_on_after(3):
+                    while not all(heard):
+                        await anyio.sleep(0.05)
+                if all(heard):
+                    break
+        done.set()
+    return out
+
+
+def _raw_session(web: Any, port: int) -> tuple[str, int]:
+    """A session opened with a raw POST, and the worker that holds it (from its id)."""
+    status, headers, _ = web.post("127.0.0.1", port, web.INIT, headers={
+        "Authorization": f"Bearer {TOKENS['TOOLS_TOKEN']}", "Connection": "close"})
+    assert status == 200, status
+    session = headers["mcp-session-id"]
+    return session, int(session[1:session.index("-")])
+
+
+def _ping(web: Any, port: int, session: str, token: str = TOKENS["TOOLS_TOKEN"]) -> int:
+    return int(web.post("127.0.0.1", port, {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                        headers={"Authorization": f"Bearer {token}",
+                                 "Mcp-Session-Id": session, "Connection": "close",
+                                 "MCP-Protocol-Version": "2025-06-18"})[0])
+
+
+def test_sessions_across_two_workers(tmp_path: Path, procs: Any, web: Any,
+                                     no_orphans: None) -> None:
+    """Sessions with workers: every request of a session reaches the worker that holds it,
+    whichever worker accepted the connection; a change of the tool list from another process
+    (through the store) reaches every session as notifications/tools/list_changed; the
+    sessions of a killed worker are answered 404, and the client opens a new one."""
+    import anyio
+
+    port = procs.free_port()
+    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    config = write_config(tmp_path, port, SESSIONS.format(port=port))
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "[tool.toolregistry]\n", f'[tool.toolregistry]\nstore = "{store}"\n'), encoding="utf-8")
+    url = f"http://127.0.0.1:{port}/mcp"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+
+    def secret() -> int:
+        """Stands for the served tool of that name."""
+        return 0
+
+    with ToolRegistry(store=store) as operator, \
+            supervisor(config, procs, port, TMPDIR=str(temp)) as proc:
+        operator.register(secret)
+        operator.share_changes()
+
+        def change(round_: int) -> None:
+            if round_:
+                operator.enable("secret")
+            operator.disable("secret", reason="retired")
+
+        workers = wait_for(lambda: two_workers(proc.pid), "two worker processes")
+        holders: set[int] = set()
+        for _ in range(5):
+            for pids, heard, names in anyio.run(_sessions, url, 6, change):
+                assert len(set(pids)) == 1, f"one session answered by workers {pids}"
+                assert heard >= 1 and "whoami" in names and "secret" not in names
+                holders |= set(pids)
+            if holders == workers:
+                break
+        assert holders == workers, f"sessions held by {holders}, workers are {workers}"
+
+        # The workers' sockets are in a folder of this serve that only its user may open;
+        # a request of a session, wherever it lands, is authenticated as before.
+        (folder,) = temp.iterdir()
+        assert folder.stat().st_mode & 0o777 == 0o700
+        sessions: dict[int, str] = {}
+        while set(sessions) != workers:
+            session, holder = _raw_session(web, port)
+            sessions[holder] = session
+        for session in sessions.values():
+            assert [_ping(web, port, session, "wrong") for _ in range(6)] == [401] * 6
+            assert [_ping(web, port, session) for _ in range(6)] == [200] * 6
+
+        # A killed worker's sessions are not found; the other's still answer.
+        victim, survivor = sorted(workers)
+        os.kill(victim, signal.SIGKILL)
+        wait_for(lambda: two_workers(proc.pid, without=victim), "a replacement worker")
+        assert [_ping(web, port, sessions[victim]) for _ in range(6)] == [404] * 6
+        assert [_ping(web, port, sessions[survivor]) for _ in range(6)] == [200] * 6
+        assert served_by(url, TOKENS["TOOLS_TOKEN"], set(), rounds=1)  # new sessions work
+    assert not list(temp.iterdir()), "the sessions' socket folder was left behind"

@@ -131,18 +131,25 @@ def event_factory(options: ServeOptions) -> EventStoreFactory | None:
 
 
 def _session_manager(server: Server[Any], options: ServeOptions,
-                     events: EventStoreFactory | None) -> Any:
+                     events: EventStoreFactory | None, prefix: str = "") -> Any:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     class SessionManager(StreamableHTTPSessionManager):
         """Gives every session an event store of its own: the SDK names a stream after the
         request id it answers, so one store shared by all sessions would replay one client's
-        results to another."""
+        results to another. Session ids begin with ``prefix`` (the worker that holds them,
+        under ``serve --workers``)."""
 
         def _admit_session(self, requestor: Any) -> Any:
             transport = super()._admit_session(requestor)
             if transport is not None and events is not None:
                 transport._event_store = events()
+            if transport is not None and prefix and transport.mcp_session_id is not None:
+                plain, named = transport.mcp_session_id, prefix + transport.mcp_session_id
+                transport.mcp_session_id = named
+                self._server_instances[named] = self._server_instances.pop(plain)
+                if plain in self._session_owners:
+                    self._session_owners[named] = self._session_owners.pop(plain)
             return transport
 
     return SessionManager(
@@ -152,9 +159,10 @@ def _session_manager(server: Server[Any], options: ServeOptions,
         max_request_body_size=options.max_body_bytes)
 
 
-def http_app(server: Server[Any], options: ServeOptions, *, port: int | None = None
-             ) -> Starlette:
-    """The Starlette application serving ``server`` at ``options.path`` as ``options`` say."""
+def http_app(server: Server[Any], options: ServeOptions, *, port: int | None = None,
+             session_prefix: str = "") -> Starlette:
+    """The Starlette application serving ``server`` at ``options.path`` as ``options`` say
+    (session ids beginning with ``session_prefix``)."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
     from starlette.applications import Starlette
     from starlette.routing import Route
@@ -163,7 +171,7 @@ def http_app(server: Server[Any], options: ServeOptions, *, port: int | None = N
     oauth = options.auth == "oauth"
     resource = resource_url(options, port) if oauth else None
     verifier = _verifier(options, resource)
-    manager = _session_manager(server, options, event_factory(options))
+    manager = _session_manager(server, options, event_factory(options), session_prefix)
     server._session_manager = manager  # the SDK's own apps keep it here too
     endpoint: Any = StreamableHTTPASGIApp(manager)
     routes: list[Any] = []

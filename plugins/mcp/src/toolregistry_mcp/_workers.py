@@ -7,7 +7,8 @@ from the configuration (:func:`app`, the factory uvicorn imports by name in each
 reads where the configuration is from ``$TOOLREGISTRY_MCP_SERVE``) and serves it with the
 same authentication, Host / Origin checks, TLS and scoping. Requests are spread over the
 workers by the kernel (every worker accepts on the shared socket) or by a load balancer in
-front; so every request must be complete in itself: stateless streamable HTTP.
+front. Stateless requests are complete in themselves; a request of an MCP session is sent on
+to the worker that holds the session (:mod:`._affinity`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,15 +53,16 @@ def check_workers(options: ServeOptions) -> None:
     if options.transport != "streamable-http":
         raise ConfigError(f"serve: workers = {n} needs transport = 'streamable-http' (stdio "
                           "has one client on one pipe: one process serves it)")
-    if not options.stateless:
+    if not options.stateless and not hasattr(socket, "AF_UNIX"):
         raise ConfigError(
-            f"serve: workers = {n} needs stateless = true (--stateless): an MCP session lives "
-            "in the process that opened it, and the next request of the session may reach "
-            "another worker; stateless requests are complete in themselves")
+            f"serve: workers = {n} with sessions needs unix sockets (the workers send a "
+            "session's requests to the one holding it), which this system lacks: set "
+            "stateless = true (--stateless)")
     if "event_store" in options.model_fields_set and options.event_store not in ("none", None):
         raise ConfigError(
             f"serve: event-store cannot be used with workers = {n}: resuming a stream needs "
-            "the session that wrote it, and stateless requests have none (remove event-store)")
+            "the session that wrote it; stateless requests have none, and a session's stream "
+            "is not resumed through another worker (remove event-store)")
     for name in ("token_verifier", "event_store"):
         value = getattr(options, name)
         if value is not None and not isinstance(value, str):
@@ -107,7 +111,8 @@ def serve_workers(config: str | Path | None = None, **options: Any) -> None:
     shared = {"port": port, "transport": "streamable-http"}
     if opts.request_state_key_env is None:
         shared["request_state_key_env"] = STATE_KEY_ENV
-    spec = {"config": path, "options": {**options, **shared}}
+    folder = None if opts.stateless else tempfile.mkdtemp(prefix="toolregistry-serve-")
+    spec = {"config": path, "options": {**options, **shared}, "sessions": folder}
     uv = uvicorn.Config(f"{__name__}:app", factory=True, host=opts.host, port=port,
                         workers=opts.workers, **uvicorn_options(opts))
     scheme = "https" if opts.tls_cert else "http"
@@ -122,6 +127,8 @@ def serve_workers(config: str | Path | None = None, **options: Any) -> None:
         supervisor.run()
     finally:
         sock.close()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
         for sig, handler in saved_signals.items():
             signal.signal(sig, handler)
         for name, value in saved_env.items():
@@ -199,9 +206,13 @@ def app() -> Any:
     registry of the configuration ``$TOOLREGISTRY_MCP_SERVE`` names, served as it says. Any
     error ends the worker with uvicorn's start-up failure code, which stops the supervisor
     rather than restarting a worker that would fail the same way."""
+    from ._affinity import Affinity, private_listener, session_prefix
+
     try:
         spec = json.loads(os.environ[WORKER_ENV])
-        registry, asgi = _build(spec["config"], spec["options"])
+        folder = spec.get("sessions")
+        registry, asgi, opts = _build(spec["config"], spec["options"],
+                                      session_prefix() if folder else "")
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
@@ -212,6 +223,7 @@ def app() -> Any:
               flush=True)
         sys.exit(STARTUP_FAILURE)
     from ._heap import frozen_heap, own_process
+    from ._http import uvicorn_options
 
     own_process()  # a worker process started to serve: its heap is the server's
 
@@ -220,7 +232,10 @@ def app() -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         try:
-            async with inner(app):
+            async with inner(app), contextlib.AsyncExitStack() as stack:
+                if folder:  # sessions: this worker's own socket, for the others to forward to
+                    await stack.enter_async_context(
+                        private_listener(asgi, folder, uvicorn_options(opts)))
                 with frozen_heap():
                     yield
         finally:
@@ -228,10 +243,11 @@ def app() -> Any:
 
     asgi.router.lifespan_context = lifespan
     log.info("mcp.worker_ready", pid=os.getpid(), tools=len(registry))
-    return asgi
+    return Affinity(asgi, folder) if folder else asgi
 
 
-def _build(config: str | None, options: dict[str, Any]) -> tuple[ToolRegistry, Any]:
+def _build(config: str | None, options: dict[str, Any], prefix: str
+           ) -> tuple[ToolRegistry, Any, ServeOptions]:
     """Build the registry and its application (in a thread of its own: the worker's event
     loop is already running, and loading sources may want a loop of its own)."""
     import concurrent.futures
@@ -241,11 +257,12 @@ def _build(config: str | None, options: dict[str, Any]) -> tuple[ToolRegistry, A
     from ._http import http_app
     from ._serve import server_for
 
-    def build() -> tuple[ToolRegistry, Any]:
+    def build() -> tuple[ToolRegistry, Any, ServeOptions]:
         registry = ToolRegistry.from_config(config)
         try:
             opts = _resolved(registry, options)
-            return registry, http_app(server_for(registry, opts), opts)
+            return registry, http_app(server_for(registry, opts), opts,
+                                      session_prefix=prefix), opts
         except BaseException:
             registry.close()
             raise
