@@ -166,3 +166,36 @@ def test_the_running_page_shows_another_processs_calls_live(
     finally:
         server.close()
         inspector.close()
+
+
+def test_a_row_without_a_heartbeat_is_stale_and_retention_deletes_it(tmp_path: Path) -> None:
+    import sqlite3
+
+    from toolregistry_inspector import ExecutionLog
+
+    db = tmp_path / "calls.sqlite"
+    log = ExecutionLog(db=db)  # makes the file and its running table
+    try:
+        now = time.time()
+        conn = sqlite3.connect(db)
+        with conn:
+            for owner, beat in (("fresh", now), ("silent", now - 20), ("gone", now - 3600)):
+                conn.execute("INSERT INTO running (owner, key, registry, tool, call_id, batch,"
+                             " started, pid, host, progress, total, message, beat) VALUES"
+                             " (?, 1, 'r', 'crunch', ?, NULL, ?, 1, 'another-host', NULL,"
+                             " NULL, NULL, ?)", (owner, owner, now - 30, beat))
+        conn.close()
+        # Another host's pid is not checked here: its heartbeat says whether it lives.
+        assert [c["call_id"] for c in query_running(db)] == ["fresh"]
+        ends = time.monotonic() + 30  # the writer applies the retention every 5 s
+        while True:
+            log.flush()
+            conn = sqlite3.connect(db)
+            left = sorted(r[0] for r in conn.execute("SELECT owner FROM running"))
+            conn.close()
+            if "gone" not in left or time.monotonic() > ends:
+                break
+            time.sleep(0.2)
+        assert left == ["fresh", "silent"]  # only rows long without a heartbeat are deleted
+    finally:
+        log.close()
