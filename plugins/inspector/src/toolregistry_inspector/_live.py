@@ -61,11 +61,10 @@ class LiveRows:
         self.pid = os.getpid()
         self.host = socket.gethostname()
         self.calls: dict[int, Running] = {}
+        """The calls in flight, by key: the log's observer adds each call (a dict store, on
+        the calling thread), this writer thread drops the ended ones."""
         self._written: dict[int, tuple[Any, ...]] = {}
         self._beat = 0.0
-
-    def add(self, running: Running) -> None:
-        self.calls[running.key] = running
 
     def sync(self, now: float) -> None:
         """Bring the table up to date with the calls in flight."""

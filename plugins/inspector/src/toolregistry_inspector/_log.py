@@ -29,7 +29,6 @@ from ._filter import _Filter
 from ._live import LiveRows
 from ._log_content import cut as _cut
 from ._log_content import shape_result
-from ._running import Running
 from ._running import start as start_running
 from ._settings import PLUGIN_NAME, InspectorSettings
 from ._sinks import FileSink, ServerSink, sink
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
     from toolregistry import ToolCall, ToolRegistry, ToolResult
     from toolregistry.plugin import StoreURL
 
-    from ._running import RunningCalls
+    from ._running import Running, RunningCalls
 
 ArgumentMode = Literal["redacted", "full"]
 
@@ -203,12 +202,14 @@ class _Shaper:
 class _Observer:
     """The registry's call observer: one record per finished call, nothing else."""
 
-    __slots__ = ("_append", "_put", "_seq", "running")
+    __slots__ = ("_append", "_live", "_put", "_seq", "running")
 
     def __init__(self, execution_log: ExecutionLog) -> None:
         self._append = execution_log._buffer.append
         self._seq = execution_log._seq
-        self._put = execution_log._writer.put if execution_log._writer is not None else None
+        writer = execution_log._writer
+        self._put = writer.put if writer is not None else None
+        self._live = writer.live.calls.__setitem__ if writer is not None else None
         self.running: RunningCalls | None = None
 
     def call_started(self, call: ToolCall) -> Any:
@@ -228,8 +229,8 @@ class _Observer:
 
 class _Watching(_Observer):
     """The observer while the calls in flight are shown: to an open inspector of this
-    process (``running``), or to any process through the shared log (each call is also put
-    on the writer's queue, which writes the calls that run a while to the log's ``running``
+    process (``running``), or to any process through the shared log (each call is also handed
+    to the writer thread, which writes the calls that run a while to the log's ``running``
     table). The log turns its observer into one (``__class__``), because the call plans the
     kernel compiled hold that very object; a call with neither pays nothing for it."""
 
@@ -239,8 +240,8 @@ class _Watching(_Observer):
         running = start_running(call)
         if self.running is not None:
             self.running.add(running)
-        if self._put is not None:
-            self._put(running)
+        if self._live is not None:
+            self._live(running.key, running)
         return running
 
     def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
@@ -421,8 +422,6 @@ class _Writer:
                     stop = True
                 elif isinstance(item, threading.Event):
                     waiters.append(item)
-                elif isinstance(item, Running):
-                    self.live.add(item)
                 elif item is not False:
                     batch.append(item)
                 if len(batch) >= 2000:
