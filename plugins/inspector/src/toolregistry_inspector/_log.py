@@ -2,9 +2,10 @@
 optionally written to an SQLite file or the shared store by a background thread (``_sinks``);
 ``_reads`` reads it back.
 
-The observer's work per call is one tuple appended to a ``deque`` (and put on a queue when a
-file is configured): everything else (redaction, JSON, SQL) happens when the log is read or
-on the writer thread, so logging adds next to nothing to a call.
+The observer's work per call is one tuple appended to a ``deque`` (and, when a file or store
+is configured, put on a queue, with the call in flight handed to the writer for the shared
+``running`` table, ``_live``): everything else (redaction, JSON, SQL) happens when the log is
+read or on the writer thread, so logging adds next to nothing to a call.
 """
 
 from __future__ import annotations
