@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from toolregistry import ToolRegistry
 
     from ._log import ExecutionLog, LogEntry, redact
-    from ._reads import query_log
+    from ._reads import query_log, query_running
     from ._server import InspectorServer, serve
     from ._settings import InspectorSettings
     from ._web import create_app
@@ -27,6 +27,7 @@ _LAZY = {
     "ExecutionLog": "._log",
     "LogEntry": "._log",
     "query_log": "._reads",
+    "query_running": "._reads",
     "redact": "._log",
     "InspectorSettings": "._settings",
     "InspectorServer": "._server",
@@ -44,6 +45,7 @@ __all__ = [
     "create_app",
     "execution_log",
     "query_log",
+    "query_running",
     "redact",
     "serve",
 ]

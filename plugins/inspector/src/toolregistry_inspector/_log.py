@@ -2,9 +2,10 @@
 optionally written to an SQLite file or the shared store by a background thread (``_sinks``);
 ``_reads`` reads it back.
 
-The observer's work per call is one tuple appended to a ``deque`` (and put on a queue when a
-file is configured): everything else (redaction, JSON, SQL) happens when the log is read or
-on the writer thread, so logging adds next to nothing to a call.
+The observer's work per call is one tuple appended to a ``deque`` (and, when a file or store
+is configured, put on a queue, with the call in flight handed to the writer for the shared
+``running`` table, ``_live``): everything else (redaction, JSON, SQL) happens when the log is
+read or on the writer thread, so logging adds next to nothing to a call.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,8 +27,10 @@ from toolregistry.plugin import log as events
 from toolregistry.plugin import value_shape
 
 from ._filter import _Filter
+from ._live import LiveRows
 from ._log_content import cut as _cut
 from ._log_content import shape_result
+from ._running import start as start_running
 from ._settings import PLUGIN_NAME, InspectorSettings
 from ._sinks import FileSink, ServerSink, sink
 
@@ -46,6 +49,8 @@ _Record = tuple[int, float, str, "str | None", Any, str, float, "str | None", An
                 Any, "str | None", "str | None", "str | None"]
 
 _STATE_KEY = "log"
+SYNC_SECONDS = 0.5
+"""How often the writer brings the shared log's calls in flight up to date."""
 _create_lock = threading.Lock()
 
 
@@ -198,12 +203,14 @@ class _Shaper:
 class _Observer:
     """The registry's call observer: one record per finished call, nothing else."""
 
-    __slots__ = ("_append", "_put", "_seq", "running")
+    __slots__ = ("_append", "_live", "_put", "_seq", "running")
 
     def __init__(self, execution_log: ExecutionLog) -> None:
         self._append = execution_log._buffer.append
         self._seq = execution_log._seq
-        self._put = execution_log._writer.put if execution_log._writer is not None else None
+        writer = execution_log._writer
+        self._put = writer.put if writer is not None else None
+        self._live = writer.live.calls.__setitem__ if writer is not None else None
         self.running: RunningCalls | None = None
 
     def call_started(self, call: ToolCall) -> Any:
@@ -222,20 +229,27 @@ class _Observer:
 
 
 class _Watching(_Observer):
-    """The observer while an inspector shows the calls in flight: it also tracks them. The
-    log turns its observer into one (``__class__``), because the call plans the kernel
-    compiled hold that very object; a call without an inspector pays nothing for it."""
+    """The observer while the calls in flight are shown: to an open inspector of this
+    process (``running``), or to any process through the shared log (each call is also handed
+    to the writer thread, which writes the calls that run a while to the log's ``running``
+    table). The log turns its observer into one (``__class__``), because the call plans the
+    kernel compiled hold that very object; a call with neither pays nothing for it."""
 
     __slots__ = ()
 
     def call_started(self, call: ToolCall) -> Running:
-        assert self.running is not None
-        return self.running.start(call, time.time())
+        running = start_running(call)
+        if self.running is not None:
+            self.running.add(running)
+        if self._live is not None:
+            self._live(running.key, running)
+        return running
 
     def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
         if not isinstance(token, float):  # a call started before the switch has a float
-            assert self.running is not None
-            self.running.finish(token)
+            token.ended = True
+            if self.running is not None:
+                self.running.finish(token)
             token = token.started
         super().call_finished(call, result, token)
 
@@ -270,6 +284,8 @@ class ExecutionLog:
         self._writer = (_Writer(sink(db), self._shaper, retention_seconds, max_rows,
                                 registry_name) if db is not None else None)
         self.observer = _Observer(self)
+        if self._writer is not None:  # other processes see the calls in flight
+            self.observer.__class__ = _Watching
 
     @property
     def db(self) -> Path | None:
@@ -369,6 +385,7 @@ class _Writer:
         self.max_rows = max_rows
         self.registry_name = registry_name
         self._stopped = False
+        self.live = LiveRows(sink, registry_name)
         self._thread = threading.Thread(target=self._run, name="toolregistry-inspector-log",
                                         daemon=True)
         self._thread.start()
@@ -391,17 +408,13 @@ class _Writer:
             events.warning("inspector.log_write_failed", store=str(self.sink.url),
                            calls=len(records), error=f"{type(exc).__name__}: {exc}")
 
-    def _retain(self) -> None:
-        try:
-            self.sink.retain(time.time() - self.retention, self.max_rows)
-        except Exception as exc:
-            events.warning("inspector.log_retention_failed", store=str(self.sink.url),
-                           error=f"{type(exc).__name__}: {exc}")
-
     def _run(self) -> None:
         last_retention = 0.0
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=SYNC_SECONDS)
+            except Empty:
+                item = False  # a turn with nothing new: the calls in flight are synced
             batch: list[_Record] = []
             waiters: list[threading.Event] = []
             stop = False
@@ -410,7 +423,7 @@ class _Writer:
                     stop = True
                 elif isinstance(item, threading.Event):
                     waiters.append(item)
-                else:
+                elif item is not False:
                     batch.append(item)
                 if len(batch) >= 2000:
                     break
@@ -420,15 +433,26 @@ class _Writer:
                     break
             if batch:
                 self._write(batch)
+            self._quietly("inspector.log_running_failed", self.live.sync, time.time())
             now = time.monotonic()
             if now - last_retention > 5.0 or stop:
-                self._retain()
+                self._quietly("inspector.log_retention_failed", self.sink.retain,
+                              time.time() - self.retention, self.max_rows)
+                self._quietly("inspector.log_running_failed", self.live.expire, time.time())
                 last_retention = now
             for waiter in waiters:
                 waiter.set()
             if stop:
+                self._quietly("inspector.log_running_failed", self.live.clear)
                 self.sink.close()
                 return
+
+    def _quietly(self, event: str, step: Callable[..., None], *args: Any) -> None:
+        try:
+            step(*args)
+        except Exception as exc:
+            events.warning(event, store=str(self.sink.url),
+                           error=f"{type(exc).__name__}: {exc}")
 
     def flush(self, timeout: float) -> None:
         if self._stopped:

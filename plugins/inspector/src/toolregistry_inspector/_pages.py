@@ -9,6 +9,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from toolregistry.plugin import log as events
+
 from ._log import LogEntry, get_log
 
 if TYPE_CHECKING:
@@ -82,17 +84,35 @@ class LivePages:
                            limit=BATCH_CALLS, **waterfall(entries))
 
     def snapshot(self) -> list[dict[str, Any]]:
-        """The calls in flight (with ``cancellable``: started by this inspector)."""
+        """The calls in flight, this process's and (from the shared log) other processes',
+        oldest first (with ``cancellable``: started by this inspector)."""
         if self.running is None:
             return []
         calls = self.running.snapshot()
         for call in calls:
             call["cancellable"] = self.running.cancellable(call["call_id"])
+        log = get_log(self.registry)
+        if log is not None and log._writer is not None:
+            from ._live import read_running
+            from ._reads import _log_store, _target
+
+            try:
+                others = read_running(_target(log._writer.sink.url), _log_store(log),
+                                      skip_owner=log._writer.live.owner)
+            except Exception as exc:  # the store is away a moment: this process's calls
+                others = []
+                events.warning("inspector.running_read_failed", error=f"{exc}")
+            for call in others:
+                call["cancellable"] = False
+            calls = sorted(calls + others, key=lambda c: c["started"])
         return calls
 
     async def running_page(self, request: Request, status: int = 200,
                            error: str | None = None) -> Response:
-        return self.render(request, "running.html", status=status, calls=self.snapshot(),
+        from starlette.concurrency import run_in_threadpool
+
+        calls = await run_in_threadpool(self.snapshot)
+        return self.render(request, "running.html", status=status, calls=calls,
                            log_on=self.running is not None, error=error)
 
     async def cancel(self, request: Request) -> Response:

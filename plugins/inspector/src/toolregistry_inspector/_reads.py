@@ -87,6 +87,17 @@ def query_log(db: str | Path | StoreURL, *, tool: str | None = None,
                   before=before, batch=batch)
 
 
+def query_running(db: str | Path | StoreURL) -> list[dict[str, Any]]:
+    """The calls in flight that the processes writing to a log file or store recorded (the
+    calls that ran a moment), oldest first: per call its ``tool``, ``call_id``, ``batch``,
+    ``registry``, ``started`` / ``elapsed`` seconds, the last reported ``progress`` /
+    ``total`` / ``fraction`` / ``message``, and the ``pid`` and ``host`` running it. Calls of
+    a process that died are left out."""
+    from ._live import read_running
+
+    return read_running(_target(db), None)
+
+
 def _query(target: Path | StoreURL, store: Store | None, *, limit: int | None = None,
            registry: str | None = None, oldest: bool = False,
            **filters: Any) -> list[LogEntry]:

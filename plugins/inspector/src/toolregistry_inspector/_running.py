@@ -5,7 +5,6 @@ call the inspector itself started."""
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -16,13 +15,24 @@ if TYPE_CHECKING:
 
     from toolregistry import ToolCall
 
-__all__ = ["Running", "RunningCalls"]
+__all__ = ["Running", "RunningCalls", "start"]
+
+_keys = itertools.count(1)
+
+
+def start(call: ToolCall) -> Running:
+    """A call in flight, from ``call_started`` (in the call's own context: the progress its
+    tool reports comes to it)."""
+    running = Running(next(_keys), call, time.time())
+    listen_to_progress(running.report)
+    return running
 
 
 class Running:
     """One call in flight: its tool, ids, start time and last reported progress."""
 
-    __slots__ = ("batch", "call_id", "key", "message", "progress", "started", "tool", "total")
+    __slots__ = ("batch", "call_id", "ended", "key", "message", "progress", "started", "tool",
+                 "total")
 
     def __init__(self, key: int, call: ToolCall, started: float) -> None:
         self.key = key
@@ -33,6 +43,8 @@ class Running:
         self.progress: float | None = None
         self.total: float | None = None
         self.message: str | None = None
+        self.ended = False
+        """Set when the call finished (the shared log's writer then removes its row)."""
 
     def report(self, progress: float, total: float | None, message: str | None) -> None:
         self.progress, self.total, self.message = progress, total, message
@@ -54,18 +66,12 @@ class RunningCalls:
 
     def __init__(self) -> None:
         self.calls: dict[int, Running] = {}
-        self._keys = itertools.count(1)
-        self._lock = threading.Lock()
         self.tasks: dict[str, asyncio.Task[Any]] = {}
         """The calls the inspector started itself, by call id: the ones it can cancel."""
 
-    def start(self, call: ToolCall, started: float) -> Running:
-        """Track ``call`` (from ``call_started``, in the call's own context: the progress
-        its tool reports comes here)."""
-        running = Running(next(self._keys), call, started)
+    def add(self, running: Running) -> None:
+        """Track a call (from ``call_started``)."""
         self.calls[running.key] = running
-        listen_to_progress(running.report)
-        return running
 
     def finish(self, running: Running) -> None:
         self.calls.pop(running.key, None)

@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolregistry.plugin import log as events
 from toolregistry.plugin import sqlite_write_ahead
+
+from . import _live
 
 if TYPE_CHECKING:
     from toolregistry.plugin import Store, StoreURL
@@ -38,7 +40,7 @@ CREATE TABLE IF NOT EXISTS calls (
     format TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
-"""
+""" + _live.ddl(_live.FILE_TABLE, "REAL", "INTEGER") + ";\n"
 
 
 LATER_COLUMNS = ("result", "batch", "trace_id", "span_id")
@@ -128,6 +130,13 @@ class FileSink:
             self._conn.execute("BEGIN")
             self._conn.executemany(_INSERT.format(table="calls"), rows)
 
+    def run(self, steps: list[tuple[str, Sequence[Any]]]) -> None:
+        """Run statements in one transaction."""
+        with self._conn:
+            self._conn.execute("BEGIN")
+            for sql, params in steps:
+                self._conn.execute(sql, params)
+
     def retain(self, oldest: float, max_rows: int) -> None:
         conn = self._conn
         deleted = conn.execute("DELETE FROM calls WHERE time < ?", (oldest,)).rowcount
@@ -146,8 +155,9 @@ class FileSink:
 
 STORE_TABLE = "inspector_calls"
 # Version 2 adds each call's result, 3 its batch and trace ids and the (tool, seq) index;
-# every statement is safe to run again, so an older store is upgraded by running them all.
-_STORE_SCHEMA = ("inspector-log", 3, (
+# 4 the calls in flight; every statement is safe to run again, so an older store is upgraded
+# by running them all.
+_STORE_SCHEMA = ("inspector-log", 4, (
     f"CREATE TABLE IF NOT EXISTS {STORE_TABLE} (seq BIGSERIAL PRIMARY KEY, "
     "time DOUBLE PRECISION NOT NULL, registry TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT, "
     "arguments TEXT NOT NULL, outcome TEXT NOT NULL, duration DOUBLE PRECISION NOT NULL, "
@@ -161,6 +171,7 @@ _STORE_SCHEMA = ("inspector-log", 3, (
     f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_tool_seq ON {STORE_TABLE} (tool, seq)",
     f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_batch ON {STORE_TABLE} (batch) "
     "WHERE batch IS NOT NULL",
+    _live.ddl(_live.STORE_TABLE, "DOUBLE PRECISION", "BIGINT"),
 ))
 
 
@@ -190,6 +201,12 @@ class ServerSink:
         with self.store.transaction() as tx:
             for row in rows:
                 tx.execute(sql, row)
+
+    def run(self, steps: list[tuple[str, Sequence[Any]]]) -> None:
+        """Run statements in one transaction."""
+        with self.store.transaction() as tx:
+            for sql, params in steps:
+                tx.execute(sql, params)
 
     def retain(self, oldest: float, max_rows: int) -> None:
         with self.store.transaction(lock=STORE_TABLE) as tx:

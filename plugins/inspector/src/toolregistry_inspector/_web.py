@@ -407,7 +407,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                         data = json.dumps({**e.to_dict(), "result": None}, default=repr)
                         yield f"event: call\nid: {e.seq}\ndata: {data}\n\n"
                         last = e.seq
-                event, running = pages.running_event(running)
+                event, running = await run_in_threadpool(pages.running_event, running)
                 if event is not None:
                     yield event
                 now = await run_in_threadpool(_page_state)
