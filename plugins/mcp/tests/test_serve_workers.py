@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -481,7 +483,7 @@ def _ping(web: Any, port: int, session: str, token: str = TOKENS["TOOLS_TOKEN"])
 
 
 def test_sessions_across_two_workers(tmp_path: Path, procs: Any, web: Any,
-                                     no_orphans: None) -> None:
+                                     no_orphans: None, request: pytest.FixtureRequest) -> None:
     """Sessions with workers: every request of a session reaches the worker that holds it,
     whichever worker accepted the connection; a change of the tool list from another process
     (through the store) reaches every session as notifications/tools/list_changed; the
@@ -494,8 +496,10 @@ def test_sessions_across_two_workers(tmp_path: Path, procs: Any, web: Any,
     config.write_text(config.read_text(encoding="utf-8").replace(
         "[tool.toolregistry]\n", f'[tool.toolregistry]\nstore = "{store}"\n'), encoding="utf-8")
     url = f"http://127.0.0.1:{port}/mcp"
-    temp = tmp_path / "temp"
-    temp.mkdir()
+    # A short temporary folder of the test's own: a unix socket's path must stay short, and
+    # pytest's folders (under xdist most of all) are long.
+    temp = Path(tempfile.mkdtemp(prefix="trw-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
 
     def secret() -> int:
         """Stands for the served tool of that name."""
@@ -542,3 +546,22 @@ def test_sessions_across_two_workers(tmp_path: Path, procs: Any, web: Any,
         assert [_ping(web, port, sessions[survivor]) for _ in range(6)] == [200] * 6
         assert served_by(url, TOKENS["TOOLS_TOKEN"], set(), rounds=1)  # new sessions work
     assert not list(temp.iterdir()), "the sessions' socket folder was left behind"
+
+
+def test_the_session_sockets_fit_whatever_the_temporary_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unix socket's path holds about a hundred bytes: under a long temporary folder the
+    workers' sockets go to /tmp (a worker whose socket could not be made served sessions with
+    no session manager behind them)."""
+    from toolregistry_mcp._affinity import socket_folder, socket_path
+
+    long = tmp_path / ("x" * 80)
+    long.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    folder = Path(socket_folder())
+    try:
+        assert len(str(socket_path(folder, 4194304))) <= 100
+        assert folder.parent == Path("/tmp")
+        assert folder.stat().st_mode & 0o777 == 0o700
+    finally:
+        folder.rmdir()

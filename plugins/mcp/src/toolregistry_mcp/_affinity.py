@@ -41,6 +41,30 @@ def socket_path(folder: str | Path, pid: int) -> Path:
     return Path(folder) / f"{pid}.sock"
 
 
+# A unix socket's path holds at most 107 bytes on Linux (fewer on macOS): room for the
+# folder's random name and the largest process id.
+_MAX_SOCKET_PATH = 100
+_LONGEST_NAME = len("toolregistry-serve-xxxxxxxx/4194304.sock") + 1
+
+
+def socket_folder() -> str:
+    """A new folder, only this user's (0700), for the workers' sockets: under the temporary
+    folder where a socket path fits there, else under ``/tmp``; a clear error when neither
+    can hold one."""
+    import tempfile
+
+    from toolregistry.errors import ConfigError
+
+    for base in (tempfile.gettempdir(), "/tmp"):
+        if len(os.fsencode(base)) + _LONGEST_NAME <= _MAX_SOCKET_PATH and os.path.isdir(base):
+            return tempfile.mkdtemp(prefix="toolregistry-serve-", dir=base)
+    raise ConfigError(
+        f"serve: workers with sessions need a folder for unix sockets whose path is at most "
+        f"{_MAX_SOCKET_PATH - _LONGEST_NAME} characters; the temporary folder "
+        f"{tempfile.gettempdir()!r} is longer: set TMPDIR to a shorter one, or serve "
+        "stateless")
+
+
 def _owner(scope: dict[str, Any]) -> int | None:
     for name, value in scope.get("headers", ()):
         if name == b"mcp-session-id":
@@ -149,7 +173,21 @@ async def private_listener(app: Any, folder: str, options: dict[str, Any]) -> As
     config = uvicorn.Config(app, uds=str(path), **{**plain, "lifespan": "off"})
     server = _server(config)
     async with anyio.create_task_group() as group:
-        group.start_soon(server.serve)
+        ended = anyio.Event()
+
+        async def serve() -> None:
+            try:
+                await server.serve()
+            finally:
+                ended.set()
+
+        group.start_soon(serve)
+        # The application starts (its lifespan completes) only once this socket listens: a
+        # socket that cannot be made fails the worker's start, never the sessions later.
+        while not server.started:
+            if ended.is_set():
+                raise RuntimeError(f"the worker's session socket {path} did not start")
+            await anyio.sleep(0.01)
         try:
             yield
         finally:

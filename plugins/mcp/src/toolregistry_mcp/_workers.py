@@ -21,7 +21,6 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,6 +97,7 @@ def serve_workers(config: str | Path | None = None, **options: Any) -> None:
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
+    from ._affinity import socket_folder
     from ._http import uvicorn_options
 
     try:
@@ -111,7 +111,11 @@ def serve_workers(config: str | Path | None = None, **options: Any) -> None:
     shared = {"port": port, "transport": "streamable-http"}
     if opts.request_state_key_env is None:
         shared["request_state_key_env"] = STATE_KEY_ENV
-    folder = None if opts.stateless else tempfile.mkdtemp(prefix="toolregistry-serve-")
+    try:
+        folder = None if opts.stateless else socket_folder()
+    except BaseException:
+        sock.close()
+        raise
     spec = {"config": path, "options": {**options, **shared}, "sessions": folder}
     uv = uvicorn.Config(f"{__name__}:app", factory=True, host=opts.host, port=port,
                         workers=opts.workers, **uvicorn_options(opts))
