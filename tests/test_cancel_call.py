@@ -66,23 +66,33 @@ def reg() -> Iterator[ToolRegistry]:
     registry.close()
 
 
-def test_a_sync_call_on_a_worker_is_cancelled(reg: ToolRegistry) -> None:
+def _invoke_cancelled(reg: ToolRegistry, call_id: str) -> list[str]:
+    """Run the slow sync tool as call ``call_id`` and cancel it: its caller is answered with
+    the cancellation; what the tool appends when it ends."""
     started = threading.Event()
     ended: list[str] = []
     out: list[bool] = []
     _sync_tool(reg, started, ended)
-    canceller = _cancel_when_running(reg, "c-pool", started, out)
+    canceller = _cancel_when_running(reg, call_id, started, out)
     t0 = time.monotonic()
-    result = reg.invoke("slow", {}, call_id="c-pool", timeout=DEADLINE)
+    result = reg.invoke("slow", {}, call_id=call_id, timeout=DEADLINE)
     waited = time.monotonic() - t0
     canceller.join()
     assert out == [True]
     _assert_cancelled(result, waited)
+    return ended
+
+
+def _ends(ended: list[str]) -> None:
     for _ in range(500):  # interrupted on its worker, as after a deadline
         if ended:
             break
         time.sleep(0.01)
     assert ended == ["slow"]
+
+
+def test_a_sync_call_on_a_worker_is_cancelled(reg: ToolRegistry) -> None:
+    _ends(_invoke_cancelled(reg, "c-pool"))
     assert not reg.cancel_call("c-pool")  # finished: nothing to cancel
 
 
@@ -127,28 +137,14 @@ def test_a_sync_call_through_the_async_api_is_cancelled(reg: ToolRegistry) -> No
     canceller.join()
     assert out == [True]
     _assert_cancelled(result, waited)
-    for _ in range(500):  # interrupted on its worker, as after a deadline
-        if ended:
-            break
-        time.sleep(0.01)
-    assert ended == ["slow"]
+    _ends(ended)
 
 
 def test_a_sync_call_run_inline_is_cancelled() -> None:
     assert threading.current_thread() is threading.main_thread()
     reg = ToolRegistry(inline_calls=True)
     try:
-        started = threading.Event()
-        ended: list[str] = []
-        out: list[bool] = []
-        _sync_tool(reg, started, ended)
-        canceller = _cancel_when_running(reg, "c-inline", started, out)
-        t0 = time.monotonic()
-        result = reg.invoke("slow", {}, call_id="c-inline", timeout=DEADLINE)
-        waited = time.monotonic() - t0
-        canceller.join()
-        assert out == [True]
-        _assert_cancelled(result, waited)
+        ended = _invoke_cancelled(reg, "c-inline")
         assert ended == ["slow"]  # it ran on this thread: stopped before the answer
         assert not reg.cancel_call("c-inline")
         assert reg.invoke("slow", {}, call_id="c-inline", timeout=0.2).error_kind == "timeout"
