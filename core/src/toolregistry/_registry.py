@@ -24,6 +24,7 @@ from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
 from ._registry_base import ChangeCallback
+from ._registry_cancel import RegistryCancel
 from ._registry_changes import RegistryChanges, collision_message
 from ._registry_queries import RegistryQueries
 from ._registry_review import RegistryReview
@@ -48,7 +49,7 @@ M = TypeVar("M")
 
 
 class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryReview,
-                   RegistryFanOut):
+                   RegistryFanOut, RegistryCancel):
     """A registry of tools for function-calling LLMs.
 
     ``think_augment`` and ``tool_discovery`` need the think and discovery plugins.

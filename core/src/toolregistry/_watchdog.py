@@ -37,7 +37,7 @@ _IDLE = 5.0
 class InlineDeadline:
     """One running call's deadline (see :func:`arm`)."""
 
-    __slots__ = ("cancel_event", "deadline", "done", "fired", "raised")
+    __slots__ = ("cancel_event", "cancelled", "deadline", "done", "fired", "raised")
 
     def __init__(self, deadline: float, cancel_event: Any) -> None:
         self.deadline = deadline
@@ -45,6 +45,8 @@ class InlineDeadline:
         self.done = False
         self.fired = False
         self.raised = False  # the handler raises at most once per call
+        # What the call ends with when it was cancelled before its deadline (``cancel``).
+        self.cancelled: BaseException | None = None
 
 
 class _Watchdog:
@@ -76,6 +78,15 @@ class _Watchdog:
             if deadline < self.wake_at:
                 self.cond.notify()
         return entry
+
+    def cancel(self, entry: InlineDeadline, error: BaseException) -> bool:
+        with self.lock:
+            if entry.done or entry.fired:
+                return False
+            entry.cancelled = error
+            entry.deadline = -math.inf  # fired at the watchdog's next look, now
+            self.cond.notify()
+        return True
 
     def disarm(self, entry: InlineDeadline) -> None:
         with self.lock:
@@ -152,6 +163,13 @@ def arm(deadline: float, cancel_event: Any) -> InlineDeadline:
     """Watch ``deadline`` (``time.monotonic()`` seconds) for the call about to run here."""
     assert _dog is not None
     return _dog.arm(deadline, cancel_event)
+
+
+def cancel(entry: InlineDeadline, error: BaseException) -> bool:
+    """End the call ``entry`` watches now, as its deadline would (its caller answers
+    ``error``); False when it ended or its deadline passed already."""
+    assert _dog is not None
+    return _dog.cancel(entry, error)
 
 
 def outer_fired() -> bool:

@@ -1,7 +1,7 @@
 """Batches, calls in flight and audio in a real browser (Debian's chromium through
 Playwright): a batch's calls as a tree with a waterfall whose bars carry text labels, a call's
-trace and span ids, the running page with the progress a tool reports and the Cancel of a
-call the inspector started, an audio part played by a native ``<audio controls>``."""
+trace and span ids, the running page with the progress a tool reports and the Cancel of the
+calls in flight, an audio part played by a native ``<audio controls>``."""
 
 from __future__ import annotations
 
@@ -158,9 +158,11 @@ def test_running_calls_show_progress_and_the_inspectors_own_can_be_cancelled(
         watcher.goto(base + "/running")
         expect(watcher.locator("#running-none")).to_be_visible()
 
-        # The application's own call: shown with its progress, no Cancel (not ours).
-        app_call = threading.Thread(target=registry.invoke, args=("crunch", {"steps": 10}),
-                                    kwargs={"call_id": "app-1"})
+        # The application's own call: shown with its progress, and cancelled through the
+        # kernel: its caller is answered at once (the tool waits on, on its worker).
+        answers: list[Any] = []
+        app_call = threading.Thread(target=lambda: answers.append(
+            registry.invoke("crunch", {"steps": 10}, call_id="app-1")))
         app_call.start()
         rows = watcher.locator("#running-table tbody tr")
         expect(rows).to_have_count(1, timeout=WAIT)  # live: the page was not reloaded
@@ -168,13 +170,19 @@ def test_running_calls_show_progress_and_the_inspectors_own_can_be_cancelled(
         progress = watcher.get_by_label("progress of app-1")
         expect(progress).to_have_attribute("value", "0.5", timeout=WAIT)
         expect(rows.first).to_contain_text("step 5", timeout=WAIT)
-        expect(rows.first.get_by_role("button")).to_have_count(0)
+        rows.first.get_by_role("button", name="Cancel app-1").click()
+        expect(watcher.locator("#running-none")).to_be_visible(timeout=WAIT)
+        app_call.join(30)
+        assert not release.is_set()
+        (answer,) = answers
+        assert answer.error_kind == "cancelled"
+        assert answer.content == "Error: tool 'crunch' was cancelled: cancelled in the inspector"
 
         # A call run from the tool page: the running page can cancel it.
         runner.goto(base + "/tools/crunch")
         runner.get_by_label("steps").fill("100")
         runner.get_by_role("button", name="Run").click(no_wait_after=True)
-        expect(rows).to_have_count(2, timeout=WAIT)
+        expect(rows).to_have_count(1, timeout=WAIT)
         ours = watcher.locator("#running-table tbody tr", has_text="inspector-")
         expect(ours.get_by_label("progress of inspector-1")).to_have_attribute("value", "0.5", timeout=WAIT)
         watcher.screenshot(path=str(shots / "running.png"), full_page=True)

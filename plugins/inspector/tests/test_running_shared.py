@@ -1,7 +1,8 @@
 """Calls in flight of other processes: an agent process writing to a shared log (a SQLite
 file, or a PostgreSQL store) runs a slow tool that reports progress; another process sees
 the call while it runs (``query_running``, the inspector's running page in a real browser),
-with its progress, and no more once it ended or its process died."""
+with its progress, and no more once it ended or its process died; its Cancel there ends the
+call in the agent's process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,8 @@ AGENT = textwrap.dedent("""
     reg.register(lambda x: x, name="echo")
     for i in range(200):
         reg.invoke("echo", {"x": i}, call_id=f"quick-{i}")
-    print(reg.invoke("crunch", {"steps": 10}, call_id="agent-1").text, flush=True)
+    result = reg.invoke("crunch", {"steps": 10}, call_id="agent-1")
+    print(result.error_kind or "ok", "|", result.text, flush=True)
     execution_log(reg).flush()
     reg.close()
 """)
@@ -109,7 +112,7 @@ def _shows_a_call_in_flight_until_it_ends(folder: Path, proc: subprocess.Popen[s
     assert 0 <= call["elapsed"] < 120
     (folder / "release").touch()
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0 and out.strip() == "done", err
+    assert proc.returncode == 0 and out.strip() == "ok | done", err
     assert query_running(db) == []
 
 
@@ -135,12 +138,12 @@ def test_the_calls_of_a_process_that_died_are_not_shown(agent: Any, tmp_path: Pa
     assert query_running(db) == []  # its row is still there, but its pid is gone
 
 
-def test_the_running_page_shows_another_processs_calls_live(
-        browsing: Any, agent: Any, tmp_path: Path, shots: Path) -> None:
+@contextmanager
+def _running_page(browsing: Any, folder: Path) -> Iterator[tuple[Any, list[str]]]:
+    """An inspector of this process over the agent's shared log, its running page open in
+    chromium once the agent's call is half way."""
     from playwright.sync_api import expect
 
-    db = str(tmp_path / "calls.sqlite")
-    folder, proc = agent(db)
     inspector = ToolRegistry(name="inspector", config=folder / "pyproject.toml")
     server = serve(inspector, port=0, token=TOKEN, block=False, quiet=True)
     assert server is not None
@@ -150,22 +153,57 @@ def test_the_running_page_shows_another_processs_calls_live(
             page.goto(str(page.url).rsplit("/tools", 1)[0] + "/running")
             rows = page.locator("#running-table tbody tr")
             expect(rows).to_have_count(1, timeout=WAIT)  # live: the page was not reloaded
-            expect(rows.first).to_contain_text("agent-1")
-            expect(rows.first.locator(".running-process")).to_have_text(
-                f"pid {proc.pid} on {socket.gethostname()}")
             expect(page.get_by_label("progress of agent-1")).to_have_attribute(
                 "value", "0.5", timeout=WAIT)
-            expect(rows.first).to_contain_text("step 5")
-            expect(rows.first.get_by_role("button")).to_have_count(0)
-            page.screenshot(path=str(shots / "running-other-process.png"), full_page=True)
-            (folder / "release").touch()
-            expect(page.locator("#running-none")).to_be_visible(timeout=WAIT)
-        assert errors == [], errors
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err
+            yield page, errors
     finally:
         server.close()
         inspector.close()
+
+
+def test_the_running_page_shows_another_processs_calls_live(
+        browsing: Any, agent: Any, tmp_path: Path, shots: Path) -> None:
+    from playwright.sync_api import expect
+
+    folder, proc = agent(str(tmp_path / "calls.sqlite"))
+    with _running_page(browsing, folder) as (page, errors):
+        row = page.locator("#running-table tbody tr").first
+        expect(row).to_contain_text("agent-1")
+        expect(row.locator(".running-process")).to_have_text(
+            f"pid {proc.pid} on {socket.gethostname()}")
+        expect(row).to_contain_text("step 5")
+        page.screenshot(path=str(shots / "running-other-process.png"), full_page=True)
+        (folder / "release").touch()
+        expect(page.locator("#running-none")).to_be_visible(timeout=WAIT)
+    assert errors == [], errors
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+
+
+@pytest.mark.parametrize("shared", ["sqlite", "postgres"])
+def test_the_running_page_cancels_another_processs_call(
+        browsing: Any, agent: Any, tmp_path: Path, shared: str,
+        request: pytest.FixtureRequest) -> None:
+    # The inspector of one process cancels a call running in another: it leaves a request
+    # in the shared log, the agent's log writer takes it and cancels the call through the
+    # kernel; the agent's caller gets a "cancelled" result at once (the tool waits for a
+    # file that never comes).
+    from playwright.sync_api import expect
+
+    db = str(tmp_path / "calls.sqlite") if shared == "sqlite" \
+        else request.getfixturevalue("postgres_url")
+    folder, proc = agent(db)
+    with _running_page(browsing, folder) as (page, errors):
+        page.get_by_role("button", name="Cancel agent-1").click()
+        expect(page.locator("#running-none")).to_be_visible(timeout=WAIT)
+    assert errors == [], errors
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.startswith("cancelled | "), out
+    assert "'crunch' was cancelled: cancelled in the inspector (pid " \
+        f"{os.getpid()} on {socket.gethostname()})" in out, out
+    assert not (folder / "release").exists()
+    assert query_running(db) == []
 
 
 def test_a_row_without_a_heartbeat_is_stale_and_retention_deletes_it(tmp_path: Path) -> None:

@@ -84,12 +84,19 @@ class AsyncScheduler:
         wake = _waker(waiter)
         task.add_done_callback(wake)
         timer = loop.call_at(loop.time() + prep.timeout, wake, None, context=_empty())
+        call_id = prep.call.id
+        in_flight = self.executor.in_flight.calls
+        if call_id is not None:
+            in_flight[call_id] = entry = (prep.plan.tool.name, waiter)
         try:
             await waiter
-        except asyncio.CancelledError:  # the caller gave up
+        except (asyncio.CancelledError, ToolCallError):  # the caller gave up, or cancel_call
             timer.cancel()
             self._abandon(task, prep)
             raise
+        finally:
+            if call_id is not None and in_flight.get(call_id) is entry:
+                del in_flight[call_id]
         timer.cancel()
         if not task.done():
             self._abandon(task, prep)
@@ -170,8 +177,13 @@ class AsyncScheduler:
                 work, fut = self._pool_work(fn, args, kwargs, prep,
                                             asyncio.get_running_loop(), started)
                 submitted = time.perf_counter()
+                in_flight = self.executor.in_flight
+                entry = in_flight.add(prep.call.id, prep.plan.tool.name, (work, fut))
                 self.executor.pool.submit(work)
-                value = await self._await_work(work, fut, prep, submitted)
+                try:
+                    value = await self._await_work(work, fut, prep, submitted)
+                finally:
+                    in_flight.forget(prep.call.id, entry)
         except asyncio.CancelledError as exc:
             # The caller gave up: the call still ends once, for the log and its observers.
             self.pipeline.finish(prep, None, exc, time.perf_counter() - started)

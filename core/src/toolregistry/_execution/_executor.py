@@ -23,6 +23,7 @@ from toolregistry.errors import ToolCallError
 from toolregistry.types import Job
 
 from ._async import AsyncScheduler, StartedCall
+from ._cancel import InFlight
 from ._loop import LoopThread
 from ._pipeline import CallPipeline, Prepared
 from ._policies import ExclusiveLocks, exclusive, retrying
@@ -51,6 +52,7 @@ class Executor:
         self.pipeline.process_runner = self.process_runner
         self._processes: ProcessRunner | None = None
         self.inline_calls = registry.settings.inline_calls
+        self.in_flight = InFlight(self)
         self.sync = SyncScheduler(self)
         self.aio = AsyncScheduler(self)
         _executors.add(self)

@@ -139,6 +139,7 @@ class Pooled(Handle):
     def collect(self, sched: SyncScheduler) -> ToolResult:
         return self.finish(sched, *self.outcome(sched))
 
+
     def outcome(self, sched: SyncScheduler, waited: bool = False
                 ) -> tuple[Any, BaseException | None]:
         """Wait for the call, at most until its deadline: its value and error. A signal that
@@ -171,10 +172,26 @@ class Pooled(Handle):
         """Once ``work.done`` is taken: the call's value and error (a timeout when it finished
         after its deadline)."""
         work = self.work
+        if work.abandoned is not None:  # cancelled for its caller (``cancel_call``)
+            return None, work.abandoned
         timeout = self.prep.timeout
         if timeout is not None and work.overran(self.started + timeout):
             return None, ToolTimeoutError()
         return work.result, work.error
+
+
+class Listed(Pooled):
+    """A pooled call of a batch that can be cancelled (``cancel_call``) while it runs."""
+
+    __slots__ = ("entry",)
+    entry: tuple[str, Any] | None
+
+    def collect(self, sched: SyncScheduler) -> ToolResult:
+        try:
+            outcome = self.outcome(sched)
+        finally:
+            sched.executor.in_flight.forget(self.prep.call.id, self.entry)
+        return self.finish(sched, *outcome)
 
 
 class Grouped(Handle):
@@ -344,6 +361,7 @@ class SyncScheduler:
         Everything this thread has to do before it waits is done before the worker is woken
         (``WorkerPool.call`` waits right after the wake-up)."""
         executor = self.executor
+        in_flight = executor.in_flight.calls
         started = time.perf_counter()
         try:
             fn, args, kwargs = executor.call_fn(prep)
@@ -353,24 +371,31 @@ class SyncScheduler:
         note_calling_loop(prep.context)
         handle = Pooled(0, prep, started, work)
         pool = executor.pool
+        call_id = prep.call.id
+        if call_id is not None:
+            in_flight[call_id] = entry = (prep.plan.tool.name, work)
         try:
-            # A tool calling the registry from a worker while every worker is busy runs its
-            # call here rather than wait for a worker that may be waiting for it.
-            status = pool.call(work, work.deadline, saturated_ok=not in_pool())
-        except PoolClosed as exc:  # closed meanwhile (raised before the hand-off)
-            return handle.finish(self, None, ToolCallError(str(exc)))
-        except BaseException:  # a signal while it waited (Ctrl-C): the call stops too
-            pool.interrupt(work)
-            raise
-        if status == DONE:
-            value, error = handle.answer()
-        elif status == REFUSED:
             try:
-                value, error = prep.context.run(fn, *args, **kwargs), None
-            except (Exception, ToolCancelled) as exc:
-                value, error = None, exc
-        else:
-            value, error = handle.outcome(self, status == WAITING)
+                # A tool calling the registry from a worker while every worker is busy runs
+                # its call here rather than wait for a worker that may be waiting for it.
+                status = pool.call(work, work.deadline, saturated_ok=not in_pool())
+            except PoolClosed as exc:  # closed meanwhile (raised before the hand-off)
+                return handle.finish(self, None, ToolCallError(str(exc)))
+            except BaseException:  # a signal while it waited (Ctrl-C): the call stops too
+                pool.interrupt(work)
+                raise
+            if status == DONE:
+                value, error = handle.answer()
+            elif status == REFUSED:
+                try:
+                    value, error = prep.context.run(fn, *args, **kwargs), None
+                except (Exception, ToolCancelled) as exc:
+                    value, error = None, exc
+            else:
+                value, error = handle.outcome(self, status == WAITING)
+        finally:
+            if call_id is not None and in_flight.get(call_id) is entry:
+                del in_flight[call_id]
         if isinstance(error, (KeyboardInterrupt, SystemExit)) and \
                 threading.current_thread() is threading.main_thread():
             raise error  # as from the function itself (see docs/errors.md)
@@ -385,9 +410,13 @@ class SyncScheduler:
         except Exception as exc:
             return self.pipeline.finish(prep, None, exc, time.perf_counter() - started)
         entry = None
+        call_id = prep.call.id
+        in_flight = self.executor.in_flight.calls
         if prep.timeout is not None:
             entry = _watchdog.arm(time.monotonic() + prep.timeout,
                                   prep.ctx.cancel_event if prep.ctx is not None else None)
+            if call_id is not None:
+                in_flight[call_id] = known = (prep.plan.tool.name, entry)
         value: Any = None
         error: BaseException | None = None
         try:
@@ -402,10 +431,12 @@ class SyncScheduler:
                     landed = _watchdog.disarm(entry)
                     if landed is not None:
                         error = landed
+                    if call_id is not None and in_flight.get(call_id) is known:
+                        del in_flight[call_id]
         except ToolCancelled as exc:  # landed inside the except clause above (raised once)
             error = exc
         if entry is not None and entry.fired:
-            error, value = ToolTimeoutError(), None
+            error, value = entry.cancelled or ToolTimeoutError(), None
         elif isinstance(error, ToolCancelled) and _watchdog.outer_fired():
             raise error  # an enclosing call's deadline: let it reach that call
         return self.pipeline.finish(prep, value, error, time.perf_counter() - started)
@@ -446,7 +477,16 @@ class SyncScheduler:
                 return Done(index, prep, started, prep.context.run(fn, *args, **kwargs), None)
             except (Exception, ToolCancelled) as exc:
                 return Done(index, prep, started, None, exc)
-        return Pooled(index, prep, started, work)
+        return self._pooled(index, prep, started, work)
+
+    def _pooled(self, index: int, prep: Prepared, started: float, work: Work) -> Pooled:
+        """The handle of a batch's call on the pool: listed for ``cancel_call`` when it has
+        an id."""
+        if prep.call.id is None:
+            return Pooled(index, prep, started, work)
+        handle = Listed(index, prep, started, work)
+        handle.entry = self.executor.in_flight.add(prep.call.id, prep.plan.tool.name, work)
+        return handle
 
     def _dispatch(self, prep: Prepared, index: int, started: float, runner: Runner) -> Handle:
         """Hand a call to its runner (after taking its tool's lock when it must run alone)."""
@@ -492,11 +532,14 @@ class SyncScheduler:
             work = pool_work(fn, args, kwargs, prep, started)
             note_calling_loop(prep.context)
             works.append(work)
-            handles.append(Pooled(i, prep, started, work))
+            handles.append(self._pooled(i, prep, started, work))
         handles.sort(key=_deadline_of)
         try:
             executor.pool.submit_many(works)
         except RuntimeError as exc:  # closed meanwhile
+            for h in handles:
+                if isinstance(h, Listed):
+                    executor.in_flight.forget(h.prep.call.id, h.entry)
             return [h if not isinstance(h, Pooled)
                     else Done(h.index, h.prep, h.started, None, ToolCallError(str(exc)))
                     for h in handles]

@@ -406,6 +406,8 @@ class WorkerPool(CpuSlots):
         # All the bookkeeping before the answer: what runs after it competes with the woken
         # caller for the interpreter lock (and makes it sleep again until this thread blocks).
         callback = work.callback
+        if work.abandoned is not None:  # its caller was answered already
+            return following
         work.done.release()
         if callback is not None:
             try:
@@ -422,6 +424,19 @@ class WorkerPool(CpuSlots):
             state = self._interrupt(work)
         if work.cancel_event is not None and state in (_PENDING, _RUNNING):
             work.cancel_event.set()
+        return state != _DONE
+
+    def abandon(self, work: Work, error: BaseException) -> bool:
+        """Cancel ``work`` for its caller: interrupted as at its deadline, and its caller woken
+        at once to answer ``error``; False when it had already finished."""
+        with self.lock:
+            if work.state not in (_PENDING, _RUNNING) or work.callback is not None:
+                return False
+            state = self._interrupt(work)
+            work.abandoned = error
+        if work.cancel_event is not None:
+            work.cancel_event.set()
+        work.done.release()
         return state != _DONE
 
     def interrupt_many(self, works: list[Work]) -> None:

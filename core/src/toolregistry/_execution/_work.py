@@ -29,7 +29,7 @@ class Work:
     interrupt can never land in the worker's next call.
     """
 
-    __slots__ = ("args", "callback", "cancel_event", "context", "deadline", "done", "error",
+    __slots__ = ("abandoned", "args", "callback", "cancel_event", "context", "deadline", "done", "error",
                  "finished", "fn", "heavy", "ident", "key", "kwargs", "pinned", "result", "state")
 
     def __init__(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
@@ -50,6 +50,9 @@ class Work:
         self.callback: Callable[[Work], None] | None = None
         self.cancel_event: threading.Event | None = None
         self.finished = 0.0
+        # Set when the call was cancelled for its caller (``WorkerPool.abandon``): what it
+        # ended with; ``done`` was released then, not when the worker finishes it.
+        self.abandoned: BaseException | None = None
         # When its time is up (``perf_counter``; ``None``: never): a worker that reaches the
         # call later does not start it (it ends as cancelled before it started).
         self.deadline: float | None = None

@@ -2,7 +2,10 @@
 per call that runs a while in the shared log's ``running`` table (its tool, ids, start time,
 process and last progress, with a heartbeat), and removes it when the call ends; an inspector
 of any process reads them (:func:`read_running`). Rows of a process that died go stale: the
-pid is gone on this host, or no heartbeat came for :data:`STALE_SECONDS`."""
+pid is gone on this host, or no heartbeat came for :data:`STALE_SECONDS`. An inspector asks
+for one of these calls to be cancelled with a row in the ``running_cancel`` table
+(:func:`request_cancel`); the writer of the process running it takes the request at its next
+turn and cancels the call through the kernel (``ToolRegistry.cancel_call``)."""
 
 from __future__ import annotations
 
@@ -11,21 +14,23 @@ import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from toolregistry.plugin import Store, StoreURL
 
     from ._running import Running
     from ._sinks import FileSink, ServerSink
 
-__all__ = ["FILE_TABLE", "STALE_SECONDS", "STORE_TABLE", "LiveRows", "read_running"]
+__all__ = ["CANCEL_FILE_TABLE", "CANCEL_STORE_TABLE", "FILE_TABLE", "STALE_SECONDS",
+           "STORE_TABLE", "LiveRows", "read_running", "request_cancel"]
 
 FILE_TABLE = "running"
 STORE_TABLE = "inspector_running"
+CANCEL_FILE_TABLE = "running_cancel"
+CANCEL_STORE_TABLE = "inspector_running_cancel"
 
 MIN_AGE = 0.2
 """Seconds a call runs before it gets a row: a short call never touches the shared log."""
@@ -44,6 +49,13 @@ def ddl(table: str, real: str, integer: str) -> str:
             f" PRIMARY KEY (owner, key))")
 
 
+def cancel_ddl(table: str, real: str, integer: str) -> str:
+    """The cancel requests for calls in flight: an inspector adds one for a row of the
+    ``running`` table, the writer of the process that owns the row takes it."""
+    return (f"CREATE TABLE IF NOT EXISTS {table} (owner TEXT NOT NULL, key {integer} NOT NULL,"
+            f" reason TEXT NOT NULL, requested {real} NOT NULL, PRIMARY KEY (owner, key))")
+
+
 _COLUMNS = ("owner", "key", "registry", "tool", "call_id", "batch", "started", "pid", "host",
             "progress", "total", "message", "beat")
 
@@ -55,6 +67,10 @@ class LiveRows:
     def __init__(self, sink: FileSink | ServerSink, registry_name: str) -> None:
         self.sink = sink
         self.table = FILE_TABLE if sink.path is not None else STORE_TABLE
+        self.cancels = CANCEL_FILE_TABLE if sink.path is not None else CANCEL_STORE_TABLE
+        self.cancel: Callable[[str, str], bool] | None = None
+        """Cancels a call of this process by its id (``ToolRegistry.cancel_call``), for the
+        requests other processes' inspectors leave for its rows."""
         self.registry_name = registry_name
         self.owner = uuid.uuid4().hex
         """This log's rows (a process may hold several logs)."""
@@ -67,7 +83,10 @@ class LiveRows:
         self._beat = 0.0
 
     def sync(self, now: float) -> None:
-        """Bring the table up to date with the calls in flight."""
+        """Bring the table up to date with the calls in flight, after cancelling those an
+        inspector asked to cancel."""
+        if self._written and self.cancel is not None:
+            self._take_cancels()
         steps: list[tuple[str, Sequence[Any]]] = []
         t, owner = self.table, self.owner
         for key, running in list(self.calls.items()):
@@ -94,14 +113,29 @@ class LiveRows:
         if steps:
             self.sink.run(steps)
 
+    def _take_cancels(self) -> None:
+        """Cancel the calls of this log that an inspector asked to cancel (its requests are
+        taken, whether the call still runs or not)."""
+        assert self.cancel is not None
+        taken = self.sink.take(f"DELETE FROM {self.cancels} WHERE owner = ? "
+                               "RETURNING key, reason", (self.owner,))
+        for key, reason in taken:
+            running = self.calls.get(key)
+            if running is not None and not running.ended and running.call_id:
+                self.cancel(running.call_id, reason)
+
     def expire(self, now: float) -> None:
-        """Remove the rows of processes that stopped beating (any process's)."""
-        self.sink.run([(f"DELETE FROM {self.table} WHERE beat < ?", (now - 4 * STALE_SECONDS,))])
+        """Remove the rows of processes that stopped beating (any process's), and the cancel
+        requests nobody took."""
+        old = now - 4 * STALE_SECONDS
+        self.sink.run([(f"DELETE FROM {self.table} WHERE beat < ?", (old,)),
+                       (f"DELETE FROM {self.cancels} WHERE requested < ?", (old,))])
 
     def clear(self) -> None:
         """Remove this log's rows (when it closes)."""
         if self._written:
-            self.sink.run([(f"DELETE FROM {self.table} WHERE owner = ?", (self.owner,))])
+            self.sink.run([(f"DELETE FROM {self.table} WHERE owner = ?", (self.owner,)),
+                           (f"DELETE FROM {self.cancels} WHERE owner = ?", (self.owner,))])
             self._written.clear()
 
 
@@ -121,30 +155,14 @@ def read_running(target: Path | StoreURL, store: Store | None, *,
     first, as :meth:`~toolregistry_inspector._running.Running.to_dict` shows them plus their
     ``pid`` and ``host`` (rows of dead processes left out; ``skip_owner``: a log whose calls
     are shown otherwise)."""
-    from pathlib import Path
-
-    sql = f"SELECT {', '.join(_COLUMNS)} FROM {{table}} ORDER BY started"
-    rows: list[Sequence[Any]]
-    if isinstance(target, Path):
-        if not target.is_file():
-            return []
-        conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=10.0)
-        try:
-            rows = conn.execute(sql.format(table=FILE_TABLE)).fetchall()
-        except sqlite3.OperationalError:  # a file an older version made: no such table
-            rows = []
-        finally:
-            conn.close()
-    else:
-        from ._sinks import open_log_store
-
-        opened = store if store is not None else open_log_store(target)
-        try:
-            with opened.transaction() as tx:
-                rows = list(tx.execute(sql.format(table=STORE_TABLE)))
-        finally:
-            if store is None:
-                opened.close()
+    if isinstance(target, Path) and not target.is_file():
+        return []
+    table = FILE_TABLE if isinstance(target, Path) else STORE_TABLE
+    try:
+        rows = _execute(target, store, f"SELECT {', '.join(_COLUMNS)} FROM {table} "
+                                       "ORDER BY started", (), read_only=True)
+    except sqlite3.OperationalError:  # a file an older version made: no such table
+        rows = []
     now, host = time.time(), socket.gethostname()
     out = []
     for owner, key, registry, tool, call_id, batch, started, pid, on, progress, total, \
@@ -158,7 +176,34 @@ def read_running(target: Path | StoreURL, store: Store | None, *,
         out.append({"key": f"{owner[:12]}-{key}", "tool": tool, "call_id": call_id,
                     "batch": batch, "started": started, "elapsed": max(now - started, 0.0),
                     "progress": progress, "total": total, "fraction": fraction,
-                    "message": message, "pid": pid, "host": on, "registry": registry})
+                    "message": message, "pid": pid, "host": on, "registry": registry,
+                    "owner": owner, "row": key})
     return out
+
+
+def request_cancel(target: Path | StoreURL, store: Store | None, call: dict[str, Any],
+                   reason: str) -> None:
+    """Ask the process running ``call`` (a row :func:`read_running` returned) to cancel it:
+    its log's writer takes the request at its next turn (about twice a second)."""
+    table = CANCEL_FILE_TABLE if isinstance(target, Path) else CANCEL_STORE_TABLE
+    _execute(target, store, f"INSERT INTO {table} (owner, key, reason, requested) VALUES "
+                            "(?, ?, ?, ?) ON CONFLICT (owner, key) DO NOTHING",
+             (call["owner"], call["row"], reason, time.time()))
+
+
+def _execute(target: Path | StoreURL, store: Store | None, sql: str, params: Sequence[Any],
+             read_only: bool = False) -> list[Sequence[Any]]:
+    """Run one statement on a log file or store (``store``: the log's own, when open)."""
+    if isinstance(target, Path):
+        conn = sqlite3.connect(f"file:{target}?mode={'ro' if read_only else 'rw'}", uri=True,
+                               timeout=10.0)
+        try:
+            with conn:
+                return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+    from ._sinks import in_store
+
+    return in_store(target, store, sql, params)
 
 

@@ -301,6 +301,12 @@ class ExecutionLog:
     def __len__(self) -> int:
         return len(self._buffer)
 
+    def cancel_calls_with(self, cancel: Callable[[str, str], bool]) -> None:
+        """Let inspectors of other processes cancel this log's calls in flight (through the
+        shared log): ``cancel(call_id, reason)``, the registry's ``cancel_call``."""
+        if self._writer is not None:
+            self._writer.live.cancel = cancel
+
     def watch_running(self) -> RunningCalls:
         """The calls in flight, tracked from now on (an inspector calls it when it opens)."""
         with _create_lock:
@@ -496,6 +502,7 @@ def get_log(registry: ToolRegistry) -> ExecutionLog | None:
                                     retention_seconds=settings.log_retention_seconds,
                                     max_rows=settings.log_max_rows,
                                     registry_name=registry.name)
+                made.cancel_calls_with(registry.cancel_call)
                 registry.add_closer(made.close)
             state[_STATE_KEY] = made
     result: ExecutionLog | None = state[_STATE_KEY]

@@ -1,5 +1,6 @@
 """The batch and in-flight pages of the web app: a batch's calls as a tree with a waterfall,
-the calls running now with their progress, and the Cancel of a call the inspector started.
+the calls running now with their progress, and their Cancel (this process's calls through the
+kernel, other processes' through the shared log).
 ``_web`` mounts their routes."""
 
 from __future__ import annotations
@@ -89,23 +90,29 @@ class LivePages:
         if self.running is None:
             return []
         calls = self.running.snapshot()
-        for call in calls:
-            call["cancellable"] = self.running.cancellable(call["call_id"])
-        log = get_log(self.registry)
-        if log is not None and log._writer is not None:
-            from ._live import read_running
-            from ._reads import _log_store, _target
-
+        for call in calls:  # the kernel cancels a call by its id
+            call["cancellable"] = bool(call["call_id"])
+        if get_log(self.registry) is not None:
             try:
-                others = read_running(_target(log._writer.sink.url), _log_store(log),
-                                      skip_owner=log._writer.live.owner)
+                others = self._others()
             except Exception as exc:  # the store is away a moment: this process's calls
                 others = []
                 events.warning("inspector.running_read_failed", error=f"{exc}")
-            for call in others:
-                call["cancellable"] = False
+            for call in others:  # asked through the shared log
+                call["cancellable"] = bool(call["call_id"])
             calls = sorted(calls + others, key=lambda c: c["started"])
         return calls
+
+    def _others(self) -> list[dict[str, Any]]:
+        """Other processes' calls in flight (from the shared log; none without one)."""
+        log = get_log(self.registry)
+        if log is None or log._writer is None:
+            return []
+        from ._live import read_running
+        from ._reads import _log_store, _target
+
+        return read_running(_target(log._writer.sink.url), _log_store(log),
+                            skip_owner=log._writer.live.owner)
 
     async def running_page(self, request: Request, status: int = 200,
                            error: str | None = None) -> Response:
@@ -116,16 +123,48 @@ class LivePages:
                            log_on=self.running is not None, error=error)
 
     async def cancel(self, request: Request) -> Response:
+        """Cancel a call in flight: one this inspector started (its task), another of this
+        process (through the kernel), or, with the form's ``row`` (its key on the running
+        page), another process's, asked through the shared log."""
+        from starlette.concurrency import run_in_threadpool
         from starlette.responses import RedirectResponse
 
-        await self.form_of(request)
+        form = await self.form_of(request)
         call_id = request.path_params["call_id"]
-        if self.running is None or not self.running.cancel(call_id):
+        row = form.get("row")
+        if self.running is None:
+            done = False
+        elif row:
+            done = await run_in_threadpool(self._ask_other, row, call_id)
+        else:
+            done = self.running.cancel(call_id) or self.registry.cancel_call(
+                call_id, reason="cancelled in the inspector")
+        if not done:
             return await self.running_page(
-                request, status=404, error=f"{call_id}: no call this inspector started is "
-                                           "running under that id (it may have ended)")
+                request, status=404, error=f"{call_id}: no call that can be cancelled is "
+                                           "running under that id (it may have ended, or "
+                                           "runs without a deadline)")
         root = str(request.scope.get("root_path", ""))
         return RedirectResponse(root + "/running", status_code=303)
+
+    def _ask_other(self, row: str, call_id: str) -> bool:
+        """Leave a cancel request for another process's call (row ``row`` of the running
+        page); False when no such call is in flight there."""
+        import os
+        import socket
+
+        from ._live import request_cancel
+        from ._reads import _log_store, _target
+
+        log = get_log(self.registry)
+        for call in self._others():
+            if call["key"] == row and call["call_id"] == call_id:
+                assert log is not None and log._writer is not None
+                request_cancel(_target(log._writer.sink.url), _log_store(log), call,
+                               f"cancelled in the inspector (pid {os.getpid()} on "
+                               f"{socket.gethostname()})")
+                return True
+        return False
 
     def running_event(self, seen: str) -> tuple[str | None, str]:
         """A ``running`` server-sent event when the calls in flight changed since ``seen``

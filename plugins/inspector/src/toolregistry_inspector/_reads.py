@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._filter import _Filter
 from ._log import ExecutionLog, LogEntry
-from ._sinks import LATER_COLUMNS, STORE_TABLE, ServerSink, file_columns, open_log_store
+from ._sinks import LATER_COLUMNS, STORE_TABLE, ServerSink, file_columns, in_store
 
 if TYPE_CHECKING:
     from toolregistry.plugin import Store, StoreURL
@@ -44,14 +44,8 @@ def _fetch(target: Path | StoreURL, columns: Sequence[str], tail: str, params: l
     """The rows of ``SELECT columns FROM <the log's table>{tail}`` (a column a file made by
     an older version lacks reads as ``NULL``); ``store``: the log's open store."""
     if not isinstance(target, Path):
-        sql = f"SELECT {', '.join(columns)} FROM {STORE_TABLE}{tail}"
-        opened = store if store is not None else open_log_store(target)
-        try:
-            with opened.transaction() as tx:
-                return list(tx.execute(sql, params))
-        finally:
-            if store is None:
-                opened.close()
+        return in_store(target, store, f"SELECT {', '.join(columns)} FROM {STORE_TABLE}{tail}",
+                        params)
     if not target.is_file():
         raise FileNotFoundError(f"no execution log file at {target}: a registry writes one "
                                 "when [tool.toolregistry.plugins.inspector] log-db names it")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from toolregistry.plugin import Store, StoreURL
 
 __all__ = ["LATER_COLUMNS", "STORE_TABLE", "FileSink", "ServerSink", "file_columns",
-           "open_log_store", "sink"]
+           "in_store", "open_log_store", "sink"]
 
 
 _SCHEMA = """
@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS calls (
     format TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS calls_time ON calls (time);
-""" + _live.ddl(_live.FILE_TABLE, "REAL", "INTEGER") + ";\n"
+""" + _live.ddl(_live.FILE_TABLE, "REAL", "INTEGER") + ";\n" + \
+    _live.cancel_ddl(_live.CANCEL_FILE_TABLE, "REAL", "INTEGER") + ";\n"
 
 
 LATER_COLUMNS = ("result", "batch", "trace_id", "span_id")
@@ -137,6 +138,12 @@ class FileSink:
             for sql, params in steps:
                 self._conn.execute(sql, params)
 
+    def take(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        """Run one statement that returns rows (``DELETE ... RETURNING``) in a transaction."""
+        with self._conn:
+            self._conn.execute("BEGIN")
+            return self._conn.execute(sql, params).fetchall()
+
     def retain(self, oldest: float, max_rows: int) -> None:
         conn = self._conn
         deleted = conn.execute("DELETE FROM calls WHERE time < ?", (oldest,)).rowcount
@@ -155,9 +162,9 @@ class FileSink:
 
 STORE_TABLE = "inspector_calls"
 # Version 2 adds each call's result, 3 its batch and trace ids and the (tool, seq) index;
-# 4 the calls in flight; every statement is safe to run again, so an older store is upgraded
+# 4 the calls in flight, 5 the requests to cancel them; every statement is safe to run again, so an older store is upgraded
 # by running them all.
-_STORE_SCHEMA = ("inspector-log", 4, (
+_STORE_SCHEMA = ("inspector-log", 5, (
     f"CREATE TABLE IF NOT EXISTS {STORE_TABLE} (seq BIGSERIAL PRIMARY KEY, "
     "time DOUBLE PRECISION NOT NULL, registry TEXT NOT NULL, tool TEXT NOT NULL, call_id TEXT, "
     "arguments TEXT NOT NULL, outcome TEXT NOT NULL, duration DOUBLE PRECISION NOT NULL, "
@@ -172,6 +179,7 @@ _STORE_SCHEMA = ("inspector-log", 4, (
     f"CREATE INDEX IF NOT EXISTS {STORE_TABLE}_batch ON {STORE_TABLE} (batch) "
     "WHERE batch IS NOT NULL",
     _live.ddl(_live.STORE_TABLE, "DOUBLE PRECISION", "BIGINT"),
+    _live.cancel_ddl(_live.CANCEL_STORE_TABLE, "DOUBLE PRECISION", "BIGINT"),
 ))
 
 
@@ -186,6 +194,19 @@ def open_log_store(url: StoreURL) -> Store:
         store.close()
         raise
     return store
+
+
+def in_store(url: StoreURL, store: Store | None, sql: str,
+             params: Sequence[Any]) -> list[Sequence[Any]]:
+    """Run one statement on a log's store and return its rows (``store``: the log's own,
+    when open; else one is opened for it)."""
+    opened = store if store is not None else open_log_store(url)
+    try:
+        with opened.transaction() as tx:
+            return list(tx.execute(sql, params))
+    finally:
+        if store is None:
+            opened.close()
 
 
 class ServerSink:
@@ -207,6 +228,11 @@ class ServerSink:
         with self.store.transaction() as tx:
             for sql, params in steps:
                 tx.execute(sql, params)
+
+    def take(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        """Run one statement that returns rows (``DELETE ... RETURNING``) in a transaction."""
+        with self.store.transaction() as tx:
+            return list(tx.execute(sql, params))
 
     def retain(self, oldest: float, max_rows: int) -> None:
         with self.store.transaction(lock=STORE_TABLE) as tx:
