@@ -92,7 +92,7 @@ class Affinity:
 
     async def _forward(self, owner: int, scope: Any, receive: Any, send: Any) -> None:
         import anyio
-        import httpx
+        import httpx2 as httpx  # the HTTP client the mcp SDK depends on
 
         path = socket_path(self.folder, owner)
         headers = [(k, v) for k, v in scope["headers"] if k not in _HOP_BY_HOP]
