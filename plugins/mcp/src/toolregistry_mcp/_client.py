@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import threading
 import weakref
@@ -303,8 +304,12 @@ class MCPClient(SessionBase):
                          timeout: float | None = None, progress: ProgressReporter | None = None,
                          meta: Mapping[str, Any] | None = None) -> mcp_types.CallToolResult:
         """Async :meth:`call_tool`; cancelling the awaiting task sends MCP cancellation."""
-        return await self.arun_on_session_loop(  # type: ignore[no-any-return]
-            self._call_tool(name, arguments, timeout, progress, meta))
+        call = self._call_tool(name, arguments, timeout, progress, meta)
+        home = self._home
+        if (self.session_loop != "background" and home is not None
+                and home is _loop.running_loop() and not home.is_closed()):
+            return await call  # the session's own loop (every call after the first): no hop
+        return await self.arun_on_session_loop(call)  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
@@ -428,8 +433,7 @@ class MCPClient(SessionBase):
                          timeout: float | None, progress: ProgressReporter | None = None,
                          meta: Mapping[str, Any] | None = None
                          ) -> mcp_types.CallToolResult:
-        from . import _tasks
-
+        _tasks = _tasks_module()
         limit = timeout if timeout is not None else self.timeout
         # A 2026-07-28 server may answer with a task; the tasks claim finishes it by then.
         token = _tasks.scope.set(_tasks.CallScope.start(self.display, name, limit))
@@ -542,6 +546,15 @@ class MCPClient(SessionBase):
         from ._call_errors import call_error
 
         return call_error(self, what, exc, limit)
+
+
+@functools.cache
+def _tasks_module() -> Any:
+    """The tasks module, imported on first call (it loads the SDK's types), then at the cost
+    of a dictionary look-up rather than an import statement on every call."""
+    from . import _tasks
+
+    return _tasks
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ the request, so the server stops too.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 from collections.abc import Awaitable, Callable, Iterator
@@ -19,13 +20,25 @@ from toolregistry.errors import ConfigError
 if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT as Progress
 
-__all__ = ["CallExpired", "bounded", "check_max_timeout", "driven_to_its_end", "total_limit",
-           "waiting_on_a_person"]
+__all__ = ["CallExpired", "bounded", "check_max_timeout", "driven_to_its_end", "now",
+           "total_limit", "waiting_on_a_person"]
 
 T = TypeVar("T")
 
 CAP_FACTOR = 10
 """Without an explicit ``max_timeout``, the cap is this many times the timeout."""
+
+
+def now() -> float:
+    """anyio's clock (``anyio.current_time()``): on an asyncio loop, where every MCP session
+    of this plugin runs, the loop's own clock, read without anyio's lookup of the backend on
+    each call."""
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:  # no asyncio loop here: whatever anyio's backend says
+        import anyio
+
+        return anyio.current_time()
 
 
 class CallExpired(Exception):
@@ -78,23 +91,21 @@ _TIMER: contextvars.ContextVar[_Timer | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def _set_aside(extend_cap: bool) -> Iterator[None]:
-    import anyio
-
     timer = _TIMER.get()
     if timer is None:
         yield
         return
-    started = anyio.current_time()
+    started = now()
     timer.pauses += 1
     timer.scope.deadline = float("inf")
     try:
         yield
     finally:
         timer.pauses -= 1
-        now = anyio.current_time()
+        ended = now()
         if extend_cap:
-            timer.cap_end += now - started
-        timer.restart(now)
+            timer.cap_end += ended - started
+        timer.restart(ended)
 
 
 def waiting_on_a_person() -> contextlib.AbstractContextManager[None]:
@@ -120,11 +131,11 @@ async def bounded(call: Callable[[Progress], Awaitable[T]], on_progress: Progres
     # One cancel scope whose deadline each progress notification moves on: no task of its
     # own per call.
     scope = anyio.CancelScope()
-    timer = _Timer(scope, anyio.current_time(), timeout, cap)
+    timer = _Timer(scope, now(), timeout, cap)
 
     async def reported(progress: float, total: float | None, message: str | None) -> None:
         timer.heard = True
-        timer.restart(anyio.current_time())
+        timer.restart(now())
         if on_progress is not None:
             await on_progress(progress, total, message)
 
@@ -135,7 +146,7 @@ async def bounded(call: Callable[[Progress], Awaitable[T]], on_progress: Progres
     finally:
         _TIMER.reset(token)
     # Only reached when the scope's deadline cancelled the call.
-    if anyio.current_time() >= timer.cap_end:
+    if now() >= timer.cap_end:
         raise CallExpired(f"did not finish within its {cap:g}s cap (max_timeout), though it "
                           "was still reporting progress" if timer.heard else
                           f"did not answer within {cap:g}s")

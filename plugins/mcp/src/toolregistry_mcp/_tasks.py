@@ -28,6 +28,7 @@ from pydantic import ConfigDict, Field
 from toolregistry.errors import ToolCallError
 from toolregistry.plugin import log
 
+from ._deadline import now
 from ._sdk_private import send_unvalidated
 
 if TYPE_CHECKING:
@@ -53,18 +54,14 @@ class CallScope:
     @classmethod
     def start(cls, server: str, tool: str, timeout: float | None) -> CallScope:
         """A call of ``tool`` starting now, with ``timeout`` seconds."""
-        import anyio
-
-        deadline = None if timeout is None else anyio.current_time() + timeout
+        deadline = None if timeout is None else now() + timeout
         return cls(server, tool, deadline, timeout)
 
     def left(self) -> float | None:
         """Seconds left before the deadline (``None``: no deadline)."""
-        import anyio
-
         if self.deadline is None:
             return None
-        return max(self.deadline - anyio.current_time(), 0.001)
+        return max(self.deadline - now(), 0.001)
 
     def timed_out(self, task_id: str) -> ToolCallError:
         log.warning("mcp.call_timeout", server=self.server, tool=self.tool,
