@@ -542,6 +542,14 @@ def test_the_log_pages_back_filters_by_time_and_shows_percentiles(
         expect(slow.nth(1)).to_have_text("3")
         assert float(slow.nth(3).inner_text()) >= 50.0  # p50 in ms
         assert float(quick.nth(3).inner_text()) < float(slow.nth(3).inner_text())
+        # The small charts: a labelled bar of calls (the busiest tool's is full) and the
+        # latency percentiles as nested bars (the slowest p99 is full).
+        expect(page.get_by_role("img", name="quick: 450 calls, 0 errors")).to_have_count(1)
+        latency = page.get_by_role("img", name=re.compile(r"^slow: p50 [\d.]+ ms, p90"))
+        expect(latency).to_have_count(1)
+        assert float(latency.locator("rect.bar-p99").get_attribute("width") or 0) == 100.0
+        assert float(page.get_by_role("img", name="quick: 450 calls, 0 errors")
+                     .locator("rect.bar-ok").get_attribute("width") or 0) == 100.0
         registry.invoke("slow", {}, call_id="s-3")
         expect(slow.nth(1)).to_have_text("4", timeout=10_000)
         page.screenshot(path=str(shots / "stats.png"), full_page=True)

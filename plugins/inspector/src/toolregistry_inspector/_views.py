@@ -338,4 +338,20 @@ def latency_table(calls: Iterable[tuple[str, float, bool]]) -> list[dict[str, An
                      "errors": sum(not c[2] for c in made),
                      "p50": percentile(durations, 0.5), "p90": percentile(durations, 0.9),
                      "p99": percentile(durations, 0.99), "max": durations[-1]})
+    return _charted(rows)
+
+
+def _charted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row with the widths (0-100, of the busiest tool's calls and of the slowest p99) of
+    its small charts: one bar of calls (its errors in it), three nested bars of latency."""
+    most = max((r["calls"] for r in rows), default=0) or 1
+    slowest = max((r["p99"] or 0.0 for r in rows), default=0.0) or 1.0
+
+    def width(value: float | None, of: float) -> float:
+        return round(max(100.0 * (value or 0.0) / of, 0.5), 2)
+
+    for r in rows:
+        r["chart"] = {"calls": width(r["calls"], most), "errors": width(r["errors"], most)
+                      if r["errors"] else 0.0, "p50": width(r["p50"], slowest),
+                      "p90": width(r["p90"], slowest), "p99": width(r["p99"], slowest)}
     return rows
