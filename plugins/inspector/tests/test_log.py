@@ -397,7 +397,9 @@ def test_latency_percentiles_per_tool() -> None:
     assert percentile([7.0], 0.9) == 7.0
     calls = [("t", i / 10, bool(i % 2)) for i in range(1, 11)]
     assert latency_table(calls) == [{"tool": "t", "calls": 10, "errors": 5, "p50": 0.5,
-                                       "p90": 0.9, "p99": 1.0, "max": 1.0}]
+                                       "p90": 0.9, "p99": 1.0, "max": 1.0, "chart": {
+                                           "calls": 100.0, "errors": 50.0, "p50": 50.0,
+                                           "p90": 90.0, "p99": 100.0}}]
 
 
 def test_writers_opening_an_older_log_file_at_once_add_its_column_once(tmp_path: Path) -> None:
