@@ -5,7 +5,7 @@ for a chosen set of implementations, without pluggy's dispatch where it can be s
 arguments: a single plain implementation is called directly (pluggy's dispatch costs more than
 the work), several plain ones in pluggy's order, and wrappers, tracing or a subset through
 pluggy's own (subset) hook caller. :class:`ToolHooks` holds what was compiled for one tool's
-calls. Which implementations concern a tool, and what happens when one raises, is the hook
+calls, its call observers among them (:func:`observing`). Which implementations concern a tool, and what happens when one raises, is the hook
 façade's (``_hooks``).
 """
 
@@ -15,12 +15,16 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .hookspecs import UNOBSERVED
+
 if TYPE_CHECKING:
     from pluggy import HookImpl, PluginManager
 
     from .hookspecs import CallObserver, Runner
+    from .types import ToolCall, ToolResult
 
-__all__ = ["Asker", "HookCall", "HookCompiler", "ToolHooks", "declaration_askers"]
+__all__ = ["Asker", "HookCall", "HookCompiler", "ObserverFailed", "ToolHooks", "Watching",
+           "declaration_askers", "observing"]
 
 HookCall = Callable[..., Any]
 """A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
@@ -67,23 +71,79 @@ class ToolHooks:
     run (``None``: the registry's own threads and loop).
     """
 
-    __slots__ = ("authorize", "authorized", "observers", "post_invoke", "pre_invoke", "runner")
+    __slots__ = ("authorize", "authorized", "failed", "finished", "observers", "post_invoke",
+                 "pre_invoke", "runner", "started")
 
     def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None,
                  authorize: HookCall | None = None,
                  observers: tuple[CallObserver, ...] = (), runner: Runner | None = None,
-                 authorized: HookCall | None = None) -> None:
+                 authorized: HookCall | None = None,
+                 failed: ObserverFailed | None = None) -> None:
         self.pre_invoke = pre_invoke
         self.post_invoke = post_invoke
         self.authorize = authorize
         self.observers = observers
         self.runner = runner
         self.authorized = authorized
+        self.failed = failed
+        self.started, self.finished = observing(observers, failed or _unreported)
 
     def with_runner(self, runner: Runner) -> ToolHooks:
         """The same hooks, with the tool's calls run by ``runner``."""
         return ToolHooks(self.pre_invoke, self.post_invoke, self.authorize, self.observers,
-                         runner, self.authorized)
+                         runner, self.authorized, self.failed)
+
+
+ObserverFailed = Callable[[Any, str, Exception], None]
+"""Told that an observer's method raised: the observer, the method's name, the exception."""
+
+Watching = list[tuple["CallObserver", Any]]
+"""The observers that watch one call, each with the token its ``call_started`` returned."""
+
+
+def _unreported(observer: Any, method: str, exc: Exception) -> None:
+    """The failure policy of hooks compiled without one: the observer's failure is ignored."""
+
+
+def _nobody(call: ToolCall, result: ToolResult, watching: Watching) -> None:
+    """The ``finished`` of a tool without observers."""
+
+
+def observing(observers: Sequence[CallObserver], failed: ObserverFailed
+              ) -> tuple[Callable[[ToolCall], Watching | None] | None,
+                         Callable[[ToolCall, ToolResult, Watching], None]]:
+    """A tool's call observers as two calls, made once per call plan: ``started(call)``
+    (``None`` without observers) tells each observer the call begins and returns those that
+    watch it with their tokens, or ``None`` when every one sat it out (``UNOBSERVED``);
+    ``finished(call, result, watching)`` tells those the call ended.
+
+    An exception is handed to ``failed`` and never fails the call (an observer whose start
+    failed is told of the end with the token ``None``). Methods are looked up per call, so
+    an observer may change them while plans hold it.
+    """
+    if not observers:
+        return None, _nobody
+
+    def started(call: ToolCall) -> Watching | None:
+        watching: Watching = []
+        for observer in observers:
+            try:
+                token = observer.call_started(call)
+            except Exception as exc:
+                failed(observer, "call_started", exc)
+                token = None
+            if token is not UNOBSERVED:
+                watching.append((observer, token))
+        return watching or None
+
+    def finished(call: ToolCall, result: ToolResult, watching: Watching) -> None:
+        for observer, token in watching:
+            try:
+                observer.call_finished(call, result, token)
+            except Exception as exc:
+                failed(observer, "call_finished", exc)
+
+    return started, finished
 
 
 def declaration_askers(impls: Sequence[HookImpl]) -> tuple[Asker, ...]:

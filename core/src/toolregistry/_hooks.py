@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._deciding import Deciding, close_pending, failed_authorize
-from ._hookcalls import HookCompiler, ToolHooks, declaration_askers
+from ._hookcalls import HookCompiler, ToolHooks, declaration_askers, observing
 from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from pluggy import HookImpl
 
-    from ._hookcalls import Asker, HookCall
+    from ._hookcalls import Asker, HookCall, Watching
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from .events import ChangeEvent
@@ -142,7 +142,7 @@ class Hooks:
                          caller("authorize", concerned("authorize")),
                          self.call_observer(registry, tool, concerned("call_observer")),
                          self.dispatch(registry, tool, concerned("dispatch")),
-                         caller("authorized", concerned("authorized")))
+                         caller("authorized", concerned("authorized")), self._observer_failed)
 
     def _concerned(self, name: str, declared: dict[int, frozenset[str]]) -> list[HookImpl]:
         every = getattr(self._hook, name).get_hookimpls()
@@ -484,28 +484,27 @@ class Hooks:
         result.approval = request
         return result
 
-    def calls_started(self, observers: Sequence[CallObserver], call: ToolCall) -> list[Any]:
-        """Tell ``observers`` a call begins (inside the call's context); their tokens.
+    def calls_started(self, observers: Sequence[CallObserver], call: ToolCall
+                      ) -> Watching | None:
+        """Tell ``observers`` a call begins (inside the call's context): those that watch it,
+        with their tokens (``None``: every one sat it out). A call plan's observers are
+        compiled once instead (``ToolHooks.started``); this is for a call without a plan.
 
         Error policy: an exception is logged once per observer (``observer.failed``) and
         ignored (its token is ``None``); observers never fail a call.
         """
-        return self._started(observers, "call_started", call)
+        started = observing(observers, self._observer_failed)[0]
+        return None if started is None else started(call)
 
     def calls_finished(self, observers: Sequence[CallObserver], call: ToolCall,
-                       result: ToolResult, tokens: Sequence[Any]) -> None:
-        """Tell ``observers`` the call ended with ``result``.
+                       result: ToolResult, watching: Watching | None) -> None:
+        """Tell the observers that watch the call (``calls_started``) it ended with
+        ``result``.
 
-        Error policy: as :meth:`calls_started`. An observer that sat the call out
-        (``UNOBSERVED``) is not told.
+        Error policy: as :meth:`calls_started`.
         """
-        for observer, token in zip(observers, tokens):
-            if token is UNOBSERVED:
-                continue
-            try:
-                observer.call_finished(call, result, token)
-            except Exception as exc:
-                self._observer_failed(observer, "call_finished", exc)
+        if watching:
+            observing(observers, self._observer_failed)[1](call, result, watching)
 
     def batch_started(self, observers: Sequence[BatchObserver], calls: Sequence[ToolCall]
                       ) -> list[Any]:

@@ -45,6 +45,7 @@ from ._threads import ClosedBeforeStart
 from ._validation import coerce, validation_message
 
 if TYPE_CHECKING:
+    from toolregistry._hookcalls import Watching
     from toolregistry._hooks import Hooks
     from toolregistry._registry import ToolRegistry
     from toolregistry.hookspecs import Runner
@@ -84,8 +85,9 @@ class Prepared:
     call's own ``contextvars.Context`` (a copy of the caller's, or of its batch's): the tool
     runs in it, entered exactly once. ``observed`` is true when observers put values there
     (the call then always runs in it, never in the caller's context); ``tokens`` are the
-    call observers' tokens. ``deciding`` (async API only) is an authorization still to come,
-    awaited by :meth:`CallPipeline.decided` before the call runs.
+    call observers that watch it, with their tokens (``ToolHooks.started``). ``deciding``
+    (async API only) is an authorization still to come, awaited by
+    :meth:`CallPipeline.decided` before the call runs.
     """
 
     __slots__ = ("args", "call", "context", "ctx", "deciding", "fn", "is_async", "kwargs",
@@ -104,7 +106,7 @@ class Prepared:
         self.ctx = ctx
         self.context = context
         self.observed = False
-        self.tokens: list[Any] | None = None
+        self.tokens: Watching | None = None
         self.deciding: Deciding | None = None
 
 
@@ -272,13 +274,13 @@ class CallPipeline:
             self.refused(call, plan)
             return plan
         here = contextvars.copy_context()
-        observers = plan.hooks.observers
-        if not observers:
+        started = plan.hooks.started
+        if started is None:
             tokens = None
         else:
             before = here.copy()  # shares the values: compared in constant time when unchanged
-            tokens = here.run(self._hooks.calls_started, observers, call)
-        if tokens is None or tokens.count(UNOBSERVED) == len(tokens):  # nobody observes it
+            tokens = here.run(started, call)
+        if tokens is None:  # nobody observes it
             item = self._prepare(plan, call, context, timeout, async_path, here)
             if observed and isinstance(item, Prepared):
                 item.observed = True
@@ -292,14 +294,14 @@ class CallPipeline:
                 item.observed = observed
                 item.tokens = tokens
             else:
-                self._hooks.calls_finished(observers, call, item, tokens)
+                plan.hooks.finished(call, item, tokens)
             return item
         item = here.run(self._prepare, plan, call, context, timeout, async_path, here)
         if isinstance(item, Prepared):
             item.observed = True
             item.tokens = tokens
         else:  # it ended before running: the observers hear of it now
-            here.run(self._hooks.calls_finished, observers, call, item, tokens)
+            here.run(plan.hooks.finished, call, item, tokens)
         return item
 
     def _prepare(self, plan: CallPlan, call: ToolCall, context: Mapping[str, Any] | None,
@@ -401,8 +403,7 @@ class CallPipeline:
                 prep.ctx.deadline = time.monotonic() + prep.timeout
             return prep
         if prep.tokens is not None:
-            prep.context.copy().run(self._hooks.calls_finished, prep.plan.hooks.observers,
-                                    prep.call, refused, prep.tokens)
+            prep.context.copy().run(prep.plan.hooks.finished, prep.call, refused, prep.tokens)
         log_result(refused)
         return refused
 
@@ -548,7 +549,7 @@ class CallPipeline:
         if post is not None:
             result = self._hooks.post_invoke(post, self._registry, tool, call, result)
         if prep.tokens is not None:
-            self._hooks.calls_finished(plan.hooks.observers, call, result, prep.tokens)
+            plan.hooks.finished(call, result, prep.tokens)
         log_result(result)
         return result
 
