@@ -37,7 +37,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,16 +90,20 @@ def _registries() -> dict[str, Any]:
     return sides
 
 
-def _interleaved(sides: dict[str, Callable[[int], Any]], rounds: int, calls: int
-                 ) -> dict[str, list[float]]:
-    names = list(sides)
-    out: dict[str, list[float]] = {n: [] for n in names}
+def _turns(names: list[str], rounds: int) -> Iterator[str]:
+    """Every side once per round, the first one rotating."""
     for r in range(rounds):
         k = r % len(names)
-        for name in names[k:] + names[:k]:
-            t0 = time.process_time()
-            sides[name](calls)
-            out[name].append((time.process_time() - t0) / calls)
+        yield from names[k:] + names[:k]
+
+
+def _interleaved(sides: dict[str, Callable[[int], Any]], rounds: int, calls: int
+                 ) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {n: [] for n in sides}
+    for name in _turns(list(sides), rounds):
+        t0 = time.process_time()
+        sides[name](calls)
+        out[name].append((time.process_time() - t0) / calls)
     return out
 
 
@@ -130,14 +134,11 @@ def _async_times(registries: dict[str, Any], rounds: int, calls: int
         sides = {name: side(registry) for name, registry in registries.items()}
         for run in sides.values():
             await run(max(calls // 4, 10))  # warm: plans compiled
-        names = list(sides)
-        out: dict[str, list[float]] = {n: [] for n in names}
-        for r in range(rounds):
-            k = r % len(names)
-            for name in names[k:] + names[:k]:
-                t0 = time.process_time()
-                await sides[name](calls)
-                out[name].append((time.process_time() - t0) / calls)
+        out: dict[str, list[float]] = {n: [] for n in sides}
+        for name in _turns(list(sides), rounds):
+            t0 = time.process_time()
+            await sides[name](calls)
+            out[name].append((time.process_time() - t0) / calls)
         return out
 
     return asyncio.run(main())
@@ -154,7 +155,7 @@ def _owner(filename: str) -> str:
 
 
 def _profile(registry: Any, calls: int) -> dict[str, float]:
-    """Own time per call (profiled, µs... in seconds) by owner of the function."""
+    """Own time per call (seconds, profiled) by owner of the function."""
     import cProfile
     import pstats
 
