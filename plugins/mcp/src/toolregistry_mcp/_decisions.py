@@ -69,11 +69,11 @@ def _store(registry: ToolRegistry) -> tuple[Store, dict[str, dict[str, Decision]
 
 def _decisions(registry: ToolRegistry, server: str) -> dict[str, Decision]:
     """The recorded decisions of ``server``'s tools (by the server's own tool names)."""
-    import mcp_types
-
     found = _store(registry)
     if found is None:
         return {}
+    import mcp_types
+
     store, cache = found
     if server in cache:
         return cache[server]

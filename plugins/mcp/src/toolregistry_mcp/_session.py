@@ -143,9 +143,11 @@ def _refusal_hint(refused: tuple[int, str], have_auth: bool) -> str:
 def check_protocol_version(value: str) -> str:
     """``"auto"`` (2026-07-28 through ``server/discover``, else the ``initialize`` handshake),
     ``"legacy"`` (the handshake only) or a 2026-era revision (that one, no probe)."""
+    if value in ("auto", "legacy"):
+        return value  # without the SDK's types: a source loaded from the list cache
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-    if value in ("auto", "legacy") or value in MODERN_PROTOCOL_VERSIONS:
+    if value in MODERN_PROTOCOL_VERSIONS:
         return value
     hint = (" (a handshake-era revision: use 'legacy', which negotiates the newest of them "
             "the server speaks)" if value in HANDSHAKE_PROTOCOL_VERSIONS else "")
@@ -183,6 +185,7 @@ class SessionBase:
         _conn: _Connection | None
         _lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None
         _listeners: list[ToolsChanged]
+        _verify: ToolsChanged | None
         _closed: bool
         _init: Negotiated | None
         _background: set[asyncio.Task[Any]]
@@ -234,6 +237,9 @@ class SessionBase:
                 raise
             raise self._connect_error(conn, exc) from None
         self._init = conn.init
+        verify, self._verify = self._verify, None
+        if verify is not None:  # tools registered from the list cache: list them live now
+            self._spawn(verify)
         info = conn.init.server_info if conn.init else None
         log.info("mcp.connected", server=self.display, transport=self.spec.transport,
                  protocol_version=conn.init.protocol_version if conn.init else None,
@@ -366,11 +372,14 @@ class SessionBase:
     def _tools_changed(self) -> None:
         log.info("mcp.tools_list_changed", server=self.display)
         for callback in list(self._listeners):
-            # Not awaited here: the callback lists tools through this same session, and
-            # the dispatcher is waiting for this handler to return.
-            task = asyncio.get_running_loop().create_task(self._notify(callback))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(callback)
+
+    def _spawn(self, callback: ToolsChanged) -> None:
+        # Not awaited here: the callback lists tools through this same session, and the
+        # dispatcher (or the session's opening) is waiting for this to return.
+        task = asyncio.get_running_loop().create_task(self._notify(callback))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _notify(self, callback: ToolsChanged) -> None:
         try:

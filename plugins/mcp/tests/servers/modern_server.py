@@ -11,12 +11,15 @@ request without a 2026-07-28 ``MCP-Protocol-Version`` header (HTTP 400, like a s
 speaks only that revision); ``--ttl-ms`` is the cache hint of its tool listing;
 ``--task-tool`` lists a tool ``research`` that requires task augmentation, which this server
 does not offer; ``--bearer TOKEN`` answers HTTP 401 to a request without that bearer token.
+With ``MODERN_MARKER`` in its environment it appends ``started`` to that file when it starts
+and ``listed`` at each ``tools/list``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Annotated, Any
 
 import mcp_types as types
@@ -78,6 +81,7 @@ def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[
 
     async def counted(ctx: Any, params: Any) -> Any:
         seen["listings"] += 1
+        _mark("listed")
         result: Any = await original.handler(ctx, params)
         if ttl_ms is not None:
             result = result.model_copy(update={"ttl_ms": ttl_ms, "cache_scope": "private"})
@@ -92,7 +96,15 @@ def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[
     return server, seen
 
 
+def _mark(event: str) -> None:
+    path = os.environ.get("MODERN_MARKER")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(event + "\n")
+
+
 def main() -> None:
+    _mark("started")
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--modern-only", action="store_true")
