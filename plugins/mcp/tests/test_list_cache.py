@@ -22,7 +22,7 @@ import toolregistry_mcp
 from toolregistry import ToolRegistry
 from toolregistry.errors import ConfigError
 
-from .conftest import TEST_CONFIG, free_port, listening
+from .conftest import TEST_CONFIG, free_port, listening, stdio_spec
 
 MODERN = Path(__file__).parent / "servers" / "modern_server.py"
 
@@ -77,6 +77,34 @@ def test_a_cached_list_registers_the_tools_without_starting_the_server(
         assert time.monotonic() < deadline, "the live list was not checked"
         time.sleep(0.05)
     assert events(marker)[:3] == ["started", "listed", "started"]
+    # The live list is the cached one: nothing is reported as changed.
+    assert not second["m-add"].metadata.extra["changed_since_registration"]
+
+
+def test_cached_definitions_are_the_same_versions_as_the_servers(no_orphans: None) -> None:
+    # Titles, annotations, output schemas: a cached tool and the served one have one
+    # fingerprint, so the live listing after a cache hit flags nothing for review.
+    from toolregistry_mcp._listed import ListedTool, tool_json
+    from toolregistry_mcp._screen import strip_invisible
+    from toolregistry_mcp._source import _fingerprint
+
+    with toolregistry_mcp.MCPClient(stdio_spec()) as client:
+        tools = client.list_tools()
+    assert any(t.annotations is not None for t in tools)
+    for tool in tools:
+        cached = ListedTool(json.loads(json.dumps(tool_json(tool))))
+        assert _fingerprint(cached) == _fingerprint(tool), tool.name
+        assert _fingerprint(strip_invisible(cached)) == _fingerprint(strip_invisible(tool))
+
+
+def test_a_refresh_of_a_cached_source_lists_once(new_registry: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    new_registry().register_from_mcp(spec(marker), namespace="m", list_cache="1h")
+    registry = new_registry()
+    registry.register_from_mcp(spec(marker), namespace="m", list_cache="1h")
+    assert toolregistry_mcp.refresh(registry)["added"] == []
+    time.sleep(0.5)  # a second listing, had one been started, would have reached the server
+    assert events(marker) == ["started", "listed"] * 2
 
 
 def test_namespace_true_takes_the_cached_server_name(new_registry: Any, tmp_path: Path) -> None:

@@ -162,6 +162,7 @@ class MCPClient(SessionBase):
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._listeners: list[ToolsChanged] = []
         self._verify: ToolsChanged | None = None  # once the first session opens
+        self.listed_live = False  # the tools were listed by a session of this client
         self.list_cache: ListCache | None = None
         """Where a successful listing is kept (:mod:`._listcache`); ``None``: nowhere."""
         self._list_hint: tuple[float | None, str] = (None, "private")
@@ -357,7 +358,7 @@ class MCPClient(SessionBase):
                     if attempt == 1 and self._session_expired(conn, exc):
                         continue
                     raise self._call_error("tools/list", exc) from None
-                self._verify = None  # listed live
+                self.listed_live = True
                 if self.list_cache is not None:
                     await keep(self, tools)
                 return tools

@@ -180,7 +180,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         cached = await asyncio.to_thread(cache.fresh) if cache is not None else None
         if cached is not None:  # no server started, no SDK imported until it is needed
             async def verify(_client: MCPClient) -> None:
-                await source._refresh_on_loop({})
+                await source._refresh_on_loop({}, unless_listed=True)
 
             listed = client.restore_listing(cached, verify)
             server_name = cached.server_name

@@ -362,10 +362,13 @@ class MCPSource:
         return None if limits.max_chars is None else min(own, limits.max_chars)
 
     # -- refresh ------------------------------------------------------------------------
-    async def _refresh_on_loop(self, accept: Mapping[str, str]) -> dict[str, list[str]]:
+    async def _refresh_on_loop(self, accept: Mapping[str, str], *, unless_listed: bool = False
+                               ) -> dict[str, list[str]]:
         if self._refresh_lock is None:
             self._refresh_lock = asyncio.Lock()
         async with self._refresh_lock:
+            if unless_listed and self.client.listed_live:  # a refresh came first
+                return {}
             listed = await self.client._list_tools()
             # Registry changes fire on_change hooks (discovery reindexes): off the MCP loop.
             return await asyncio.to_thread(self._apply, listed, accept)
