@@ -42,12 +42,15 @@ def entries(folder: Path) -> list[Path]:
 
 @pytest.fixture
 def new_registry(tmp_path: Path, no_orphans: None) -> Iterator[Any]:
-    """Makes registries on the test configuration (plus ``extra``); closes them all."""
+    """Makes registries on the test configuration (``top`` added to ``[tool.toolregistry]``,
+    ``extra`` to the plugin's table); closes them all."""
     made: list[ToolRegistry] = []
 
-    def make(extra: str = "") -> ToolRegistry:
+    def make(extra: str = "", top: str = "") -> ToolRegistry:
         config = tmp_path / f"pyproject-{len(made)}.toml"
-        config.write_text(TEST_CONFIG + extra, encoding="utf-8")
+        config.write_text(TEST_CONFIG.replace("[tool.toolregistry]\n",
+                                              "[tool.toolregistry]\n" + top) + extra,
+                          encoding="utf-8")
         made.append(ToolRegistry(config=config))
         return made[-1]
 
@@ -236,6 +239,19 @@ def test_http_cache_hit_never_reaches_the_server_and_keeps_no_secret(
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         text = path.read_text(encoding="utf-8")
         assert "s3cret" not in text and "Bearer" not in text and "API_KEY" not in text
+
+
+def test_a_public_listing_serves_every_set_of_credentials(new_registry: Any,
+                                                          tmp_path: Path) -> None:
+    port = free_port()
+    marker = tmp_path / "http-marker"
+    with listening([sys.executable, str(MODERN), "--http", str(port), "--ttl-ms", "60000",
+                    "--cache-scope", "public"], port, "/mcp",
+                   env={**os.environ, "MODERN_MARKER": str(marker)}) as url:
+        new_registry().register_from_mcp(url, headers={"X-Tenant": "a"}, namespace="h")
+        registry = new_registry()
+        registry.register_from_mcp(url, headers={"X-Tenant": "b"}, namespace="h")
+        assert "h-add" in registry and events(marker).count("listed") == 1
 
 
 def test_bad_list_cache_values_are_refused_before_a_server_starts(

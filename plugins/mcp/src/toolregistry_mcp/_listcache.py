@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from ._spec import public_url
 
 if TYPE_CHECKING:
     from toolregistry import ToolRegistry
-    from toolregistry.plugin import Store
+    from toolregistry.plugin import Store, StoreURL
 
     from ._client import MCPClient
     from ._session import Negotiated
@@ -140,50 +141,55 @@ _lock = threading.Lock()
 
 
 class _Rows:
-    """Entries as rows of the registry's store (shared by its processes and hosts)."""
+    """Entries as rows of the registry's store (shared by its processes and hosts), opened
+    on first use (once per registry, closed with it)."""
 
-    def __init__(self, store: Store, where: str) -> None:
-        self.store = store
-        self.where = where
+    def __init__(self, registry: ToolRegistry, url: StoreURL) -> None:
+        self.registry = weakref.ref(registry)
+        self.url = url
+
+    def _db(self) -> Store:
+        registry = self.registry()
+        if registry is None:
+            raise RuntimeError("the registry was dropped")
+        state = registry.plugin_state("mcp")
+        with _lock:
+            store: Store | None = state.get(_STATE_KEY)
+            if store is None:
+                from toolregistry.plugin import open_store
+
+                store = open_store(self.url, durable=False)
+                try:
+                    store.ensure_schema(*_SCHEMA)
+                except BaseException:
+                    store.close()
+                    raise
+                registry.add_closer(store.close)
+                state[_STATE_KEY] = store
+        return store
 
     def get(self, key: str) -> str | None:
-        with self.store.transaction() as tx:
+        with self._db().transaction() as tx:
             rows = tx.execute(f"SELECT entry FROM {_TABLE} WHERE key = ?", (key,))
         return str(rows[0][0]) if rows else None
 
     def put(self, key: str, text: str) -> None:
-        with self.store.transaction() as tx:
+        with self._db().transaction() as tx:
             tx.execute(f"INSERT INTO {_TABLE} (key, entry) VALUES (?, ?) ON CONFLICT (key) "
                        "DO UPDATE SET entry = excluded.entry", (key, text))
 
     def delete(self, key: str) -> None:
-        with self.store.transaction() as tx:
+        with self._db().transaction() as tx:
             tx.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
 
     def __str__(self) -> str:
-        return self.where
+        return f"{self.url.masked} ({_TABLE})"
 
 
 def _backend(registry: ToolRegistry) -> _Files | _Rows:
-    """The registry's store (opened once, closed with the registry), else the cache folder."""
+    """The registry's store, else the user's cache folder."""
     url = registry.store_url()
-    if url is None:
-        return _Files(cache_dir())
-    state = registry.plugin_state("mcp")
-    with _lock:
-        rows: _Rows | None = state.get(_STATE_KEY)
-        if rows is None:
-            from toolregistry.plugin import open_store
-
-            store = open_store(url, durable=False)
-            try:
-                store.ensure_schema(*_SCHEMA)
-            except BaseException:
-                store.close()
-                raise
-            registry.add_closer(store.close)
-            rows = state[_STATE_KEY] = _Rows(store, f"{url.masked} ({_TABLE})")
-    return rows
+    return _Files(cache_dir()) if url is None else _Rows(registry, url)
 
 
 class ListCache:
@@ -219,8 +225,12 @@ class ListCache:
     def _read(self, key: str) -> Listing | None:
         try:
             text = self.backend.get(key)
-            if text is None:
-                return None
+        except Exception as exc:  # the cache is a shortcut: without it the server is asked
+            self._failed("read", exc)
+            return None
+        if text is None:
+            return None
+        try:
             data = json.loads(text)
             if not isinstance(data, dict) or data.get("format") != _FORMAT:
                 raise ValueError("not a tool-list cache entry of this version")
@@ -259,15 +269,27 @@ class ListCache:
             "invalid": dict(invalid), "as_task": sorted(as_task),
             "tools": [tool_json(tool) for tool in tools],
         }
-        self.backend.delete(self.keys[other])
-        self.backend.put(self.keys[own], json.dumps(entry, ensure_ascii=False))
+        text = json.dumps(entry, ensure_ascii=False)
+        try:
+            self.backend.delete(self.keys[other])
+            self.backend.put(self.keys[own], text)
+        except Exception as exc:
+            self._failed("store", exc)
+            return
         log.debug("mcp.list_cache_stored", server=self.server, tools=len(tools), scope=own,
                   where=str(self.backend))
 
     def drop(self) -> None:
         """Forget the cached listing (the server's list changed, or a tool went missing)."""
-        for key in self.keys.values():
-            self.backend.delete(key)
+        try:
+            for key in self.keys.values():
+                self.backend.delete(key)
+        except Exception as exc:
+            self._failed("drop", exc)
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        log.warning("mcp.list_cache_failed", server=self.server, where=str(self.backend),
+                    action=what, error=f"{type(exc).__name__}: {exc}")
 
 
 def for_source(registry: ToolRegistry, spec: ServerSpec, mode: str | float, *,
@@ -332,12 +354,8 @@ async def keep(client: MCPClient, tools: list[Any]) -> None:
     assert cache is not None
     hint, scope = client._list_hint
     info = client.server_info
-    try:
-        await asyncio.to_thread(
-            cache.save, tools, hint=hint, scope=scope,
-            server_name=info.name if info is not None else None,
-            protocol_version=client.negotiated_version, invalid=client.invalid_tools,
-            as_task=sorted(client._as_task))
-    except Exception as exc:
-        log.warning("mcp.list_cache_failed", server=client.display, where=str(cache.backend),
-                    error=f"{type(exc).__name__}: {exc}")
+    await asyncio.to_thread(
+        cache.save, tools, hint=hint, scope=scope,
+        server_name=info.name if info is not None else None,
+        protocol_version=client.negotiated_version, invalid=client.invalid_tools,
+        as_task=sorted(client._as_task))

@@ -8,7 +8,7 @@ Tools: ``add``; ``greet`` (asks the client for a name through an input request);
 request headers it got, one argument mirrored into ``Mcp-Param-Region``); ``listings`` (how
 many ``tools/list`` requests reached the server). ``--modern-only`` refuses, over HTTP, every
 request without a 2026-07-28 ``MCP-Protocol-Version`` header (HTTP 400, like a server that
-speaks only that revision); ``--ttl-ms`` is the cache hint of its tool listing;
+speaks only that revision); ``--ttl-ms`` is the cache hint of its tool listing (``--cache-scope``: private, or public);
 ``--task-tool`` lists a tool ``research`` that requires task augmentation, which this server
 does not offer; ``--bearer TOKEN`` answers HTTP 401 to a request without that bearer token.
 With ``MODERN_MARKER`` in its environment it appends ``started`` to that file when it starts
@@ -36,7 +36,8 @@ def ask_name() -> Elicit[Name]:
     return Elicit("What is your name?", Name)
 
 
-def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[str, int]]:
+def build(ttl_ms: int | None, task_tool: bool = False, cache_scope: str = "private"
+          ) -> tuple[MCPServer, dict[str, int]]:
     server = MCPServer("modern-server", version="2.0.0")
     seen = {"listings": 0}
 
@@ -84,7 +85,7 @@ def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[
         _mark("listed")
         result: Any = await original.handler(ctx, params)
         if ttl_ms is not None:
-            result = result.model_copy(update={"ttl_ms": ttl_ms, "cache_scope": "private"})
+            result = result.model_copy(update={"ttl_ms": ttl_ms, "cache_scope": cache_scope})
         if task_tool:
             result.tools.append(types.Tool(
                 name="research", description="Only callable as a task.",
@@ -110,9 +111,10 @@ def main() -> None:
     parser.add_argument("--modern-only", action="store_true")
     parser.add_argument("--ttl-ms", type=int, default=None)
     parser.add_argument("--task-tool", action="store_true")
+    parser.add_argument("--cache-scope", default="private", choices=["private", "public"])
     parser.add_argument("--bearer", default=None, help="a token every request must carry")
     opts = parser.parse_args()
-    server, _ = build(opts.ttl_ms, opts.task_tool)
+    server, _ = build(opts.ttl_ms, opts.task_tool, opts.cache_scope)
     if opts.http is None:
         server.run("stdio")
         return
