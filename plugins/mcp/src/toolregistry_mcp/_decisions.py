@@ -53,15 +53,9 @@ def _store(registry: ToolRegistry) -> tuple[Store, dict[str, dict[str, Decision]
             url = registry.store_url()
             opened = None
             if url is not None:
-                from toolregistry.plugin import open_store
+                from ._storage import open_for
 
-                opened = open_store(url)
-                try:
-                    opened.ensure_schema(*_SCHEMA)
-                except BaseException:
-                    opened.close()
-                    raise
-                registry.add_closer(opened.close)
+                opened = open_for(registry, url, _SCHEMA)
             state[_STATE_KEY] = None if opened is None else (opened, {})
         found: tuple[Store, dict[str, dict[str, Decision]]] | None = state[_STATE_KEY]
         return found

@@ -156,16 +156,10 @@ class _Rows:
         with _lock:
             store: Store | None = state.get(_STATE_KEY)
             if store is None:
-                from toolregistry.plugin import open_store
+                from ._storage import open_for
 
-                store = open_store(self.url, durable=False)
-                try:
-                    store.ensure_schema(*_SCHEMA)
-                except BaseException:
-                    store.close()
-                    raise
-                registry.add_closer(store.close)
-                state[_STATE_KEY] = store
+                store = state[_STATE_KEY] = open_for(registry, self.url, _SCHEMA,
+                                                     durable=False)
         return store
 
     def get(self, key: str) -> str | None:
