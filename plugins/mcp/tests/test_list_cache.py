@@ -169,23 +169,41 @@ def test_list_changed_replaces_the_cached_list(new_registry: Any, tmp_path: Path
     assert events(marker).count("started") == 1
 
 
-def test_a_call_to_a_tool_the_server_no_longer_has_lists_again(
-        new_registry: Any, tmp_path: Path, private_cache: Path) -> None:
-    marker = tmp_path / "marker"
-    new_registry().register_from_mcp(spec(marker), namespace="m", list_cache="1h")
-    [path] = entries(private_cache)
+def _add_vanished_tool(path: Path) -> None:
+    """Make the cached listing hold a tool the server does not have."""
     entry = json.loads(path.read_text(encoding="utf-8"))
     gone = dict(next(t for t in entry["tools"] if t["name"] == "add"), name="vanished")
     entry["tools"].append(gone)
     path.write_text(json.dumps(entry), encoding="utf-8")
 
+
+def test_the_live_list_after_a_cache_hit_updates_the_registry(
+        new_registry: Any, tmp_path: Path, private_cache: Path) -> None:
+    marker = tmp_path / "marker"
+    new_registry().register_from_mcp(spec(marker), namespace="m", list_cache="1h")
+    [path] = entries(private_cache)
+    _add_vanished_tool(path)
     registry = new_registry()
     registry.register_from_mcp(spec(marker), namespace="m", list_cache="1h")
     assert "m-vanished" in registry
-    result = registry.invoke("m-vanished", {"a": 1, "b": 2})
-    assert result.is_error and "vanished" in result.text
-    assert "m-vanished" not in registry  # listed again: the registry's change events said so
+    assert registry.invoke("m-add", {"a": 1, "b": 2}).content == "3"  # the session starts
+    deadline = time.monotonic() + 20
+    while "m-vanished" in registry:  # the live list went through the usual refresh
+        assert time.monotonic() < deadline, "the live list was not applied"
+        time.sleep(0.05)
     assert "vanished" not in path.read_text(encoding="utf-8")
+
+
+def test_a_call_to_a_tool_the_server_no_longer_has_lists_again(
+        new_registry: Any, tmp_path: Path, private_cache: Path) -> None:
+    registry = new_registry()
+    registry.register_from_mcp(spec(tmp_path / "marker"), namespace="m", list_cache="1h")
+    assert registry.invoke("m-shrink", {}).content == "shrunk"  # no list_changed sent
+    result = registry.invoke("m-listings", {})
+    assert result.is_error and "listings" in result.text
+    assert "m-listings" not in registry  # listed again: the registry's change events said so
+    [path] = entries(private_cache)
+    assert "listings" not in [t["name"] for t in json.loads(path.read_text())["tools"]]
 
 
 def test_a_corrupt_entry_is_ignored_with_a_debug_event(

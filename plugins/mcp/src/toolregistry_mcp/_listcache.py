@@ -288,15 +288,20 @@ class ListCache:
 
 def for_source(registry: ToolRegistry, spec: ServerSpec, mode: str | float, *,
                inherit_env: tuple[str, ...] = (), command_prefix: tuple[str, ...] = (),
-               auth: Any = None) -> ListCache | None:
-    """The cache entry of a source (``None`` when ``mode`` is ``"off"``, or when the source
+               auth: Any = None, protocol_version: str = "auto") -> ListCache | None:
+    """The cache entry of a source (``None`` when ``mode`` is ``"off"``, when the source
     authenticates with an ``httpx`` auth object of the application's, whose identity the
-    cache cannot tell)."""
+    cache cannot tell, or when there is nowhere to keep it)."""
     if mode == "off":
         return None
     if auth is not None and not isinstance(auth, Mapping):
         log.debug("mcp.list_cache_off", server=spec.display,
                   reason="an application's own auth object: its identity is unknown")
+        return None
+    try:
+        backend = _backend(registry)
+    except (RuntimeError, KeyError, OSError) as exc:  # no home folder to find a cache in
+        log.debug("mcp.list_cache_off", server=spec.display, reason=str(exc))
         return None
     if spec.transport == "stdio":
         cwd = spec.cwd or os.getcwd()
@@ -314,7 +319,9 @@ def for_source(registry: ToolRegistry, spec: ServerSpec, mode: str | float, *,
         partition = _digest({"headers": sorted(spec.headers.items()),
                              "auth": dict(auth) if auth is not None else None})
         where = public_url(spec.url or "")
-    return ListCache(_backend(registry), _digest(identity), partition, mode, where)
+    # The revision asked for decides how some tools are called (tasks): part of the server.
+    identity["protocol"] = protocol_version
+    return ListCache(backend, _digest(identity), partition, mode, where)
 
 
 def _files(words: list[str], cwd: str) -> list[tuple[str, int, int]]:

@@ -174,7 +174,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         sampling=options.get("sampling"),
     )
     cache = for_source(registry, spec, list_cache, inherit_env=client.inherit_env,
-                       command_prefix=client.command_prefix, auth=options.get("auth"))
+                       command_prefix=client.command_prefix, auth=options.get("auth"),
+                       protocol_version=client.protocol_version)
     client.list_cache = cache
     try:
         cached = await asyncio.to_thread(cache.fresh) if cache is not None else None

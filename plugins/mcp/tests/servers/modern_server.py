@@ -4,7 +4,8 @@ streamable HTTP.
     python modern_server.py [--http PORT] [--modern-only] [--ttl-ms N]
 
 Tools: ``add``; ``greet`` (asks the client for a name through an input request);
-``grow`` (adds the tool ``extra`` and announces the changed listing); ``whoami`` (echoes the
+``grow`` (adds the tool ``extra`` and announces the changed listing); ``shrink`` (removes
+``listings`` without a word); ``whoami`` (echoes the
 request headers it got, one argument mirrored into ``Mcp-Param-Region``); ``listings`` (how
 many ``tools/list`` requests reached the server). ``--modern-only`` refuses, over HTTP, every
 request without a 2026-07-28 ``MCP-Protocol-Version`` header (HTTP 400, like a server that
@@ -62,6 +63,12 @@ def build(ttl_ms: int | None, task_tool: bool = False, cache_scope: str = "priva
         server.add_tool(extra)
         await ctx.notify_tools_changed()
         return "grown"
+
+    @server.tool()
+    def shrink() -> str:
+        """Remove the tool 'listings' without announcing it."""
+        server.remove_tool("listings")
+        return "shrunk"
 
     @server.tool()
     def whoami(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
