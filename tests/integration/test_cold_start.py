@@ -66,3 +66,26 @@ def test_events_reach_logging_configured_after_the_registry_was_built(tmp_path: 
     proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                           text=True, timeout=60, check=True, cwd=tmp_path)
     assert "plugin.unknown_name" in proc.stderr, proc.stderr
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_schemas_on_the_example_with_a_warm_list_cache_imports_no_mcp(tmp_path: Path) -> None:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")},
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "DEMO_DIR": str(EXAMPLES),
+           "DEMO_API_URL": "http://127.0.0.1:9"}
+    runs = []
+    for _ in ("cold", "warm"):
+        # The CLI itself; -X importtime names every module the process imported.
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "toolregistry.cli",
+                               "--config", str(EXAMPLES / "pyproject.toml"), "schemas"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert json.loads(proc.stdout)  # the schemas
+        modules = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                   if line.startswith("import time:")}
+        runs.append(sorted(m for m in modules if m.split(".")[0] in ("mcp", "mcp_types")))
+    cold, warm = runs
+    assert cold, "the first run lists the server with the SDK"
+    assert warm == [], warm[:5]

@@ -103,6 +103,15 @@ def assert_no_children(before: set[int] = frozenset(), timeout: float = 10) -> N
         time.sleep(0.05)
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's tools/list cache in a folder of its own, never the user's."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def no_orphans() -> Iterator[None]:
     """Fails the test when it leaves a child process running."""

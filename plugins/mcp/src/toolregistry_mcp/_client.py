@@ -21,13 +21,14 @@ import os
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from toolregistry.errors import ConfigError, ToolCallError
 from toolregistry.plugin import log
 
 from . import _loop
 from ._deadline import bounded, check_max_timeout, total_limit
+from ._listcache import ListCache, Listing, cache_hint, keep
 from ._reconnect import resend_after_loss, resend_safe
 from ._sdk_private import send_unvalidated
 from ._session import (
@@ -160,6 +161,11 @@ class MCPClient(SessionBase):
         self._conn: _Connection | None = None
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._listeners: list[ToolsChanged] = []
+        self._verify: ToolsChanged | None = None  # once the first session opens
+        self.listed_live = False  # the tools were listed by a session of this client
+        self.list_cache: ListCache | None = None
+        """Where a successful listing is kept (:mod:`._listcache`); ``None``: nowhere."""
+        self._list_hint: tuple[float | None, str] = (None, "private")
         self._closed = False
         self._init: Negotiated | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -202,6 +208,18 @@ class MCPClient(SessionBase):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def restore_listing(self, listing: Listing, verify: ToolsChanged) -> list[mcp_types.Tool]:
+        """Take a cached listing as the server's tools without connecting: what calls need
+        to know of them is set from it, and ``await verify(client)`` runs when the first
+        session opens (to list the tools live). Returns the cached tools."""
+        # The cached definitions stand in for the SDK's models (the parts the source reads).
+        tools = cast("list[mcp_types.Tool]", listing.listed())
+        self.invalid_tools = dict(listing.invalid)
+        self._as_task = set(listing.as_task)
+        self._resend_safe = {tool.name for tool in tools if resend_safe(tool)}
+        self._verify = verify
+        return tools
 
     def on_tools_changed(self, callback: ToolsChanged) -> None:
         """Call ``await callback(client)`` (on the background loop) when the server sends
@@ -335,11 +353,15 @@ class MCPClient(SessionBase):
         for attempt in (1, 2):
             async with self._session() as conn:
                 try:
-                    return await self._list_pages(conn)
+                    tools = await self._list_pages(conn)
                 except Exception as exc:
                     if attempt == 1 and self._session_expired(conn, exc):
                         continue
                     raise self._call_error("tools/list", exc) from None
+                self.listed_live = True
+                if self.list_cache is not None:
+                    await keep(self, tools)
+                return tools
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _list_pages(self, conn: _Connection) -> list[mcp_types.Tool]:
@@ -351,7 +373,8 @@ class MCPClient(SessionBase):
         tools: list[types.Tool] = []
         invalid: dict[str, str] = {}
         cursor: str | None = None
-        for _ in range(_MAX_PAGES):
+        self._list_hint = (None, "private")
+        for page_number in range(_MAX_PAGES):
             with _timeout_scope(self.connect_timeout):
                 if not conn.lenient:
                     try:
@@ -363,6 +386,8 @@ class MCPClient(SessionBase):
                         conn.lenient = True
                 if conn.lenient:
                     page = await self._raw_list(conn, cursor, invalid)
+            if page_number == 0 and not conn.lenient:
+                self._list_hint = cache_hint(conn.init, page)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:

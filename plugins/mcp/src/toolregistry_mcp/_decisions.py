@@ -53,15 +53,9 @@ def _store(registry: ToolRegistry) -> tuple[Store, dict[str, dict[str, Decision]
             url = registry.store_url()
             opened = None
             if url is not None:
-                from toolregistry.plugin import open_store
+                from ._storage import open_for
 
-                opened = open_store(url)
-                try:
-                    opened.ensure_schema(*_SCHEMA)
-                except BaseException:
-                    opened.close()
-                    raise
-                registry.add_closer(opened.close)
+                opened = open_for(registry, url, _SCHEMA)
             state[_STATE_KEY] = None if opened is None else (opened, {})
         found: tuple[Store, dict[str, dict[str, Decision]]] | None = state[_STATE_KEY]
         return found
@@ -69,11 +63,11 @@ def _store(registry: ToolRegistry) -> tuple[Store, dict[str, dict[str, Decision]
 
 def _decisions(registry: ToolRegistry, server: str) -> dict[str, Decision]:
     """The recorded decisions of ``server``'s tools (by the server's own tool names)."""
-    import mcp_types
-
     found = _store(registry)
     if found is None:
         return {}
+    import mcp_types
+
     store, cache = found
     if server in cache:
         return cache[server]

@@ -30,11 +30,13 @@ from toolregistry.plugin import log, normalize_name, operation
 from . import _decisions, _loop
 from ._client import MCPClient
 from ._filters import check_patterns, report_unmatched
+from ._listcache import for_source, list_cache_mode
 from ._oauth_store import shared_auth
 from ._screen import ACTIONS as SCREENING_ACTIONS
 from ._screen import Finding
 from ._settings import MCPSettings
 from ._source import PLUGIN, AcceptChanges, MCPSource, _fingerprint, _Registered
+from ._spec import public_url
 
 if TYPE_CHECKING:
     import mcp_types
@@ -106,7 +108,7 @@ _OPTIONS = ("namespace", "include", "exclude", "timeout", "max_timeout", "persis
             "replace", "headers", "env", "cwd", "transport", "connect_timeout", "max_result_chars", "inherit_env",
             "session_loop", "max_message_bytes", "screening", "command_prefix",
             "protect_parent", "ordering", "auth", "protocol_version", "elicitation",
-            "sampling")
+            "sampling", "list_cache")
 
 
 def _auth_option(auth: Any, base_dir: Any) -> Any:
@@ -141,6 +143,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
     screening = _choice("screening", options.get("screening", settings.screening),
                         SCREENING_ACTIONS)
     ordering = _choice("ordering", options.get("ordering", settings.ordering), ORDERINGS)
+    list_cache = list_cache_mode(options.get("list_cache", settings.list_cache))
     include = check_patterns("include", options.get("include"))
     exclude = check_patterns("exclude", options.get("exclude"))
     base_dir = registry.config.path.parent if getattr(registry, "config", None) is not None \
@@ -170,15 +173,27 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
         elicitation=options.get("elicitation"),
         sampling=options.get("sampling"),
     )
+    cache = for_source(registry, spec, list_cache, inherit_env=client.inherit_env,
+                       command_prefix=client.command_prefix, auth=options.get("auth"),
+                       protocol_version=client.protocol_version)
+    client.list_cache = cache
     try:
-        listed = await client.alist_tools()
+        cached = await asyncio.to_thread(cache.fresh) if cache is not None else None
+        if cached is not None:  # no server started, no SDK imported until it is needed
+            async def verify(_client: MCPClient) -> None:
+                await source._refresh_on_loop({}, unless_listed=True)
+
+            listed = client.restore_listing(cached, verify)
+            server_name = cached.server_name
+        else:
+            listed = await client.alist_tools()
+            server_name = client.server_info.name if client.server_info is not None else None
         namespace = options.get("namespace")
         if namespace is True:
-            info = client.server_info
-            if info is None or not info.name:
+            if not server_name:
                 raise ConfigError(f"namespace=True: MCP server {spec.display} did not send its "
                                   "name; pass namespace='...'")
-            namespace = normalize_name(info.name)
+            namespace = normalize_name(server_name)
         elif namespace is False:
             namespace = None
         source = MCPSource(
@@ -189,6 +204,7 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
             _registry=weakref.ref(registry),
             screening=screening,
             concurrency_group=_group(spec.display) if ordering == "server" else None,
+            server_name=server_name,
         )
         source._note_invalid()
         names = [n for t in listed for n in (t.name, f"{namespace}-{t.name}" if namespace
@@ -237,6 +253,8 @@ async def _aload(registry: ToolRegistry, server: Any, options: dict[str, Any],
             await asyncio.to_thread(_decisions.served_again, source, entry, served[tool.name],
                                     {"changed": []})
     async def on_list_changed(_client: MCPClient) -> None:
+        if cache is not None:
+            await asyncio.to_thread(cache.drop)
         await source._refresh_on_loop({})
 
     client.on_tools_changed(on_list_changed)
@@ -323,17 +341,13 @@ def load(registry: ToolRegistry, server: Any, **options: Any) -> list[Tool]:
 
 def _load_attributes(server: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """What an ``mcp.load`` operation says about the server (never its env or headers)."""
-    from urllib.parse import urlsplit
-
     if isinstance(server, Mapping):
         where = str(server.get("command") or server.get("url") or "?")
     else:
         where = str(server)
     if where.startswith(("http://", "https://")):
-        parts = urlsplit(where)
-        where = f"{parts.scheme}://{parts.hostname}{':' if parts.port else ''}" \
-                f"{parts.port or ''}{parts.path}"  # no credentials, no query
-        transport = options.get("transport") or ("sse" if parts.path.endswith("/sse")
+        where = public_url(where)
+        transport = options.get("transport") or ("sse" if where.endswith("/sse")
                                                  else "streamable-http")
     else:
         transport = "stdio"

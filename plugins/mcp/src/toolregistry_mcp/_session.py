@@ -1,9 +1,9 @@
 """Opening, running and ending one MCP session, and explaining why one failed.
 
 It owns the connection record (:class:`_Connection`: the SDK ``ClientSession``, its runner
-task, the child's stderr tail, an HTTP refusal), the transports (our stdio transport, the SDK's
-streamable HTTP and SSE clients with the OAuth ``auth``), the runner task that enters them and
-the SDK's ``ClientSession`` and leaves them again (anyio needs both in the same task), and the
+task, the child's stderr tail, an HTTP refusal), the runner task that enters the transport
+(:mod:`._transports`) and the SDK's client and leaves them again (anyio needs both in the same
+task), listening for tool-list changes, and the
 messages for a server that could not be started, reached or signed in to
 (:class:`MCPConnectError`). :class:`SessionBase` is the part of
 :class:`~toolregistry_mcp.MCPClient` that does this on the session's loop; the client
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -24,7 +22,7 @@ import attrs
 from toolregistry.errors import ConfigError, ToolCallError
 from toolregistry.plugin import log
 
-from ._spec import child_environment, make_non_dumpable
+from ._transports import open_transport
 
 if TYPE_CHECKING:
     import mcp_types
@@ -33,13 +31,12 @@ if TYPE_CHECKING:
 
     from ._client import MCPClient
     from ._spec import ServerSpec
+    from ._transports import _StderrTail
 
 __all__ = ["MCPConnectError", "Negotiated", "SessionBase", "check_protocol_version"]
 
 ToolsChanged = Callable[["MCPClient"], Awaitable[None]]
 InputHandler = Callable[[Any], Any]
-
-_STDERR_TAIL = 4000  # bytes of a child's stderr kept for error messages
 
 class MCPConnectError(ToolCallError):
     """An MCP server could not be started or reached, or did not complete the handshake."""
@@ -48,77 +45,6 @@ class MCPConnectError(ToolCallError):
         super().__init__(message, kind="remote")
         self.unreachable = unreachable
         """Nothing answered at the server's address (a server that may be restarting)."""
-
-
-class _StderrTail(asyncio.Protocol):
-    """Keeps the last bytes a stdio server wrote to stderr (for error messages) and logs
-    them at debug level; bounded memory whatever the server writes."""
-
-    def __init__(self, display: str) -> None:
-        self.display = display
-        self.buffer: deque[bytes] = deque()
-        self.size = 0
-        self.transport: asyncio.BaseTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer.append(data)
-        self.size += len(data)
-        while self.size > _STDERR_TAIL and len(self.buffer) > 1:
-            self.size -= len(self.buffer.popleft())
-        if log.is_debug():
-            log.debug("mcp.server_stderr", server=self.display,
-                      text=data.decode("utf-8", "replace")[-500:])
-
-    def text(self) -> str:
-        return b"".join(self.buffer).decode("utf-8", "replace")[-_STDERR_TAIL:].strip()
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-
-
-class _WatchedStream:
-    """The transport's read stream, reporting end of stream so that a server that died while
-    idle is restarted *before* the next call is sent (instead of failing that call)."""
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except BaseException:
-            self._on_eof()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _WatchedStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self._inner.__anext__()
-        except BaseException:
-            self._on_eof()
-            raise
-
-    async def __aenter__(self) -> _WatchedStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        self._on_eof()
-        return await self._inner.__aexit__(*exc)  # type: ignore[no-any-return]
 
 
 @attrs.frozen
@@ -183,56 +109,6 @@ class _Connection:
     refused: tuple[int, str] | None = None  # an HTTP 401 / 403 and its WWW-Authenticate
 
 
-def _refusals(conn: _Connection, endpoint: str) -> Callable[[Any], Awaitable[None]]:
-    """An httpx response hook keeping the server's last 401 / 403 (the SDK reports them as
-    a bare "Server returned an error response"). Any other answer of the MCP endpoint after
-    it (the sign-in worked) forgets it: the error then is the server's own."""
-
-    async def hook(response: Any) -> None:
-        # A 403 (insufficient scope) says more than the 401 that may follow a failed step-up.
-        if response.status_code in (401, 403):
-            if conn.refused is None or conn.refused[0] != 403:
-                conn.refused = (response.status_code,
-                                str(response.headers.get("www-authenticate", "")))
-        elif conn.refused is not None and _same_endpoint(str(response.request.url), endpoint):
-            conn.refused = None
-
-    return hook
-
-
-def _same_endpoint(url: str, endpoint: str) -> bool:
-    return url.split("?", 1)[0].rstrip("/") == endpoint.split("?", 1)[0].rstrip("/")
-
-
-def _bounded_json(limit: int | None) -> Callable[[Any], Awaitable[None]]:
-    """An httpx response hook bounding a JSON response body (the SDK bounds SSE events, and
-    a 2026-07-28 server answers most requests with plain JSON): past ``limit`` bytes the
-    read fails for that request alone, and the session goes on."""
-    import httpx2
-
-    class Bounded(httpx2.AsyncByteStream):
-        def __init__(self, inner: Any, limit: int) -> None:
-            self.inner = inner
-            self.limit = limit
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            size = 0
-            async for chunk in self.inner:
-                size += len(chunk)
-                if size > self.limit:
-                    raise httpx2.StreamError(f"response over the {self.limit:,}-byte limit")
-                yield chunk
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    async def hook(response: Any) -> None:
-        if limit and response.headers.get("content-type", "").startswith("application/json"):
-            response.stream = Bounded(response.stream, limit)
-
-    return hook
-
-
 def _oauth_error(exc: BaseException | None) -> str | None:
     """The SDK's OAuth client error behind ``exc`` (its cause or context), if any."""
     from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError
@@ -267,9 +143,11 @@ def _refusal_hint(refused: tuple[int, str], have_auth: bool) -> str:
 def check_protocol_version(value: str) -> str:
     """``"auto"`` (2026-07-28 through ``server/discover``, else the ``initialize`` handshake),
     ``"legacy"`` (the handshake only) or a 2026-era revision (that one, no probe)."""
+    if value in ("auto", "legacy"):
+        return value  # without the SDK's types: a source loaded from the list cache
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-    if value in ("auto", "legacy") or value in MODERN_PROTOCOL_VERSIONS:
+    if value in MODERN_PROTOCOL_VERSIONS:
         return value
     hint = (" (a handshake-era revision: use 'legacy', which negotiates the newest of them "
             "the server speaks)" if value in HANDSHAKE_PROTOCOL_VERSIONS else "")
@@ -307,6 +185,7 @@ class SessionBase:
         _conn: _Connection | None
         _lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None
         _listeners: list[ToolsChanged]
+        _verify: ToolsChanged | None
         _closed: bool
         _init: Negotiated | None
         _background: set[asyncio.Task[Any]]
@@ -358,6 +237,9 @@ class SessionBase:
                 raise
             raise self._connect_error(conn, exc) from None
         self._init = conn.init
+        verify, self._verify = self._verify, None
+        if verify is not None:  # tools registered from the list cache: list them live now
+            self._spawn(verify)
         info = conn.init.server_info if conn.init else None
         log.info("mcp.connected", server=self.display, transport=self.spec.transport,
                  protocol_version=conn.init.protocol_version if conn.init else None,
@@ -406,7 +288,7 @@ class SessionBase:
         # handshake for older servers), the per-request _meta envelope and headers, input
         # requests, the tools/list cache. Our part is the transport under it.
         client = Client(
-            self._watched(conn, mark_dead),
+            open_transport(self, conn, mark_dead),
             mode=self.protocol_version,
             message_handler=self._on_message,
             logging_callback=self._on_log,
@@ -479,71 +361,6 @@ class SessionBase:
                 await asyncio.sleep(1.0)
                 self._tools_changed()
 
-    @contextlib.asynccontextmanager
-    async def _watched(self, conn: _Connection, on_eof: Callable[[], None]
-                       ) -> AsyncIterator[Any]:
-        async with self._transport(conn) as (read, write):
-            yield _WatchedStream(read, on_eof), write
-
-    @contextlib.asynccontextmanager
-    async def _transport(self, conn: _Connection) -> AsyncIterator[Any]:
-        spec = self.spec
-        if spec.transport == "stdio":
-            from ._stdio import stdio_transport
-
-            loop = asyncio.get_running_loop()
-            read_fd, write_fd = os.pipe()
-            errlog = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
-            tail = _StderrTail(self.display)
-            conn.stderr = tail
-
-            def fatal(exc: BaseException) -> None:
-                conn.error = exc
-
-            if self.protect_parent:
-                make_non_dumpable()
-            argv = [*self.command_prefix, spec.command or "", *spec.args]
-            try:
-                await loop.connect_read_pipe(lambda: tail, os.fdopen(read_fd, "rb", 0))
-                async with stdio_transport(
-                    argv[0], argv[1:],
-                    env=child_environment(spec.env, self.inherit_env), cwd=spec.cwd,
-                    errlog=errlog, max_message_bytes=self.max_message_bytes, on_fatal=fatal,
-                    exit_grace=self.shutdown_grace, on_start=lambda pid: setattr(conn, "pid", pid),
-                ) as streams:
-                    # The child holds its own copy now; ours would keep the pipe open forever.
-                    errlog.close()
-                    yield streams
-            finally:
-                if not errlog.closed:
-                    errlog.close()
-        elif spec.transport == "streamable-http":
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            async with create_mcp_http_client(headers=dict(spec.headers) or None,
-                                              auth=self._auth) as http:
-                http.event_hooks["response"] += [_refusals(conn, spec.url or ""),
-                                                 _bounded_json(self.max_message_bytes)]
-                async with streamable_http_client(
-                        spec.url or "", http_client=http,
-                        max_sse_event_size=self.max_message_bytes) as streams:
-                    yield streams
-        else:
-            from mcp.client.sse import sse_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            def factory(headers: dict[str, str] | None = None, timeout: Any = None,
-                        auth: Any = None) -> Any:
-                http = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
-                http.event_hooks["response"].append(_refusals(conn, spec.url or ""))
-                return http
-
-            async with sse_client(spec.url or "", headers=dict(spec.headers) or None,
-                                  timeout=self.connect_timeout, auth=self._auth,
-                                  httpx_client_factory=factory) as streams:
-                yield streams
-
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
             log.warning("mcp.transport_error", server=self.display,
@@ -555,11 +372,14 @@ class SessionBase:
     def _tools_changed(self) -> None:
         log.info("mcp.tools_list_changed", server=self.display)
         for callback in list(self._listeners):
-            # Not awaited here: the callback lists tools through this same session, and
-            # the dispatcher is waiting for this handler to return.
-            task = asyncio.get_running_loop().create_task(self._notify(callback))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(callback)
+
+    def _spawn(self, callback: ToolsChanged) -> None:
+        # Not awaited here: the callback lists tools through this same session, and the
+        # dispatcher (or the session's opening) is waiting for this to return.
+        task = asyncio.get_running_loop().create_task(self._notify(callback))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _notify(self, callback: ToolsChanged) -> None:
         try:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolregistry.errors import ConfigError
 
 __all__ = ["MCPSettings"]
 
@@ -58,3 +60,19 @@ class MCPSettings(BaseModel):
         "warn", description="what a tool-poisoning finding in an imported definition does: "
                             "flag it (warn), also strip invisible characters, disable the tool, "
                             "or refuse the whole source")
+    list_cache: str | float = Field(
+        "auto", alias="list-cache",
+        description="how long a server's listed tools are kept, so that a later load "
+                    "registers them without starting the server: 'auto' (as long as the "
+                    "server's cache hints say; none: not kept), 'off', or a lifetime "
+                    "(seconds, or '90s', '10m', '1h', '1d')")
+
+    @field_validator("list_cache", mode="before")
+    @classmethod
+    def _list_cache(cls, value: Any) -> str | float:
+        from ._listcache import list_cache_mode
+
+        try:
+            return list_cache_mode(value, "list-cache")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None

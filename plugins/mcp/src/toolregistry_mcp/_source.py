@@ -13,6 +13,7 @@ import asyncio
 import fnmatch
 import hashlib
 import json
+import re
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from toolregistry import Tool, ToolMetadata, ToolResult
-from toolregistry.errors import ToolNotFoundError, ToolRegistrationError
+from toolregistry.errors import ToolCallError, ToolNotFoundError, ToolRegistrationError
 from toolregistry.plugin import (
     log,
     normalize_name,
@@ -64,6 +65,8 @@ def _fingerprint(tool: mcp_types.Tool) -> str:
 
 
 # What metadata.extra says about a change waiting for review.
+_NOT_FOUND = re.compile(r"\bno such tool\b|\btool\b.{0,80}\bnot found\b")
+
 _PENDING_KEYS = ("pending_description", "pending_parameters", "pending_hash",
                  "pending_findings")
 _KEEP_VERSIONS = 16  # unaccepted versions remembered per tool (so any shown one can be accepted)
@@ -145,6 +148,8 @@ class MCPSource:
     refused: str | None = None
     """Why screening refused this source after it was loaded (its tools are disabled)."""
     common: Any = attrs.field(factory=source_options)
+    server_name: str | None = None
+    """The server's name when the tools were listed (before a session: from the list cache)."""
     """The common source options the kernel applied when the source was loaded."""
     _refresh_lock: asyncio.Lock | None = None
     _finalizer: Any = None
@@ -212,6 +217,7 @@ class MCPSource:
             )
         ann = tool.annotations
         info = self.client.server_info
+        server_name = info.name if info is not None else self.server_name
         metadata = ToolMetadata(
             # Long results may be kept whole by a plugin that takes long output (spooling is
             # opt-in per tool); else _convert() cuts them (see output_limits).
@@ -231,7 +237,7 @@ class MCPSource:
             open_world_hint=ann.open_world_hint if ann else None,
             extra={
                 "mcp_server": self.client.display,
-                "mcp_server_name": info.name if info else None,
+                "mcp_server_name": server_name,
                 "changed_since_registration": False,
                 "accepted_hash": _fingerprint(tool),
                 **({"mcp_findings": [f.to_dict() for f in findings]} if findings else {}),
@@ -289,17 +295,47 @@ class MCPSource:
         The server's progress notifications go to ``progress``."""
         # in the call's own context: what the tracing plugins add (W3C traceparent) goes
         # along in the request's _meta
-        result = self.client.call_tool(original, arguments, timeout=self.timeout,
-                                       progress=progress, meta=outgoing_context() or None)
-        return self._convert(original, result)
+        try:
+            result = self.client.call_tool(original, arguments, timeout=self.timeout,
+                                           progress=progress, meta=outgoing_context() or None)
+            return self._convert(original, result)
+        except ToolCallError as exc:
+            if self._gone(original, exc):
+                self.client.run_on_session_loop(self._list_again())
+            raise
 
     async def acall(self, original: str, arguments: dict[str, Any], *,
                     progress: ProgressReporter | None = None) -> Any:
         """Call a tool of this server by its MCP name; returns the converted result."""
-        result = await self.client.acall_tool(original, arguments, timeout=self.timeout,
-                                              progress=progress,
-                                              meta=outgoing_context() or None)
-        return self._convert(original, result)
+        try:
+            result = await self.client.acall_tool(original, arguments, timeout=self.timeout,
+                                                  progress=progress,
+                                                  meta=outgoing_context() or None)
+            return self._convert(original, result)
+        except ToolCallError as exc:
+            if self._gone(original, exc):
+                await self.client.arun_on_session_loop(self._list_again())
+            raise
+
+    def _gone(self, original: str, exc: ToolCallError) -> bool:
+        """The server says it has no tool ``original``: the list the tools came from (the
+        list cache's, perhaps) is out of date."""
+        text = str(exc).lower()
+        return "unknown tool" in text or bool(_NOT_FOUND.search(text)) or (
+            original.lower() in text and "not found" in text)
+
+    async def _list_again(self) -> None:
+        """Forget the cached list and list the server's tools again (the registry's change
+        events report the difference); a failure to is only reported."""
+        cache = self.client.list_cache
+        log.info("mcp.tool_missing", server=self.client.display)
+        try:
+            if cache is not None:
+                await asyncio.to_thread(cache.drop)
+            await self._refresh_on_loop({})
+        except Exception as exc:
+            log.warning("mcp.refresh_failed", server=self.client.display,
+                        error=f"{type(exc).__name__}: {exc}")
 
     def _convert(self, original: str, result: Any) -> Any:
         value = from_call_result(result, server=self.client.display, tool=original)
@@ -326,10 +362,13 @@ class MCPSource:
         return None if limits.max_chars is None else min(own, limits.max_chars)
 
     # -- refresh ------------------------------------------------------------------------
-    async def _refresh_on_loop(self, accept: Mapping[str, str]) -> dict[str, list[str]]:
+    async def _refresh_on_loop(self, accept: Mapping[str, str], *, unless_listed: bool = False
+                               ) -> dict[str, list[str]]:
         if self._refresh_lock is None:
             self._refresh_lock = asyncio.Lock()
         async with self._refresh_lock:
+            if unless_listed and self.client.listed_live:  # a refresh came first
+                return {}
             listed = await self.client._list_tools()
             # Registry changes fire on_change hooks (discovery reindexes): off the MCP loop.
             return await asyncio.to_thread(self._apply, listed, accept)

@@ -13,7 +13,7 @@ from attrs import field, frozen
 
 from toolregistry.errors import ConfigError
 
-__all__ = ["ServerSpec", "child_environment", "make_non_dumpable", "parse_server"]
+__all__ = ["ServerSpec", "child_environment", "make_non_dumpable", "parse_server", "public_url"]
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 
@@ -164,3 +164,12 @@ def _renamed(spec: ServerSpec, name: str) -> ServerSpec:
     import attrs
 
     return attrs.evolve(spec, display=name)
+
+
+def public_url(url: str) -> str:
+    """``url`` without what may be secret: no credentials, no query, no fragment."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"

@@ -4,19 +4,23 @@ streamable HTTP.
     python modern_server.py [--http PORT] [--modern-only] [--ttl-ms N]
 
 Tools: ``add``; ``greet`` (asks the client for a name through an input request);
-``grow`` (adds the tool ``extra`` and announces the changed listing); ``whoami`` (echoes the
+``grow`` (adds the tool ``extra`` and announces the changed listing); ``shrink`` (removes
+``listings`` without a word); ``whoami`` (echoes the
 request headers it got, one argument mirrored into ``Mcp-Param-Region``); ``listings`` (how
 many ``tools/list`` requests reached the server). ``--modern-only`` refuses, over HTTP, every
 request without a 2026-07-28 ``MCP-Protocol-Version`` header (HTTP 400, like a server that
-speaks only that revision); ``--ttl-ms`` is the cache hint of its tool listing;
+speaks only that revision); ``--ttl-ms`` is the cache hint of its tool listing (``--cache-scope``: private, or public);
 ``--task-tool`` lists a tool ``research`` that requires task augmentation, which this server
 does not offer; ``--bearer TOKEN`` answers HTTP 401 to a request without that bearer token.
+With ``MODERN_MARKER`` in its environment it appends ``started`` to that file when it starts
+and ``listed`` at each ``tools/list``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Annotated, Any
 
 import mcp_types as types
@@ -33,7 +37,8 @@ def ask_name() -> Elicit[Name]:
     return Elicit("What is your name?", Name)
 
 
-def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[str, int]]:
+def build(ttl_ms: int | None, task_tool: bool = False, cache_scope: str = "private"
+          ) -> tuple[MCPServer, dict[str, int]]:
     server = MCPServer("modern-server", version="2.0.0")
     seen = {"listings": 0}
 
@@ -60,6 +65,12 @@ def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[
         return "grown"
 
     @server.tool()
+    def shrink() -> str:
+        """Remove the tool 'listings' without announcing it."""
+        server.remove_tool("listings")
+        return "shrunk"
+
+    @server.tool()
     def whoami(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
                ctx: Context) -> str:
         """The request headers this call arrived with."""
@@ -78,9 +89,10 @@ def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[
 
     async def counted(ctx: Any, params: Any) -> Any:
         seen["listings"] += 1
+        _mark("listed")
         result: Any = await original.handler(ctx, params)
         if ttl_ms is not None:
-            result = result.model_copy(update={"ttl_ms": ttl_ms, "cache_scope": "private"})
+            result = result.model_copy(update={"ttl_ms": ttl_ms, "cache_scope": cache_scope})
         if task_tool:
             result.tools.append(types.Tool(
                 name="research", description="Only callable as a task.",
@@ -92,15 +104,24 @@ def build(ttl_ms: int | None, task_tool: bool = False) -> tuple[MCPServer, dict[
     return server, seen
 
 
+def _mark(event: str) -> None:
+    path = os.environ.get("MODERN_MARKER")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(event + "\n")
+
+
 def main() -> None:
+    _mark("started")
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--modern-only", action="store_true")
     parser.add_argument("--ttl-ms", type=int, default=None)
     parser.add_argument("--task-tool", action="store_true")
+    parser.add_argument("--cache-scope", default="private", choices=["private", "public"])
     parser.add_argument("--bearer", default=None, help="a token every request must carry")
     opts = parser.parse_args()
-    server, _ = build(opts.ttl_ms, opts.task_tool)
+    server, _ = build(opts.ttl_ms, opts.task_tool, opts.cache_scope)
     if opts.http is None:
         server.run("stdio")
         return
