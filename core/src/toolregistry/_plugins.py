@@ -17,6 +17,7 @@ from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
 from ._hooks import Hooks
 from ._log import log
+from ._manager import PluginManager
 from ._settings import Settings
 from .errors import ConfigError, MissingPluginError, PluginError
 from .formats import FormatConflict, FormatTable, ProviderFormat
@@ -126,7 +127,7 @@ class PluginHost:
 
     def __init__(self, settings: PluginSettings, extra_plugins: Iterable[Any] = ()) -> None:
         self.settings = settings
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm: pluggy.PluginManager = PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         if settings.trace:
             self.pm.trace.root.setwriter(lambda msg: log.debug("hook.trace", message=msg))
@@ -200,7 +201,8 @@ class PluginHost:
         except Exception as exc:  # pluggy validation: bad argument names, bad markers
             self._broken(record, f"invalid hook implementation: {exc}", exc=exc)
             return
-        unknown = self._unknown_hooks(obj)
+        callers = self.pm.get_hookcallers(obj) or []
+        unknown = sorted(hc.name for hc in callers if not hc.has_spec())
         if unknown:
             self.pm.unregister(obj)
             import difflib
@@ -211,9 +213,7 @@ class PluginHost:
                 hints.append(f"{hook!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
             self._broken(record, f"implements unknown hook {', '.join(hints)}")
             return
-        record.hooks = sorted(
-            hc.name for hc in self.pm.get_hookcallers(obj) or [] if hc.name in HOOK_NAMES
-        )
+        record.hooks = sorted(hc.name for hc in callers if hc.name in HOOK_NAMES)
         if "loaders" in record.hooks:
             try:
                 provided = self._collect_kinds(obj, record)
@@ -296,13 +296,6 @@ class PluginHost:
                     log.warning("plugin.conflict", plugin=plugin, format=fmt.name,
                                 error=str(exc))
         return table
-
-    def _unknown_hooks(self, obj: Any) -> list[str]:
-        unknown = []
-        for hc in self.pm.get_hookcallers(obj) or []:
-            if not hc.has_spec():
-                unknown.append(hc.name)
-        return sorted(unknown)
 
     def _own(self, obj: Any, hook: str) -> Any:
         """``obj``'s own implementation of ``hook`` (``None`` when it has none): the hooks
