@@ -6,7 +6,7 @@ import importlib
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from attrs import define, field, frozen
@@ -15,12 +15,14 @@ from . import _kernel, hookspecs
 from ._config import ConfigWarning, RegistryConfig, load_config, plugin_settings
 from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
-from ._hooks import Hooks
 from ._log import log
 from ._manager import PluginManager
 from ._settings import Settings
 from .errors import ConfigError, MissingPluginError, PluginError
-from .formats import FormatConflict, FormatTable, ProviderFormat
+
+if TYPE_CHECKING:
+    from ._hooks import Hooks
+    from .formats import FormatTable, ProviderFormat
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
 HOOK_NAMES: tuple[str, ...] = tuple(
@@ -136,7 +138,12 @@ class PluginHost:
         self.kinds: dict[str, tuple[str, SourceKind]] = {}
         self._objects: dict[str, Any] = {}
         self._models: dict[str, Any] = {}
-        self._provided_formats: list[tuple[str, list[ProviderFormat]]] = []
+        # (plugin, its formats); None for the kernel's own, asked for with the table
+        self._provided_formats: list[tuple[str, list[ProviderFormat] | None]] = []
+        self._formats: FormatTable | None = None
+        self._hooks: Hooks | None = None
+        self._lazy_lock = threading.Lock()
+        self._built = False
         # Kept so that they outlive the host: get_host() caches hosts by the ids of these
         # objects, and a broken one is unregistered from the plugin manager.
         self.extra_plugins = tuple(extra_plugins)
@@ -148,8 +155,32 @@ class PluginHost:
             self.add(obj)
         self._apply_order()
         self._check_names()
-        self.formats = self._format_table()
-        self.hooks = Hooks(self)
+        self._reset_formats()
+        self._built = True
+
+    @property
+    def hooks(self) -> Hooks:
+        """The hook façade over this host's plugin manager (built on first use)."""
+        hooks = self._hooks
+        if hooks is None:
+            with self._lazy_lock:
+                if self._hooks is None:
+                    from ._hooks import Hooks
+
+                    self._hooks = Hooks(self)
+                hooks = self._hooks
+        return hooks
+
+    @property
+    def formats(self) -> FormatTable:
+        """The provider formats: the kernel's, then the plugins' (built on first use)."""
+        table = self._formats
+        if table is None:
+            with self._lazy_lock:
+                if self._formats is None:
+                    self._formats = self._format_table()
+                table = self._formats
+        return table
 
     # -- loading ------------------------------------------------------------------------
     def _load_entry_points(self) -> None:
@@ -189,10 +220,12 @@ class PluginHost:
         pname = name or getattr(obj, "__name__", None) or type(obj).__name__
         record = PluginRecord(pname, None, None, "loaded", module=getattr(obj, "__name__", None))
         self._register(record, obj)
-        if hasattr(self, "hooks"):
+        if self._built:
             self._apply_order()
-            self.formats = self._format_table()
-            self.hooks.refresh()
+            with self._lazy_lock:
+                self._reset_formats()
+                if self._hooks is not None:
+                    self._hooks.refresh()
         return record
 
     def _register(self, record: PluginRecord, obj: Any, *, listed: bool = True) -> None:
@@ -233,7 +266,12 @@ class PluginHost:
                     continue
                 self.kinds[kind.name] = (record.name, kind)
                 _learned_kind(kind.name)
-        if "provider_formats" in record.hooks:
+        if "provider_formats" in record.hooks and obj is _kernel:
+            # the built-in formats: asked for when the table is first needed
+            self._provided_formats.append((record.name, None))
+        elif "provider_formats" in record.hooks:
+            from .formats import FormatTable
+
             try:
                 where = f"plugin {record.name!r}: provider_formats()"
                 formats = [FormatTable.check(f, where) for f in obj.provider_formats()]
@@ -282,11 +320,21 @@ class PluginHost:
             self.pm.unregister(obj)
             self.pm.register(obj, name=name)
 
+    def _reset_formats(self) -> None:
+        """Forget the format table: built again on first use, or now when a plugin brings
+        formats of its own (a clash with another format is reported at once)."""
+        self._formats = None
+        if any(formats for _, formats in self._provided_formats):
+            self._formats = self._format_table()
+
     def _format_table(self) -> FormatTable:
         """The kernel's formats, then the plugins' in load order; a name claimed twice keeps
         its first owner (a ``plugin.conflict`` event names both; strict mode: an error)."""
+        from .formats import FormatConflict, FormatTable
+
         table = FormatTable()
-        for plugin, formats in self._provided_formats:
+        for plugin, provided in self._provided_formats:
+            formats = provided if provided is not None else _kernel.provider_formats()
             for fmt in formats:
                 try:
                     table.add(fmt)

@@ -1,19 +1,19 @@
 """What the parts of :class:`~toolregistry.ToolRegistry` share.
 
 It owns ``_whole`` (a part of the class seen as the whole ``ToolRegistry``, for calls that take
-one) and declares, for the type checker only, the registry's state (set in
-``ToolRegistry.__init__``) and the methods one part of the class calls in another, so that the
-parts (``_registry``, ``_registry_changes``, ``_registry_queries``, ``_registry_sources``)
-type-check each on its own.
+one), the hook façade and the emitter (``_hooks``, ``_emitter``: built on first use, so that
+creating a registry loads neither), and declares, for the type checker only, the registry's
+state (set in ``ToolRegistry.__init__``) and the methods one part of the class calls in
+another, so that the parts (``_registry``, ``_registry_changes``, ``_registry_queries``,
+``_registry_sources``) type-check each on its own.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
-
-from .events import ChangeEvent
 
 if TYPE_CHECKING:
     from ._execution import Executor
@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from ._plugins import PluginHost
     from ._registry import ToolRegistry
     from ._settings import Settings
-    from .events import ChangeKind
+    from .events import ChangeEvent, ChangeKind
     from .formats._emit import Emitter
     from .tool import Tool
 
-ChangeCallback = Callable[[ChangeEvent], None]
+ChangeCallback = Callable[["ChangeEvent"], None]
 
 
 def subscribe(lock: threading.RLock | threading.Lock, callbacks: list[Any],
@@ -51,10 +51,25 @@ class RegistryBase:
         prompt helpers): each part is only a piece of it to the type checker."""
         return cast("ToolRegistry", self)
 
+    # Plain attributes once built: a cached_property leaves its value in the instance's
+    # __dict__, which later lookups find first.
+    @cached_property
+    def _hooks(self) -> Hooks:
+        return self._host.hooks
+
+    @cached_property
+    def _emitter(self) -> Emitter:
+        from .formats._emit import Emitter
+
+        with self._lock:  # one emitter per registry, whichever thread asks first
+            emitter: Emitter | None = self.__dict__.get("_emitter")
+            if emitter is None:
+                emitter = self.__dict__["_emitter"] = Emitter(self._whole, self._hooks)
+            return emitter
+
     if TYPE_CHECKING:
         name: str
         _host: PluginHost
-        _hooks: Hooks
         _lock: threading.RLock
         _tools: dict[str, Tool]
         _disabled: dict[str, str]
@@ -65,7 +80,6 @@ class RegistryBase:
         _revealed: dict[str, None]
         _config_settings: Settings
         _reveal_version: int
-        _emitter: Emitter
         _executor: Executor | None
 
         def is_enabled(self, name: str) -> bool: ...

@@ -58,7 +58,6 @@ from .hookspecs import (
     Runner,
     hookimpl,
 )
-from .types import approval_id_of, listen_to_progress
 
 if TYPE_CHECKING:
     from ._config_path import ConfigPath
@@ -86,7 +85,7 @@ if TYPE_CHECKING:
     )
     from .formats._parts import stand_in
     from .tool import Tool
-    from .types import OutputLimits
+    from .types import OutputLimits, approval_id_of, listen_to_progress
 
 __all__ = [
     "UNOBSERVED",
@@ -229,6 +228,8 @@ _STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_ur
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
                                       **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
                                       "ConfigPath": "toolregistry._config_path",
+                                      "approval_id_of": "toolregistry.types",
+                                      "listen_to_progress": "toolregistry.types",
                                       "stand_in": "toolregistry.formats._parts",
                                       "RemoteChange": "toolregistry._fanout",
                                       "SharedChanges": "toolregistry._fanout"})
