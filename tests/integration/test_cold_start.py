@@ -42,13 +42,16 @@ def test_a_registry_with_every_plugin_imports_no_heavy_dependency() -> None:
 # (and json with them) once a tool is registered; the provider formats and the emitter once
 # schemas are emitted or calls read; the hook façade once a hook is called; change events
 # once something changes; the source options and the python source kind once a source is
-# loaded.
+# loaded; the shared change feed once a registry shares its changes; the context seams
+# (and contextvars) once a plugin uses them.
 LAZY = ("pathlib", "urllib", "ipaddress", "logging", "json", "toolregistry._docstrings",
         "toolregistry._schema", "toolregistry._validators", "toolregistry._annotations",
         "toolregistry.tool", "toolregistry.types", "toolregistry._content",
         "toolregistry.formats", "toolregistry._hooks", "toolregistry._deciding",
         "toolregistry._results", "toolregistry.events", "toolregistry._source_options",
-        "toolregistry._kind_options", "toolregistry._sources")
+        "toolregistry._kind_options", "toolregistry._sources", "toolregistry._fanout",
+        "toolregistry._calling", "toolregistry._context", "toolregistry._redaction",
+        "contextvars")
 
 CODE_LAZY = f"""
 import sys

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import attrs
 
 from . import _config
-from ._fanout import RegistryFanOut
 from ._log import log
 from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
@@ -26,6 +25,7 @@ from ._plugins import PluginHost, PluginSettings, get_host
 from ._registry_base import ChangeCallback
 from ._registry_cancel import RegistryCancel
 from ._registry_changes import RegistryChanges, collision_message
+from ._registry_fanout import RegistryFanOut
 from ._registry_queries import RegistryQueries
 from ._registry_review import RegistryReview
 from ._registry_sources import RegistrySources, build_from_config
