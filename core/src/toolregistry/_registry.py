@@ -573,8 +573,14 @@ def _named_after(cls: type) -> None:
             continue
         for name, value in vars(part).items():
             function = getattr(value, "__func__", value)  # static and class methods too
-            if inspect.isfunction(function) and inspect.getattr_static(cls, name) is value:
+            if inspect.isfunction(function) and _resolved(cls, name) is value:
                 function.__qualname__ = f"{cls.__name__}.{name}"
+
+
+def _resolved(cls: type, name: str) -> Any:
+    """What ``cls.name`` is found as in the class namespaces, the first along the MRO (what
+    ``inspect.getattr_static`` answers for a plain class, without its descriptor checks)."""
+    return next(vars(k)[name] for k in cls.__mro__ if name in vars(k))
 
 
 _named_after(ToolRegistry)
