@@ -161,26 +161,28 @@ class PluginHost:
     @property
     def hooks(self) -> Hooks:
         """The hook façade over this host's plugin manager (built on first use)."""
-        hooks = self._hooks
-        if hooks is None:
-            with self._lazy_lock:
-                if self._hooks is None:
-                    from ._hooks import Hooks
-
-                    self._hooks = Hooks(self)
-                hooks = self._hooks
-        return hooks
+        hooks: Hooks | None = self._hooks
+        return hooks if hooks is not None else self._first_use("_hooks", self._new_hooks)
 
     @property
     def formats(self) -> FormatTable:
         """The provider formats: the kernel's, then the plugins' (built on first use)."""
-        table = self._formats
-        if table is None:
-            with self._lazy_lock:
-                if self._formats is None:
-                    self._formats = self._format_table()
-                table = self._formats
-        return table
+        table: FormatTable | None = self._formats
+        return table if table is not None else self._first_use("_formats", self._format_table)
+
+    def _first_use(self, attribute: str, build: Callable[[], Any]) -> Any:
+        """``build()`` stored as ``attribute`` unless another thread stored it first."""
+        with self._lazy_lock:
+            value = getattr(self, attribute)
+            if value is None:
+                value = build()
+                setattr(self, attribute, value)
+            return value
+
+    def _new_hooks(self) -> Hooks:
+        from ._hooks import Hooks
+
+        return Hooks(self)
 
     # -- loading ------------------------------------------------------------------------
     def _load_entry_points(self) -> None:
