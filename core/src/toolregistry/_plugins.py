@@ -226,8 +226,9 @@ class PluginHost:
             self._apply_order()
             with self._lazy_lock:
                 self._reset_formats()
-                if self._hooks is not None:
-                    self._hooks.refresh()
+                hooks = self._hooks
+            if hooks is not None:  # not built yet: it reads the plugins when it is
+                hooks.refresh()
         return record
 
     def _register(self, record: PluginRecord, obj: Any, *, listed: bool = True) -> None:
