@@ -52,7 +52,9 @@ class RegistryBase:
         return cast("ToolRegistry", self)
 
     # Plain attributes once built: a cached_property leaves its value in the instance's
-    # __dict__, which later lookups find first.
+    # __dict__, which later lookups find first. Two threads asking first at once may each
+    # build an emitter (cached_property takes no lock from Python 3.12 on): one is kept, the
+    # other held only empty caches.
     @cached_property
     def _hooks(self) -> Hooks:
         return self._host.hooks
@@ -61,11 +63,7 @@ class RegistryBase:
     def _emitter(self) -> Emitter:
         from .formats._emit import Emitter
 
-        with self._lock:  # one emitter per registry, whichever thread asks first
-            emitter: Emitter | None = self.__dict__.get("_emitter")
-            if emitter is None:
-                emitter = self.__dict__["_emitter"] = Emitter(self._whole, self._hooks)
-            return emitter
+        return Emitter(self._whole, self._hooks)
 
     if TYPE_CHECKING:
         name: str
