@@ -26,7 +26,7 @@ class PluginManager(pluggy.PluginManager):
 
     def __init__(self, project_name: str) -> None:
         super().__init__(project_name)
-        self._marker = f"{project_name}_impl"
+        self._toolregistry_impl_attr = f"{project_name}_impl"
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         if type(plugin) is ModuleType:
@@ -34,7 +34,7 @@ class PluginManager(pluggy.PluginManager):
             if name in namespace:
                 value = namespace[name]
                 if isinstance(value, FunctionType):
-                    if getattr(value, self._marker, None) is None:
+                    if getattr(value, self._toolregistry_impl_attr, None) is None:
                         return None  # a helper function: no marker
                 elif not (inspect.isroutine(value)
                           or isinstance(value, (staticmethod, classmethod))):
