@@ -22,7 +22,7 @@ from ._log import log
 from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
-from ._registry_base import ChangeCallback
+from ._registry_base import ChangeCallback, named_after
 from ._registry_cancel import RegistryCancel
 from ._registry_changes import RegistryChanges, collision_message
 from ._registry_fanout import RegistryFanOut
@@ -564,32 +564,12 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         await self.aclose()
 
 
-def _named_after(cls: type) -> None:
-    """The methods ``cls`` takes from its private parts (``_registry_*``) carry its name, so
-    that Python's own errors ("RegistryQueries.get_schemas() got an unexpected keyword
-    argument") name the class users know."""
-    for part in cls.__mro__[1:]:
-        if not part.__module__.startswith(f"{__package__}._registry"):
-            continue
-        for name, value in vars(part).items():
-            function = getattr(value, "__func__", value)  # static and class methods too
-            if inspect.isfunction(function) and _resolved(cls, name) is value:
-                function.__qualname__ = f"{cls.__name__}.{name}"
-
-
-def _resolved(cls: type, name: str) -> Any:
-    """What ``cls.name`` is found as in the class namespaces, the first along the MRO (what
-    ``inspect.getattr_static`` answers for a plain class, without its descriptor checks)."""
-    return next(vars(k)[name] for k in cls.__mro__ if name in vars(k))
-
-
-_named_after(ToolRegistry)
+named_after(ToolRegistry)  # the parts' methods: ToolRegistry.<name> in Python's errors
 mark_gone_methods(ToolRegistry)  # 0.19's methods that are gone name their replacement
 
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
-
 
 
 def _run_closers(closers: list[Callable[[], Any]]) -> None:

@@ -2,14 +2,16 @@
 
 It owns ``_whole`` (a part of the class seen as the whole ``ToolRegistry``, for calls that take
 one), the hook façade and the emitter (``_hooks``, ``_emitter``: built on first use, so that
-creating a registry loads neither), and declares, for the type checker only, the registry's
-state (set in ``ToolRegistry.__init__``) and the methods one part of the class calls in
-another, so that the parts (``_registry``, ``_registry_changes``, ``_registry_queries``,
-``_registry_sources``) type-check each on its own.
+creating a registry loads neither), names the parts' methods after the whole class
+(``named_after``), and declares, for the type checker only, the registry's state (set in
+``ToolRegistry.__init__``) and the methods one part of the class calls in another, so that the
+parts (``_registry``, ``_registry_changes``, ``_registry_queries``, ``_registry_sources``)
+type-check each on its own.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -40,6 +42,25 @@ def subscribe(lock: threading.RLock | threading.Lock, callbacks: list[Any],
                 callbacks.remove(callback)
 
     return unsubscribe
+
+
+def named_after(cls: type) -> None:
+    """The methods ``cls`` takes from its private parts (``_registry_*``) carry its name, so
+    that Python's own errors ("RegistryQueries.get_schemas() got an unexpected keyword
+    argument") name the class users know."""
+    for part in cls.__mro__[1:]:
+        if not part.__module__.startswith(f"{__package__}._registry"):
+            continue
+        for name, value in vars(part).items():
+            function = getattr(value, "__func__", value)  # static and class methods too
+            if inspect.isfunction(function) and _resolved(cls, name) is value:
+                function.__qualname__ = f"{cls.__name__}.{name}"
+
+
+def _resolved(cls: type, name: str) -> Any:
+    """What ``cls.name`` is found as in the class namespaces, the first along the MRO (what
+    ``inspect.getattr_static`` answers for a plain class, without its descriptor checks)."""
+    return next(vars(k)[name] for k in cls.__mro__ if name in vars(k))
 
 
 class RegistryBase:
