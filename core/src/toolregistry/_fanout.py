@@ -1,5 +1,5 @@
-"""Tool-list changes shared by every registry on one store (:meth:`ToolRegistry.share_changes`):
-each worker and host publishes its own changes and hears the others'.
+"""Tool-list changes shared by every registry on one store (:meth:`ToolRegistry.share_changes`,
+in ``_registry_fanout``): each worker and host publishes its own changes and hears the others'.
 
 A change heard from elsewhere is not replayed as a local change event (the tools it names may
 not exist here, and plugins act on local events); the registry applies what it can apply
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from ._log import log
-from ._registry_base import RegistryBase, subscribe
-from .errors import ConfigError, ToolNotFoundError
+from ._registry_base import subscribe
+from .errors import ToolNotFoundError
 
 if TYPE_CHECKING:
     from ._changefeed import ChangeFeed
     from ._registry import ToolRegistry
     from .events import ChangeEvent
 
-__all__ = ["RegistryFanOut", "RemoteChange", "SharedChanges"]
+__all__ = ["RemoteChange", "SharedChanges"]
 
 _handling: ContextVar[str | None] = ContextVar("toolregistry_remote_change", default=None)
 
@@ -145,42 +145,3 @@ class SharedChanges:
         self._feed.close()
         if self._owns_store:
             self._feed.store.close()
-
-
-class RegistryFanOut(RegistryBase):
-    """Sharing tool-list changes through the registry's store."""
-
-    def share_changes(self, *, poll: float = 0.5) -> SharedChanges:
-        """Publish this registry's tool-list changes on its store (the ``store`` option) and
-        hear those of every other registry on it: other workers of ``toolregistry serve
-        --workers``, other hosts. With PostgreSQL they arrive at once (``LISTEN`` /
-        ``NOTIFY``); with SQLite the store is polled every ``poll`` seconds. Idempotent;
-        stops when the registry closes. A registry without a store is a
-        :class:`~toolregistry.errors.ConfigError`."""
-        with self._lock:
-            shared: SharedChanges | None = self.__dict__.get("_shared_changes")
-            if shared is not None:
-                return shared
-            url = self._whole.store_url()
-            if url is None:
-                raise ConfigError("share_changes() needs a store shared by the registries: "
-                                  "set store = 'postgresql://...' (or 'sqlite:///...') in "
-                                  "[tool.toolregistry]")
-            from ._changefeed import ChangeFeed
-            from ._store import open_store
-
-            store = open_store(url)
-            try:
-                shared = SharedChanges(self._whole, ChangeFeed(store, poll=poll), True)
-            except BaseException:
-                store.close()
-                raise
-            self.__dict__["_shared_changes"] = shared
-        self._whole.add_closer(shared.close)
-        log.info("changes.shared", registry=self.name, store=str(url), origin=shared.origin)
-        return shared
-
-    @property
-    def shared_changes(self) -> SharedChanges | None:
-        """What :meth:`share_changes` returned (``None`` before it was called)."""
-        return self.__dict__.get("_shared_changes")

@@ -9,13 +9,15 @@ it is no plugin record (``toolregistry plugins`` lists plugins only).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._extensions import SourceKind
 from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from ._registry import ToolRegistry
     from .formats import ProviderFormat
+    from .tool import Tool
 
 NAME = "toolregistry"
 """The provider named for what the kernel itself offers."""
@@ -24,9 +26,13 @@ NAME = "toolregistry"
 @hookimpl
 def loaders() -> list[SourceKind]:
     """The ``python`` source kind: modules, classes and callables by import path."""
-    from ._sources import load_python
+    return [SourceKind(name="python", load=_load_python, target="target")]
 
-    return [SourceKind(name="python", load=load_python, target="target")]
+
+def _load_python(registry: ToolRegistry, target: Any, **options: Any) -> list[Tool]:
+    from ._sources import load_python  # with the first python source, not with every host
+
+    return load_python(registry, target, **options)
 
 
 @hookimpl

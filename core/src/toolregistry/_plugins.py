@@ -6,7 +6,7 @@ import importlib
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from attrs import define, field, frozen
@@ -15,11 +15,14 @@ from . import _kernel, hookspecs
 from ._config import ConfigWarning, RegistryConfig, load_config, plugin_settings
 from ._entrypoints import entry_points
 from ._extensions import Command, SourceKind
-from ._hooks import Hooks
 from ._log import log
+from ._manager import PluginManager
 from ._settings import Settings
 from .errors import ConfigError, MissingPluginError, PluginError
-from .formats import FormatConflict, FormatTable, ProviderFormat
+
+if TYPE_CHECKING:
+    from ._hooks import Hooks
+    from .formats import FormatTable, ProviderFormat
 
 ENTRY_POINT_GROUP = "toolregistry.plugins"
 HOOK_NAMES: tuple[str, ...] = tuple(
@@ -126,7 +129,7 @@ class PluginHost:
 
     def __init__(self, settings: PluginSettings, extra_plugins: Iterable[Any] = ()) -> None:
         self.settings = settings
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm: pluggy.PluginManager = PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         if settings.trace:
             self.pm.trace.root.setwriter(lambda msg: log.debug("hook.trace", message=msg))
@@ -135,7 +138,12 @@ class PluginHost:
         self.kinds: dict[str, tuple[str, SourceKind]] = {}
         self._objects: dict[str, Any] = {}
         self._models: dict[str, Any] = {}
-        self._provided_formats: list[tuple[str, list[ProviderFormat]]] = []
+        # (plugin, its formats); None for the kernel's own, asked for with the table
+        self._provided_formats: list[tuple[str, list[ProviderFormat] | None]] = []
+        self._formats: FormatTable | None = None
+        self._hooks: Hooks | None = None
+        self._lazy_lock = threading.Lock()
+        self._built = False
         # Kept so that they outlive the host: get_host() caches hosts by the ids of these
         # objects, and a broken one is unregistered from the plugin manager.
         self.extra_plugins = tuple(extra_plugins)
@@ -147,8 +155,34 @@ class PluginHost:
             self.add(obj)
         self._apply_order()
         self._check_names()
-        self.formats = self._format_table()
-        self.hooks = Hooks(self)
+        self._reset_formats()
+        self._built = True
+
+    @property
+    def hooks(self) -> Hooks:
+        """The hook façade over this host's plugin manager (built on first use)."""
+        hooks: Hooks | None = self._hooks
+        return hooks if hooks is not None else self._first_use("_hooks", self._new_hooks)
+
+    @property
+    def formats(self) -> FormatTable:
+        """The provider formats: the kernel's, then the plugins' (built on first use)."""
+        table: FormatTable | None = self._formats
+        return table if table is not None else self._first_use("_formats", self._format_table)
+
+    def _first_use(self, attribute: str, build: Callable[[], Any]) -> Any:
+        """``build()`` stored as ``attribute`` unless another thread stored it first."""
+        with self._lazy_lock:
+            value = getattr(self, attribute)
+            if value is None:
+                value = build()
+                setattr(self, attribute, value)
+            return value
+
+    def _new_hooks(self) -> Hooks:
+        from ._hooks import Hooks
+
+        return Hooks(self)
 
     # -- loading ------------------------------------------------------------------------
     def _load_entry_points(self) -> None:
@@ -188,10 +222,13 @@ class PluginHost:
         pname = name or getattr(obj, "__name__", None) or type(obj).__name__
         record = PluginRecord(pname, None, None, "loaded", module=getattr(obj, "__name__", None))
         self._register(record, obj)
-        if hasattr(self, "hooks"):
+        if self._built:
             self._apply_order()
-            self.formats = self._format_table()
-            self.hooks.refresh()
+            with self._lazy_lock:
+                self._reset_formats()
+                hooks = self._hooks
+            if hooks is not None:  # not built yet: it reads the plugins when it is
+                hooks.refresh()
         return record
 
     def _register(self, record: PluginRecord, obj: Any, *, listed: bool = True) -> None:
@@ -200,7 +237,8 @@ class PluginHost:
         except Exception as exc:  # pluggy validation: bad argument names, bad markers
             self._broken(record, f"invalid hook implementation: {exc}", exc=exc)
             return
-        unknown = self._unknown_hooks(obj)
+        callers = self.pm.get_hookcallers(obj) or []
+        unknown = sorted(hc.name for hc in callers if not hc.has_spec())
         if unknown:
             self.pm.unregister(obj)
             import difflib
@@ -211,9 +249,7 @@ class PluginHost:
                 hints.append(f"{hook!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
             self._broken(record, f"implements unknown hook {', '.join(hints)}")
             return
-        record.hooks = sorted(
-            hc.name for hc in self.pm.get_hookcallers(obj) or [] if hc.name in HOOK_NAMES
-        )
+        record.hooks = sorted(hc.name for hc in callers if hc.name in HOOK_NAMES)
         if "loaders" in record.hooks:
             try:
                 provided = self._collect_kinds(obj, record)
@@ -233,7 +269,12 @@ class PluginHost:
                     continue
                 self.kinds[kind.name] = (record.name, kind)
                 _learned_kind(kind.name)
-        if "provider_formats" in record.hooks:
+        if "provider_formats" in record.hooks and obj is _kernel:
+            # the built-in formats: asked for when the table is first needed
+            self._provided_formats.append((record.name, None))
+        elif "provider_formats" in record.hooks:
+            from .formats import FormatTable
+
             try:
                 where = f"plugin {record.name!r}: provider_formats()"
                 formats = [FormatTable.check(f, where) for f in obj.provider_formats()]
@@ -282,11 +323,21 @@ class PluginHost:
             self.pm.unregister(obj)
             self.pm.register(obj, name=name)
 
+    def _reset_formats(self) -> None:
+        """Forget the format table: built again on first use, or now when a plugin brings
+        formats of its own (a clash with another format is reported at once)."""
+        self._formats = None
+        if any(formats for _, formats in self._provided_formats):
+            self._formats = self._format_table()
+
     def _format_table(self) -> FormatTable:
         """The kernel's formats, then the plugins' in load order; a name claimed twice keeps
         its first owner (a ``plugin.conflict`` event names both; strict mode: an error)."""
+        from .formats import FormatConflict, FormatTable
+
         table = FormatTable()
-        for plugin, formats in self._provided_formats:
+        for plugin, provided in self._provided_formats:
+            formats = provided if provided is not None else _kernel.provider_formats()
             for fmt in formats:
                 try:
                     table.add(fmt)
@@ -296,13 +347,6 @@ class PluginHost:
                     log.warning("plugin.conflict", plugin=plugin, format=fmt.name,
                                 error=str(exc))
         return table
-
-    def _unknown_hooks(self, obj: Any) -> list[str]:
-        unknown = []
-        for hc in self.pm.get_hookcallers(obj) or []:
-            if not hc.has_spec():
-                unknown.append(hc.name)
-        return sorted(unknown)
 
     def _own(self, obj: Any, hook: str) -> Any:
         """``obj``'s own implementation of ``hook`` (``None`` when it has none): the hooks

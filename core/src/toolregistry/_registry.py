@@ -17,22 +17,20 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import attrs
 
-from . import _config, _source_options
-from ._fanout import RegistryFanOut
+from . import _config
 from ._log import log
 from ._moved import mark_gone_methods
 from ._names import normalize_name, qualify
 from ._plugins import PluginHost, PluginSettings, get_host
-from ._registry_base import ChangeCallback
+from ._registry_base import ChangeCallback, named_after
 from ._registry_cancel import RegistryCancel
 from ._registry_changes import RegistryChanges, collision_message
+from ._registry_fanout import RegistryFanOut
 from ._registry_queries import RegistryQueries
 from ._registry_review import RegistryReview
 from ._registry_sources import RegistrySources, build_from_config
 from ._settings import Settings
 from .errors import ToolNameCollisionError, ToolRegistrationError
-from .formats._emit import Emitter
-from .tool import Tool, ToolMetadata
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -40,6 +38,7 @@ if TYPE_CHECKING:
     from ._approvals import Approvals
     from ._execution import Executor, RetryPolicy
     from ._store import StoreURL
+    from .tool import Tool, ToolMetadata
     from .types import ToolCall, ToolResult
 
 __all__ = ["ToolRegistry"]
@@ -102,7 +101,6 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         self._config_settings = settings
         self._host: PluginHost = get_host(PluginSettings.of(settings), plugins)
         self._host.check_tables(cfg)
-        self._hooks = self._host.hooks
         self._lock = threading.RLock()
         self._tools: dict[str, Tool] = {}
         self._disabled: dict[str, str] = {}
@@ -112,7 +110,6 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         self._settings_version = 0
         self._revealed: dict[str, None] = {}
         self._reveal_version = 0
-        self._emitter = Emitter(self, self._hooks)
         self._closers: list[Callable[[], Any]] = []
         self._plugin_state: dict[str, dict[str, Any]] = {}
         self._executor: Executor | None = None
@@ -310,6 +307,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
     def _register_one(self, obj: Any, name: str | None, namespace: str | None,
                       description: str | None, metadata: ToolMetadata | None,
                       replace: bool) -> Any:
+        from .tool import Tool
+
         if isinstance(obj, type):
             raise ToolRegistrationError(
                 f"register() takes a function or a Tool; for the class {obj.__name__!r} use "
@@ -355,6 +354,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         return tool.evolve(**changes) if changes else tool
 
     def _add(self, tools: list[Tool], *, namespace: str | None, replace: bool) -> list[Tool]:
+        from . import _source_options
+
         source = _source_options.current()
         if source is not None:  # a source kind's loader registering its tools
             with _source_options.consumed():
@@ -366,6 +367,8 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
                    ) -> list[Tool]:
         if self._closed:
             raise ToolRegistrationError(f"registry {self.name!r} is closed")
+        from .tool import Tool
+
         given: object = namespace  # callers outside the type checker pass anything
         if given is not None and given is not False and not isinstance(given, str):
             raise ToolRegistrationError(f"namespace must be a str, got {given!r}")
@@ -561,26 +564,12 @@ class ToolRegistry(RegistryChanges, RegistryQueries, RegistrySources, RegistryRe
         await self.aclose()
 
 
-def _named_after(cls: type) -> None:
-    """The methods ``cls`` takes from its private parts (``_registry_*``) carry its name, so
-    that Python's own errors ("RegistryQueries.get_schemas() got an unexpected keyword
-    argument") name the class users know."""
-    for part in cls.__mro__[1:]:
-        if not part.__module__.startswith(f"{__package__}._registry"):
-            continue
-        for name, value in vars(part).items():
-            function = getattr(value, "__func__", value)  # static and class methods too
-            if inspect.isfunction(function) and inspect.getattr_static(cls, name) is value:
-                function.__qualname__ = f"{cls.__name__}.{name}"
-
-
-_named_after(ToolRegistry)
+named_after(ToolRegistry)  # the parts' methods: ToolRegistry.<name> in Python's errors
 mark_gone_methods(ToolRegistry)  # 0.19's methods that are gone name their replacement
 
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
-
 
 
 def _run_closers(closers: list[Callable[[], Any]]) -> None:

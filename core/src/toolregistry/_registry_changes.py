@@ -16,11 +16,11 @@ from ._log import log
 from ._names import normalize_name
 from ._registry_base import ChangeCallback, RegistryBase, subscribe
 from .errors import ToolNameCollisionError, ToolNotFoundError, ToolRegistrationError
-from .events import ChangeEvent, ChangeKind
-from .tool import Tool, ToolMetadata
 
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
+    from .events import ChangeKind
+    from .tool import Tool, ToolMetadata
 
 
 class RegistryChanges(RegistryBase):
@@ -116,6 +116,8 @@ class RegistryChanges(RegistryBase):
                 try:
                     new_meta = attrs.evolve(new_meta, **changes)
                 except TypeError as exc:
+                    from .tool import ToolMetadata
+
                     fields = ", ".join(a.name for a in attrs.fields(ToolMetadata))
                     raise ToolRegistrationError(
                         f"update_tool_metadata({name!r}): {exc}; ToolMetadata fields: {fields}"
@@ -190,6 +192,8 @@ class RegistryChanges(RegistryBase):
         self._forget_plans(names, details)
         if not self._callbacks and not self._hooks.has_on_change:
             return
+        from .events import ChangeEvent
+
         event = ChangeEvent(kind, names, details)
         self._hooks.on_change(self._whole, event)
         for callback in list(self._callbacks):

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from ._registry_base import RegistryBase
 from ._settings import DEFERRAL_MODES
 from .errors import ToolNotFoundError
-from .tool import Tool, ToolTag
 
 if TYPE_CHECKING:
     from .formats import FormatTable, ProviderFormat
     from .formats._emit import Deferral
+    from .tool import Tool, ToolTag
 
 
 class RegistryQueries(RegistryBase):

@@ -11,19 +11,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import _config, _kind_options, _source_options
+from . import _config
 from ._log import log
 from ._plugins import PluginSettings, get_host, on_kind_name
 from ._registry_base import RegistryBase
 from ._settings import Settings
 from .errors import ConfigError, MissingPluginError
-from .tool import Tool
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ._extensions import SourceKind
     from ._registry import ToolRegistry
+    from .tool import Tool
 
 
 class RegistrySources(RegistryBase):
@@ -33,6 +33,8 @@ class RegistrySources(RegistryBase):
         """Register the tools of ``source`` through the plugin that provides ``kind``, with
         the common source options (``namespace``, ``replace``, ``defer``, ``tags``,
         ``include``, ``exclude``) checked and applied alike for every kind."""
+        from . import _source_options
+
         source_kind = self._host.source_kind(kind)
         passed, common = _source_options.split(source_kind, options, _where(kind, source))
         passed = self._own_options(source_kind, passed, source)
@@ -44,6 +46,8 @@ class RegistrySources(RegistryBase):
         """Async twin of :meth:`load` (the kind's async loader when it has one)."""
         source_kind = self._host.source_kind(kind)
         if source_kind.aload is not None:
+            from . import _source_options
+
             passed, common = _source_options.split(source_kind, options, _where(kind, source))
             passed = self._own_options(source_kind, passed, source)
             with _source_options.applying(common):
@@ -56,6 +60,8 @@ class RegistrySources(RegistryBase):
     def _own_options(self, kind: SourceKind, options: dict[str, Any], source: Any
                      ) -> dict[str, Any]:
         """The kind's own options validated by its model (``SourceKind.options``)."""
+        from . import _kind_options
+
         return _kind_options.check(kind, options, _where(kind.name, source),
                                    strict=self._host.settings.strict)
 
@@ -204,6 +210,8 @@ def load_source(registry: ToolRegistry, index: int, source: dict[str, Any]) -> N
                 options[option] = _relative_to(folder, options[option])
     raw = registry.config.table.get("sources", [])
     written = {k.replace("-", "_"): k for k in (raw[index] if index < len(raw) else {})}
+    from . import _kind_options
+
     try:
         with _kind_options.spelled(written, where):
             registry.load(kind_name, target, **options)

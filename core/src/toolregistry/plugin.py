@@ -34,8 +34,6 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._calling import calling_loop
-from ._context import add_carrier, add_log_context, continuing, operation, outgoing_context
 from ._extensions import (
     AsyncLoader,
     Command,
@@ -45,9 +43,8 @@ from ._extensions import (
     SourceKind,
     port_number,
 )
-from ._log import log
+from ._log import add_log_context, log
 from ._names import normalize_name
-from ._redaction import value_shape
 from .hookspecs import (
     UNOBSERVED,
     ApprovalQueue,
@@ -58,12 +55,14 @@ from .hookspecs import (
     Runner,
     hookimpl,
 )
-from .types import approval_id_of, listen_to_progress
 
 if TYPE_CHECKING:
+    from ._calling import calling_loop
     from ._config_path import ConfigPath
+    from ._context import add_carrier, continuing, operation, outgoing_context
     from ._execution._async import StartedCall
     from ._fanout import RemoteChange, SharedChanges
+    from ._redaction import value_shape
     from ._registry import ToolRegistry
     from ._source_options import SourceOptions
     from ._store import (
@@ -86,7 +85,7 @@ if TYPE_CHECKING:
     )
     from .formats._parts import stand_in
     from .tool import Tool
-    from .types import OutputLimits
+    from .types import OutputLimits, approval_id_of, listen_to_progress
 
 __all__ = [
     "UNOBSERVED",
@@ -226,9 +225,15 @@ _FORMAT_NAMES = ("Answer", "ChoiceMode", "Definition", "ProviderFormat", "RawCal
                  "has_field")
 _STORE_NAMES = ("Store", "StoreURL", "masked_url", "open_store", "parse_store_url",
                 "sqlite_write_ahead", "store_url")
+_CONTEXT_NAMES = ("add_carrier", "continuing", "operation", "outgoing_context")
 __getattr__ = lazy_exports(__name__, {**dict.fromkeys(_FORMAT_NAMES, "toolregistry.formats"),
                                       **dict.fromkeys(_STORE_NAMES, "toolregistry._store"),
+                                      **dict.fromkeys(_CONTEXT_NAMES, "toolregistry._context"),
+                                      "calling_loop": "toolregistry._calling",
+                                      "value_shape": "toolregistry._redaction",
                                       "ConfigPath": "toolregistry._config_path",
+                                      "approval_id_of": "toolregistry.types",
+                                      "listen_to_progress": "toolregistry.types",
                                       "stand_in": "toolregistry.formats._parts",
                                       "RemoteChange": "toolregistry._fanout",
                                       "SharedChanges": "toolregistry._fanout"})
