@@ -72,13 +72,14 @@ class _PipeWorker:
         self.native = threading.get_native_id()
         ready.set()
         while True:
+            sleep = True
             if self.worker_spin:
                 end = time.perf_counter() + self.worker_spin
                 while self.job is None and time.perf_counter() < end:
                     os.sched_yield()  # releases the interpreter lock
                 with self.guard:
-                    self.sleeping = self.job is None
-            if self.sleeping:
+                    self.sleeping = sleep = self.job is None
+            if sleep:
                 if os.read(self.rfd, 1) != b"\x01":
                     return
                 if self.restore is not None:
@@ -205,6 +206,10 @@ def _available(mode: str) -> bool:
 def worker(mode: str, rounds: int, calls: int) -> None:
     """In a fresh process: ``rounds`` timings of one mode, printed as JSON."""
     fn = MODES[mode]()
+    if "polls" in mode:
+        # A polling thread competes with the other for the interpreter: under load a call
+        # can take a switch interval (5 ms) or more, so fewer calls keep the run short.
+        calls = max(20, calls // 10)
     for _ in range(50):
         fn()
     print(json.dumps([_measure(fn, calls) for _ in range(rounds)]), flush=True)
