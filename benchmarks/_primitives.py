@@ -55,7 +55,7 @@ class _PipeWorker:
         self.pin, self.caller_spin, self.worker_spin = pin, caller_spin, worker_spin
         self.job: Callable[[], Any] | None = None
         self.restore: Any = None
-        self.sleeping = True
+        self.sleeping = not worker_spin  # a polling worker says when it sleeps
         self.guard = threading.Lock()
         self.done = _thread.allocate_lock()
         self.done.acquire()
