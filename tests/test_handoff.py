@@ -1,9 +1,10 @@
-"""Waking a worker on its caller's CPU (the cost of the hand-off, issues 16.3 / 17 / 18): the
-pin is never seen by the tool -- its CPU mask, and that of a process it starts, is the
-worker's own; a mask the application narrowed is kept; a batch's spread workers are not
-pinned; a refusing system call, the setting and platforms without the calls turn it off.
-The tests pin always (``handoff_pinning=True``): by default (``"auto"``) a worker is pinned only
-while some CPU is idle, which a loaded test machine may never be.
+"""Waking a worker on its caller's CPU (the cost of the hand-off): the pin is never seen by
+the tool -- its CPU mask, and that of a process it starts, is the worker's own; a mask the
+application narrowed is kept; a batch's spread workers are not pinned; only the pool's own
+workers are ever pinned; a refusing system call, the setting and platforms without the calls
+turn it off. The tests run with ``handoff_pinning=True`` and with the default (``"auto"``) on a
+machine made to look idle (``/proc/loadavg`` read from a file saying one task is runnable): a
+loaded test machine may never have an idle CPU, and ``"auto"`` would then pin nothing.
 
 ``os.sched_setaffinity`` is observed through a wrapper that records each call and makes it
 (the real call: the tests see the real masks the threads end up with)."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -34,18 +36,22 @@ MASK = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") el
 
 
 class Recorder:
-    """``os.sched_setaffinity`` recorded: (thread id, mask) of each call, then made;
+    """``os.sched_setaffinity`` recorded: (thread id, mask) of each call, then made, and the
+    thread whose mask it changed (its name: ``0`` is the calling thread);
     ``refuse``: fail pins to one CPU with this errno instead."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.real = os.sched_setaffinity
         self.calls: list[tuple[int, frozenset[int]]] = []
+        self.targets: list[str] = []
         self.refuse: int | None = None
         monkeypatch.setattr(os, "sched_setaffinity", self)
 
     def __call__(self, pid: int, mask: Any) -> None:
         mask = frozenset(mask)
         self.calls.append((pid, mask))
+        native = pid or threading.get_native_id()
+        self.targets.extend(t.name for t in threading.enumerate() if t.native_id == native)
         if self.refuse is not None and len(mask) == 1:
             raise OSError(self.refuse, os.strerror(self.refuse))
         self.real(pid, mask)
@@ -83,8 +89,30 @@ def tools(reg: ToolRegistry) -> ToolRegistry:
 
 
 @pytest.fixture
-def reg() -> Iterator[ToolRegistry]:
-    with ToolRegistry(load_plugins=[], handoff_pinning=True) as registry:
+def idle_machine(tmp_path: Any) -> Iterator[None]:
+    """``"auto"`` sees an idle CPU at every look: ``/proc/loadavg`` says one task runs."""
+    from toolregistry._execution._affinity import _load
+
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.01 0.02 0.03 1/90 4242\n")
+    saved = _load.fd
+    _load.fd, _load.looked = os.open(loadavg, os.O_RDONLY), -1.0
+    try:
+        yield
+    finally:
+        os.close(_load.fd)
+        _load.fd, _load.looked = saved, -1.0
+
+
+@pytest.fixture(params=["true", "default"])
+def reg(request: pytest.FixtureRequest) -> Iterator[ToolRegistry]:
+    """A registry pinning always, or by default on an idle machine."""
+    if request.param == "default":
+        request.getfixturevalue("idle_machine")
+        registry = ToolRegistry(load_plugins=[])
+    else:
+        registry = ToolRegistry(load_plugins=[], handoff_pinning=True)
+    with registry:
         yield tools(registry)
 
 
@@ -102,6 +130,10 @@ def test_the_tool_runs_with_the_workers_own_mask(reg: ToolRegistry,
     assert masks(reg) == {MASK}
     assert len(setaffinity.pins) >= 10  # the workers were pinned to wake up: and let go
     assert reg._executor is not None and reg._executor.pool.pinning.on
+    # Only the pool's own workers: pinned by their callers, let go by themselves.
+    assert set(setaffinity.targets) == {"toolregistry-worker"}
+    assert len(setaffinity.targets) == len(setaffinity.calls)
+    assert frozenset(os.sched_getaffinity(0)) == MASK  # the caller's own
 
 
 def test_a_process_started_by_a_tool_gets_the_whole_mask(reg: ToolRegistry,
@@ -149,6 +181,36 @@ def test_a_mask_the_application_narrowed_is_kept(reg: ToolRegistry,
     assert frozenset(os.sched_getaffinity(worker)) == {first}
 
 
+@pytest.mark.parametrize("how", ["taskset", "sched_setaffinity"])
+def test_a_process_mask_the_application_narrowed_is_kept(how: str, tmp_path: Any) -> None:
+    """By default, in a process the application narrowed to one CPU (``taskset -c``, or
+    ``os.sched_setaffinity`` of the process before the registry starts), tools and their
+    callers keep that mask, and nothing is pinned."""
+    first = min(MASK)
+    code = ("import os, sys\n"
+            "if sys.argv[1] == 'sched_setaffinity':\n"
+            f"    os.sched_setaffinity(0, {{{first}}})\n"
+            "calls = []\n"
+            "real = os.sched_setaffinity\n"
+            "os.sched_setaffinity = lambda pid, mask: (calls.append(pid), real(pid, mask))\n"
+            "from toolregistry import ToolRegistry\n"
+            "r = ToolRegistry(load_plugins=[])\n"
+            "r.register(lambda: sorted(os.sched_getaffinity(0)), name='mask')\n"
+            "seen = {tuple(r.invoke('mask', {}).value) for _ in range(30)}\n"
+            "r.close()\n"
+            "print(sorted(seen), sorted(os.sched_getaffinity(0)), calls)\n")
+    command = [sys.executable, "-c", code, how]
+    if how == "taskset":
+        if not shutil.which("taskset"):
+            pytest.skip("no taskset")
+        command = ["taskset", "-c", str(first), *command]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREGISTRY_")}
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"[({first},)] [{first}] []"
+
+
 def test_a_batch_pins_only_the_worker_its_caller_waits_for(reg: ToolRegistry,
                                                           setaffinity: Recorder) -> None:
     def slow_mask() -> list[int]:
@@ -187,13 +249,18 @@ def test_a_refused_pin_turns_pinning_off_for_the_pool(
     assert os.strerror(code) in off[0]["error"]
 
 
-def test_by_default_nothing_is_pinned(setaffinity: Recorder) -> None:
-    """Pinning is opt-in: by default no thread's CPU affinity is ever changed."""
+def test_by_default_the_pool_pins_its_own_workers_while_a_cpu_is_idle(
+        idle_machine: None, setaffinity: Recorder) -> None:
+    """The default is ``"auto"``: on an idle machine the worker a sync caller waits for is
+    woken on the caller's CPU -- a change of the affinity of the pool's own threads only."""
     with ToolRegistry(load_plugins=[]) as registry:
-        assert registry.settings.handoff_pinning is False
-        assert masks(tools(registry), 50) == {MASK}
-        assert registry._executor is not None and not registry._executor.pool.pinning.on
-    assert not setaffinity.calls
+        assert registry.settings.handoff_pinning == "auto"
+        assert masks(tools(registry), 20) == {MASK}
+        pinning = registry._executor.pool.pinning if registry._executor else None
+        assert pinning is not None and pinning.on and pinning.auto
+    assert len(setaffinity.pins) >= 10
+    assert set(setaffinity.targets) == {"toolregistry-worker"}
+    assert frozenset(os.sched_getaffinity(0)) == MASK
 
 
 def test_auto_pinning_keeps_the_tool_on_the_workers_own_mask(setaffinity: Recorder) -> None:

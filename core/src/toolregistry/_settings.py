@@ -294,12 +294,12 @@ class Settings:
             "tool that swallows the cancellation or blocks in a C call then answers late "
             "(see Execution)")
     handoff_pinning: bool | str = _option(
-        False, _pinning, name="handoff_pinning", shown="false",
-        doc="opt-in: on Linux, wake the worker that takes a call on the calling thread's CPU "
-            "(it takes back its own CPU mask before running the tool), which saves a wake-up "
-            "of an idle CPU on a virtual machine; `auto`: only while some CPU is idle; "
-            "`true`: always; `false` (the default): never -- the only setting by which the "
-            "registry changes the CPU affinity of its own worker threads (see Execution)")
+        "auto", _pinning, name="handoff_pinning", shown="auto",
+        doc="on Linux, wake the registry's own worker that takes a call on the calling "
+            "thread's CPU; the worker takes back its own CPU mask before it runs the tool, "
+            "and no other thread's affinity is ever changed. Saves the wake-up of an idle "
+            "CPU (dear on a virtual machine); `auto` (the default): only while some CPU is "
+            "idle; `true`: always; `false`: never (see Execution)")
     store: str | None = _option(
         None, _store, name="store", shown="none",
         doc="where stateful plugins keep what workers and hosts share (approvals, budgets, "

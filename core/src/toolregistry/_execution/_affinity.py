@@ -1,5 +1,7 @@
-"""Waking a worker on its caller's CPU (Linux): the pool's hand-off, made cheap -- opt-in
-(``handoff-pinning``, off by default: the affinity of threads is the application's business).
+"""Waking a worker on its caller's CPU (Linux): the pool's hand-off, made cheap
+(``handoff-pinning``, ``"auto"`` by default; ``false`` turns it off). Only the pool's own
+worker threads are ever pinned, and only until they wake: the affinity of every other thread,
+the caller's included, is the application's business and never changed.
 
 A sync call with a deadline crosses to a worker thread and back. When the worker sleeps on the
 other CPU, each crossing wakes a halted CPU -- on a virtual machine an inter-processor

@@ -78,8 +78,9 @@ class WorkerPool(CpuSlots):
     through the call's raw lock. When every worker is busy and the pool is at ``max_workers``,
     calls wait in a backlog. A worker idle for ``idle_timeout`` seconds is retired at the next
     submit, and all leave at :meth:`shutdown` once their current call ends. With ``pinning``
-    (Linux), ``submit`` wakes the worker on the caller's CPU, which the worker leaves at once
-    for its own CPU mask (see ``_affinity``): a wake-up across CPUs is dear on a VM.
+    (Linux; the registry's default, ``"auto"``), ``submit`` wakes the worker on the caller's
+    CPU, which the worker leaves at once for its own CPU mask (see ``_affinity``): a wake-up
+    across CPUs is dear on a VM.
 
     **CPU slots** (``cpu_slots``; see ``_cpuslots``): calls of tools seen
     keeping a CPU busy take turns in fewer slots than there are CPUs, and the spawner thread
