@@ -52,20 +52,17 @@ if TYPE_CHECKING:
 __all__ = ["Batch", "CallPipeline", "Prepared", "log_result"]
 
 _stdlib_logger = logging.getLogger("toolregistry")
+# whether an event at a level could be emitted (configured structlog decides itself)
 _is_configured = structlog.is_configured
+_level_enabled = _stdlib_logger.isEnabledFor
 _PLAIN_TYPES = frozenset({str, int, float, bool, dict, list, tuple, type(None), bytes})
-
-
-def _enabled(level: int) -> bool:
-    """Whether an event at ``level`` could be emitted (configured structlog decides itself)."""
-    return _is_configured() or _stdlib_logger.isEnabledFor(level)
 
 
 def log_result(result: ToolResult) -> None:
     """The one ``call.finished`` / ``call.failed`` event of a call."""
     # Info, not warning, for failures too: an error result is the normal way a call ends badly
     # (the model reads it and corrects itself), not a problem of the application.
-    if _enabled(logging.INFO):
+    if _is_configured() or _level_enabled(logging.INFO):
         if result.is_error:
             log.info("call.failed", tool=result.name, call_id=result.call_id,
                      duration=round(result.duration, 6), outcome=result.error_kind,
@@ -371,7 +368,7 @@ class CallPipeline:
             args, kwargs = plan.validator.bind(values, injected)
         else:
             args, kwargs = plan.validator.bind(values, {})
-        if _enabled(logging.DEBUG):
+        if _is_configured() or _level_enabled(logging.DEBUG):
             log.debug("call.started", tool=tool.name, call_id=call.id, arguments=arguments)
         if async_path:
             prep = Prepared(plan, call, plan.afn, plan.ais_async, args, kwargs, limit, ctx, here)
@@ -448,7 +445,10 @@ class CallPipeline:
             self.refused(call, result)
             log_result(result)
             return result
-        prep = self._prepare_one(call, context, timeout, async_path)
+        try:
+            prep = self.prepare(call, context, timeout, async_path)
+        except Exception as exc:  # defensive: bad input never escapes as an exception
+            prep = error_result(call.id, call.name, "execution", f"{type(exc).__name__}: {exc}")
         if isinstance(prep, ToolResult):
             log_result(prep)
         return prep
@@ -516,17 +516,13 @@ class CallPipeline:
 
     # -- finishing ------------------------------------------------------------------------
     def finish(self, prep: Prepared, value: Any, error: BaseException | None,
-               duration: float) -> ToolResult:
+               duration: float, in_copy: bool = False) -> ToolResult:
         """The call's one result for what its tool returned (``value``) or raised
         (``error``), after ``post_invoke``; logged; the call's observers are told. An observed
         call finishes in a copy of its context (the tool may still hold the context itself,
-        after a timeout)."""
-        if prep.observed:
-            return prep.context.copy().run(self._finish, prep, value, error, duration)
-        return self._finish(prep, value, error, duration)
-
-    def _finish(self, prep: Prepared, value: Any, error: BaseException | None,
-                duration: float) -> ToolResult:
+        after a timeout); ``in_copy``: this runs in that copy already."""
+        if prep.observed and not in_copy:
+            return prep.context.copy().run(self.finish, prep, value, error, duration, True)
         call = prep.call
         plan = prep.plan
         tool = plan.tool
