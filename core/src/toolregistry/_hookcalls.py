@@ -66,6 +66,9 @@ def _wrapped(impls: Sequence[HookImpl], firstresult: bool) -> HookCall:
     the plain ones and is the result, else the list of the non-``None`` results."""
     order = tuple((impl.function, _picker(tuple(impl.argnames)), bool(impl.wrapper))
                   for impl in reversed(impls))
+    if len(order) == 1:  # a wrapper alone (a plain one alone is called directly)
+        (fn, pick, _), = order
+        return _wrapper_alone(fn, pick, None if firstresult else [])
 
     def call(**kwargs: Any) -> Any:
         results: list[Any] = []
@@ -112,6 +115,26 @@ def _wrapped(impls: Sequence[HookImpl], firstresult: bool) -> HookCall:
         if error is not None:
             raise error
         return result
+
+    return call
+
+
+def _wrapper_alone(fn: Callable[..., Any], pick: Callable[[Mapping[str, Any]], tuple[Any, ...]],
+                   inner: Any) -> HookCall:
+    """:func:`_wrapped` for one wrapper: it gets ``inner``, what no plain implementation
+    gives (``None``, or an empty list for a hook that is not first-result)."""
+    def call(**kwargs: Any) -> Any:
+        gen = fn(*pick(kwargs))
+        try:
+            next(gen)
+        except StopIteration:
+            _misbehaved(gen, "did not yield")
+        try:
+            gen.send(inner if inner is None else [])
+            gen.close()
+        except StopIteration as stop:
+            return stop.value
+        _misbehaved(gen, "has second yield")
 
     return call
 
