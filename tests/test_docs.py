@@ -31,7 +31,8 @@ def test_every_hook_method_of_the_facade_states_its_error_policy() -> None:
     from toolregistry._hooks import Hooks
     from toolregistry._plugins import HOST_HOOKS
 
-    public = [n for n, f in vars(Hooks).items()
+    members = {n: f for cls in reversed(Hooks.__mro__) for n, f in vars(cls).items()}
+    public = [n for n, f in members.items()
               if callable(f) and not n.startswith("_") and n != "refresh"]
     hooks = set(HOOK_NAMES) - set(HOST_HOOKS)  # asked one plugin at a time by the host
     assert hooks <= set(public), sorted(hooks - set(public))

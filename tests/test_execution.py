@@ -619,6 +619,28 @@ def test_async_tools_that_ignore_cancellation_still_return_on_time(
     assert result.error_kind == "timeout" and elapsed < 0.4
 
 
+def test_a_tool_context_makes_one_cancel_event_whoever_asks_first() -> None:
+    ctx = ToolContext(registry=None, call=ToolCall("x"))
+    assert not ctx.cancelled  # asking whether it was cancelled makes no event
+    seen: list[threading.Event] = []
+    start = threading.Barrier(8)
+
+    def ask() -> None:
+        start.wait()
+        seen.append(ctx.cancel_event)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert len(seen) == 8 and all(event is seen[0] for event in seen)
+    seen[0].set()
+    assert ctx.cancelled
+    given = threading.Event()
+    assert ToolContext(registry=None, call=ToolCall("x"), cancel_event=given).cancel_event is given
+
+
 def test_cancelling_the_caller_cancels_its_async_tool_at_once(registry: ToolRegistry) -> None:
     seen: list[tuple[str, bool]] = []
 

@@ -11,8 +11,8 @@ from ._log import log
 from .types import Decision
 
 if TYPE_CHECKING:
+    from ._authorizing import Authorizing
     from ._hookcalls import HookCall
-    from ._hooks import Hooks
     from ._registry import ToolRegistry
     from .tool import Tool
     from .types import ToolCall, ToolResult
@@ -35,7 +35,7 @@ class Deciding:
 
     __slots__ = ("authorized", "call", "decisions", "hooks", "registry", "tool")
 
-    def __init__(self, hooks: Hooks, tool: Tool, call: ToolCall, decisions: list[Any],
+    def __init__(self, hooks: Authorizing, tool: Tool, call: ToolCall, decisions: list[Any],
                  registry: ToolRegistry, authorized: HookCall | None) -> None:
         self.hooks = hooks
         self.tool = tool

@@ -3,17 +3,18 @@ for a chosen set of implementations, without pluggy's dispatch where it can be s
 
 :class:`HookCompiler` turns implementations into one callable taking the hook's keyword
 arguments: a single plain implementation is called directly (pluggy's dispatch costs more than
-the work), several plain ones in pluggy's order, and wrappers, tracing or a subset through
-pluggy's own (subset) hook caller. :class:`ToolHooks` holds what was compiled for one tool's
-calls, its call observers among them (:func:`observing`). Which implementations concern a tool, and what happens when one raises, is the hook
-façade's (``_hooks``).
+the work), several plain ones and new-style wrappers in pluggy's order with its outcomes, and
+old-style hookwrappers, tracing or arguments with defaults through pluggy's own (subset) hook
+caller. :class:`ToolHooks` holds what was compiled for one tool's calls, its call observers
+among them (:func:`observing`). Which implementations concern a tool, and what happens when one
+raises, is the hook façade's (``_hooks``).
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .hookspecs import UNOBSERVED
 
@@ -60,6 +61,93 @@ def _reordered(fn: Callable[..., Any], where: tuple[int, ...]) -> Callable[[Any,
         return fn(*[both[i] for i in where])
 
     return call
+
+
+def _wrapped(impls: Sequence[HookImpl], firstresult: bool) -> HookCall:
+    """Plain implementations and new-style wrappers (``wrapper=True``) as one call, as pluggy
+    calls them: last registered first, wrappers around the plain ones; a wrapper gets the
+    plain ones' outcome at its ``yield`` (their result, or their exception thrown in) and may
+    replace it by returning or raising; ``firstresult``: the first non-``None`` result ends
+    the plain ones and is the result, else the list of the non-``None`` results."""
+    order = tuple((impl.function, _picker(tuple(impl.argnames)), bool(impl.wrapper))
+                  for impl in reversed(impls))
+    if len(order) == 1:  # a wrapper alone (a plain one alone is called directly)
+        (fn, pick, _), = order
+        return _wrapper_alone(fn, pick, None if firstresult else [])
+
+    def call(**kwargs: Any) -> Any:
+        results: list[Any] = []
+        wrappers: list[Any] = []  # the wrappers' generators, past their yield
+        error: BaseException | None = None
+        try:
+            for fn, pick, wrapper in order:
+                if wrapper:
+                    gen: Any = fn(*pick(kwargs))
+                    try:
+                        next(gen)
+                    except StopIteration:
+                        _misbehaved(gen, "did not yield")
+                    wrappers.append(gen)
+                    continue
+                value = fn(*pick(kwargs))
+                if value is not None:
+                    results.append(value)
+                    if firstresult:
+                        break
+        except BaseException as exc:
+            error = exc
+        result: Any = (results[0] if results else None) if firstresult else results
+        for gen in reversed(wrappers):
+            try:
+                if error is None:
+                    gen.send(result)
+                else:
+                    try:
+                        gen.throw(error)
+                    except RuntimeError as exc:  # a StopIteration raised through a generator
+                        if not (isinstance(error, StopIteration) and exc.__cause__ is error):
+                            raise
+                        gen.close()
+                        continue
+                gen.close()
+            except StopIteration as stop:
+                result, error = stop.value, None
+                continue
+            except BaseException as exc:
+                error = exc
+                continue
+            _misbehaved(gen, "has second yield")
+        if error is not None:
+            raise error
+        return result
+
+    return call
+
+
+def _wrapper_alone(fn: Callable[..., Any], pick: Callable[[Mapping[str, Any]], tuple[Any, ...]],
+                   inner: Any) -> HookCall:
+    """:func:`_wrapped` for one wrapper: it gets ``inner``, what no plain implementation
+    gives (``None``, or an empty list for a hook that is not first-result)."""
+    def call(**kwargs: Any) -> Any:
+        gen = fn(*pick(kwargs))
+        try:
+            next(gen)
+        except StopIteration:
+            _misbehaved(gen, "did not yield")
+        try:
+            gen.send(inner if inner is None else [])
+            gen.close()
+        except StopIteration as stop:
+            return stop.value
+        _misbehaved(gen, "has second yield")
+
+    return call
+
+
+def _misbehaved(gen: Any, what: str) -> NoReturn:
+    code = gen.gi_code
+    raise RuntimeError(f"wrap_controller at {code.co_name!r} {code.co_filename}:"
+                       f"{code.co_firstlineno} {what}")
 
 
 class ToolHooks:
@@ -234,7 +322,9 @@ class HookCompiler:
 
     def caller(self, name: str, impls: Sequence[HookImpl]) -> HookCall | None:
         """A call of exactly ``impls`` (implementations of hook ``name``) with pluggy's
-        semantics, or ``None`` when there are none."""
+        semantics, or ``None`` when there are none: compiled unless tracing is on or one is
+        an old-style ``hookwrapper`` or takes arguments with defaults (pluggy's own caller
+        then, or a subset caller)."""
         if not impls:
             return None
         caller = getattr(self._hook, name)
@@ -250,6 +340,10 @@ class HookCompiler:
                     return fn(**{a: kwargs[a] for a in argnames})
 
                 return direct
+        if not self._trace and not any(impl.hookwrapper or getattr(impl, "kwargnames", ())
+                                       for impl in impls):
+            spec = caller.spec
+            return _wrapped(impls, bool(spec is not None and spec.opts.get("firstresult")))
         every = caller.get_hookimpls()
         if len(impls) == len(every):
             return caller  # type: ignore[no-any-return]

@@ -263,6 +263,9 @@ class ToolResult:
         return [p["audio"] for p in self.content if p.get("type") == "audio"]
 
 
+_EVENT_LOCK = threading.Lock()
+
+
 @define(slots=True, eq=False)
 class ToolContext:
     """What a tool parameter annotated ``ToolContext`` receives at call time.
@@ -275,8 +278,9 @@ class ToolContext:
     registry: Any
     call: ToolCall
     values: Mapping[str, Any] = field(factory=dict)
-    cancel_event: threading.Event = field(factory=threading.Event, repr=False)
-    """Set when the call timed out or was cancelled: long-running tools may check it."""
+    # made on first use (most calls never look at it): see the cancel_event property
+    _cancel_event: threading.Event | None = field(default=None, repr=False,
+                                                  alias="cancel_event")
     deadline: float | None = None
     """When the call's time is up, on the ``time.monotonic()`` clock (``None``: no limit)."""
     progress: ProgressReporter | None = field(factory=_progress.get, repr=False)
@@ -294,9 +298,21 @@ class ToolContext:
             reporter(progress, total, message)
 
     @property
+    def cancel_event(self) -> threading.Event:
+        """Set when the call timed out or was cancelled: long-running tools may check it."""
+        event = self._cancel_event
+        if event is None:
+            with _EVENT_LOCK:  # one event, whichever thread asks first
+                event = self._cancel_event
+                if event is None:
+                    event = self._cancel_event = threading.Event()
+        return event
+
+    @property
     def cancelled(self) -> bool:
         """True once the call timed out or was cancelled (stop working and return)."""
-        return self.cancel_event.is_set()
+        event = self._cancel_event
+        return event is not None and event.is_set()
 
     def remaining(self) -> float | None:
         """Seconds left before the call's deadline (``None`` when it has none)."""

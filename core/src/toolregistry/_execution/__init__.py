@@ -18,7 +18,7 @@ finishes first) and its ``ToolContext.cancel_event`` set; the caller does not wa
 async tool is cancelled; one that ignores the cancellation is left to finish in the background.
 
 Modules: ``_executor`` (the entry points and resources), ``_pipeline`` (before and after a tool
-runs), ``_plan`` (what is kept per tool), ``_validation`` (coercion, error text), ``_sync`` and
+runs), ``_batch`` (a batch through it), ``_plan`` (what is kept per tool), ``_validation`` (coercion, error text), ``_sync`` and
 ``_async`` (scheduling for each API), ``_policies`` (retries, exclusive tools), ``_threads``
 (the worker pool), ``_cpuslots`` (its CPU slots and the watch over running calls), ``_work``
 (a pooled call and a worker), ``_loop`` (the private loop), ``_affinity`` (waking a worker on

@@ -70,23 +70,21 @@ class AsyncScheduler:
             return await fn(*args, **kwargs)  # in this task's context: the caller's values
         # The tool's own task, in the call's own context (entered by nothing else).
         coro = fn(*args, **kwargs)
-        if not asyncio.iscoroutine(coro):
-            coro = _awaited(coro)
         loop = asyncio.get_running_loop()
-        task = loop.create_task(coro, context=prep.context)
         if prep.timeout is None:
-            return await task
+            if not asyncio.iscoroutine(coro):
+                coro = _awaited(coro)
+            return await loop.create_task(coro, context=prep.context)
         # Wait for the task or the deadline, whichever comes first: one future woken by the
-        # task's end or by a timer (what ``asyncio.wait`` does, without its sets and its
-        # callback bookkeeping). Awaiting the task itself would not do: a tool that ignores
-        # its cancellation would hold the caller.
+        # task itself as it ends (no done callback, which would cost the loop one more turn)
+        # or by a timer. Awaiting the task itself would not do: a tool that ignores its
+        # cancellation would hold the caller.
         waiter = loop.create_future()
-        wake = _waker(waiter)
-        task.add_done_callback(wake)
-        timer = loop.call_at(loop.time() + prep.timeout, wake, None, context=_empty())
+        task = loop.create_task(_signalling(coro, waiter), context=prep.context)
+        timer = loop.call_at(loop.time() + prep.timeout, _wake, waiter, context=_empty())
         call_id = prep.call.id
-        in_flight = self.executor.in_flight.calls
         if call_id is not None:
+            in_flight = self.executor.in_flight.calls
             in_flight[call_id] = entry = (prep.plan.tool.name, waiter)
         try:
             await waiter
@@ -172,7 +170,8 @@ class AsyncScheduler:
         try:
             fn, args, kwargs = self.executor.call_fn(prep)
             if prep.is_async:
-                value = await self.body(fn, args, kwargs, prep, started)
+                value = await (self._with_deadline(fn, args, kwargs, prep) if prep.plan.safe
+                               else self.body(fn, args, kwargs, prep, started))
             else:
                 work, fut = self._pool_work(fn, args, kwargs, prep,
                                             asyncio.get_running_loop(), started)
@@ -236,7 +235,7 @@ class AsyncScheduler:
                 future.add_done_callback(_threadsafe_waker(loop, waiter))
                 timer = None
                 if prep.timeout is not None:
-                    timer = loop.call_at(loop.time() + prep.timeout, _waker(waiter), None,
+                    timer = loop.call_at(loop.time() + prep.timeout, _wake, waiter,
                                          context=_empty())
                 try:
                     await waiter
@@ -475,28 +474,33 @@ def _expire(fut: asyncio.Future[Any]) -> None:
         fut.set_exception(ToolTimeoutError())
 
 
-def _waker(waiter: asyncio.Future[None]) -> Callable[[Any], None]:
-    """A callback (for a task's end, or a timer) that wakes ``waiter`` once."""
-    def wake(_: Any) -> None:
-        if not waiter.done():
-            waiter.set_result(None)
-
-    return wake
-
-
 def _threadsafe_waker(loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]
                       ) -> Callable[[Any], None]:
     """A done callback for a ``concurrent.futures.Future`` ending on any thread: wakes
     ``waiter`` on ``loop`` (nothing to wake once that loop is closed)."""
-    wake = _waker(waiter)
-
     def done(_: Any) -> None:
         try:
-            loop.call_soon_threadsafe(wake, None)
+            loop.call_soon_threadsafe(_wake, waiter)
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
 
     return done
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    """Wake ``waiter`` unless it ended already (a deadline's timer)."""
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+async def _signalling(awaitable: Any, waiter: asyncio.Future[None]) -> Any:
+    """Await an async tool, then wake ``waiter`` (unless the deadline or the caller's end woke
+    it already): the caller waits on ``waiter``, not on this task."""
+    try:
+        return await awaitable
+    finally:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 async def _awaited(awaitable: Any) -> Any:

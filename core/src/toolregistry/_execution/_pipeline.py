@@ -4,9 +4,10 @@ coercion, context injection; then the result, error mapping and ``post_invoke``.
 :meth:`CallPipeline.prepare` turns a parsed :class:`~toolregistry.ToolCall` into a
 :class:`Prepared` call (or its error result); :meth:`CallPipeline.finish` turns what the tool
 returned or raised into the call's one :class:`~toolregistry.ToolResult`. Where and when the
-tool runs in between is the schedulers' business (``_sync``, ``_async``). The registry is
-asked through its methods only; per-tool work is kept in :class:`~._plan.CallPlan` objects,
-dropped by :meth:`CallPipeline.invalidate` when the registry changes.
+tool runs in between is the schedulers' business (``_sync``, ``_async``); a batch's parsing
+and its observers are :class:`~._batch.Batching`'s. The registry is asked through its methods
+only; per-tool work is kept in :class:`~._plan.CallPlan` objects, dropped by
+:meth:`CallPipeline.invalidate` when the registry changes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import concurrent.futures as cf
 import contextvars
 import inspect
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,20 +26,17 @@ import structlog
 
 from toolregistry._calls import (
     CallParseError,
-    next_batch_id,
     parse_arguments,
-    parse_call,
-    split_passthrough,
 )
 from toolregistry._hooks import Deciding
 from toolregistry._log import log
 from toolregistry._names import normalize_name
 from toolregistry._results import error_result, make_result
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
-from toolregistry.hookspecs import UNOBSERVED
 from toolregistry.tool import SEARCH_TOOL_TAG
 from toolregistry.types import Decision, ToolCall, ToolContext, ToolResult
 
+from ._batch import Batch, Batching
 from ._plan import CallPlan
 from ._threads import ClosedBeforeStart
 from ._validation import coerce, validation_message
@@ -53,20 +50,17 @@ if TYPE_CHECKING:
 __all__ = ["Batch", "CallPipeline", "Prepared", "log_result"]
 
 _stdlib_logger = logging.getLogger("toolregistry")
+# whether an event at a level could be emitted (configured structlog decides itself)
 _is_configured = structlog.is_configured
+_level_enabled = _stdlib_logger.isEnabledFor
 _PLAIN_TYPES = frozenset({str, int, float, bool, dict, list, tuple, type(None), bytes})
-
-
-def _enabled(level: int) -> bool:
-    """Whether an event at ``level`` could be emitted (configured structlog decides itself)."""
-    return _is_configured() or _stdlib_logger.isEnabledFor(level)
 
 
 def log_result(result: ToolResult) -> None:
     """The one ``call.finished`` / ``call.failed`` event of a call."""
     # Info, not warning, for failures too: an error result is the normal way a call ends badly
     # (the model reads it and corrects itself), not a problem of the application.
-    if _enabled(logging.INFO):
+    if _is_configured() or _level_enabled(logging.INFO):
         if result.is_error:
             log.info("call.failed", tool=result.name, call_id=result.call_id,
                      duration=round(result.duration, 6), outcome=result.error_kind,
@@ -110,19 +104,7 @@ class Prepared:
         self.deciding: Deciding | None = None
 
 
-class Batch:
-    """A batch's observers, their tokens and the batch's context (see ``batch_observer``)."""
-
-    __slots__ = ("context", "observers", "tokens")
-
-    def __init__(self, observers: tuple[Any, ...], tokens: list[Any],
-                 context: contextvars.Context) -> None:
-        self.observers = observers
-        self.tokens = tokens
-        self.context = context
-
-
-class CallPipeline:
+class CallPipeline(Batching):
     """Preparation and finishing of the calls of one registry (see the module docstring)."""
 
     def __init__(self, registry: ToolRegistry, hooks: Hooks) -> None:
@@ -373,7 +355,7 @@ class CallPipeline:
             args, kwargs = plan.validator.bind(values, injected)
         else:
             args, kwargs = plan.validator.bind(values, {})
-        if _enabled(logging.DEBUG):
+        if _is_configured() or _level_enabled(logging.DEBUG):
             log.debug("call.started", tool=tool.name, call_id=call.id, arguments=arguments)
         if async_path:
             prep = Prepared(plan, call, plan.afn, plan.ais_async, args, kwargs, limit, ctx, here)
@@ -415,20 +397,6 @@ class CallPipeline:
         except Exception as exc:  # defensive: bad input never escapes as an exception
             return error_result(call.id, call.name, "execution", f"{type(exc).__name__}: {exc}")
 
-    def _parse(self, raw: Any, index: int) -> ToolCall | ToolResult:
-        try:
-            call = parse_call(raw, index, self._registry.formats)
-        except CallParseError as exc:  # an empty id is no id
-            return error_result(exc.call.id or None, exc.call.name, exc.kind, str(exc))
-        except Exception as exc:  # defensive: a call object that breaks on inspection
-            return error_result(None, "", "malformed_call",
-                                f"tool call #{index} could not be read: "
-                                f"{type(exc).__name__}: {exc}")
-        if not call.id:  # missing, or empty: answered under an id of its own
-            call.id = f"call_{os.urandom(6).hex()}"
-            call.extra["generated_id"] = True
-        return call
-
     def _closed_result(self, call_id: str | None, name: str) -> ToolResult:
         return error_result(call_id, name, "execution",
                             f"registry {self._registry.name!r} is closed; no calls run")
@@ -449,85 +417,23 @@ class CallPipeline:
             self.refused(call, result)
             log_result(result)
             return result
-        prep = self._prepare_one(call, context, timeout, async_path)
+        try:
+            prep = self.prepare(call, context, timeout, async_path)
+        except Exception as exc:  # defensive: bad input never escapes as an exception
+            prep = error_result(call.id, call.name, "execution", f"{type(exc).__name__}: {exc}")
         if isinstance(prep, ToolResult):
             log_result(prep)
         return prep
 
-    def prepare_batch(self, calls: Iterable[Any], context: Mapping[str, Any] | None,
-                      timeout: float | None, async_path: bool = False
-                      ) -> tuple[list[Prepared | ToolResult], Batch | None]:
-        """Every call of a batch parsed and prepared, in order (error results logged), and
-        the batch's observers (``None`` when there are none; then ``batch_finished`` must be
-        told the results)."""
-        kept, _, revealed = split_passthrough(_as_list(calls), self._registry.formats)
-        if revealed:  # the provider's own tool search loaded them
-            self._registry.reveal_tools(revealed)
-        parsed = [self._parse(raw, index) for index, raw in kept]
-        batch_id = next_batch_id()
-        for call in parsed:
-            if isinstance(call, ToolCall):
-                call.batch_id = batch_id
-        observers = self.batch_observers()
-        if not observers:
-            return self._prepare_parsed(parsed, context, timeout, async_path, False), None
-        here = contextvars.copy_context()
-        calls_ = [c for c in parsed if isinstance(c, ToolCall)]
-        tokens = here.run(self._hooks.batch_started, observers, calls_)
-        if tokens.count(UNOBSERVED) == len(tokens):  # every observer sits the batch out
-            return self._prepare_parsed(parsed, context, timeout, async_path, False), None
-        items = here.run(self._prepare_parsed, parsed, context, timeout, async_path, True)
-        return items, Batch(observers, tokens, here)
-
-    def _prepare_parsed(self, parsed: list[ToolCall | ToolResult],
-                        context: Mapping[str, Any] | None, timeout: float | None,
-                        async_path: bool, observed: bool) -> list[Prepared | ToolResult]:
-        items: list[Prepared | ToolResult] = []
-        closed = self.closed or self._registry.closed
-        for call in parsed:
-            if isinstance(call, ToolResult):
-                item: Prepared | ToolResult = call
-                self.refused(None, call)
-            elif closed:
-                item = self._closed_result(call.id, call.name)
-            else:
-                item = self._prepare_one(call, context, timeout, async_path, observed)
-            if isinstance(item, ToolResult):
-                log_result(item)
-            items.append(item)
-        return items
-
-    def batch_observers(self) -> tuple[Any, ...]:
-        """The registry's batch observers (asked once, again after a setting or plugin
-        change)."""
-        if self._hooks_version != self._hooks.version:
-            self._hooks_version = self._hooks.version
-            self.invalidate()
-        observers = self._batch_observers
-        if observers is None:
-            observers = self._batch_observers = self._hooks.batch_observer(self._registry)
-        return observers
-
-    def batch_finished(self, batch: Batch | None, results: list[ToolResult]) -> list[ToolResult]:
-        """Tell the batch's observers (if any) the batch ended; returns ``results``."""
-        if batch is not None:
-            batch.context.copy().run(self._hooks.batch_finished, batch.observers, results,
-                                     batch.tokens)
-        return results
-
     # -- finishing ------------------------------------------------------------------------
     def finish(self, prep: Prepared, value: Any, error: BaseException | None,
-               duration: float) -> ToolResult:
+               duration: float, in_copy: bool = False) -> ToolResult:
         """The call's one result for what its tool returned (``value``) or raised
         (``error``), after ``post_invoke``; logged; the call's observers are told. An observed
         call finishes in a copy of its context (the tool may still hold the context itself,
-        after a timeout)."""
-        if prep.observed:
-            return prep.context.copy().run(self._finish, prep, value, error, duration)
-        return self._finish(prep, value, error, duration)
-
-    def _finish(self, prep: Prepared, value: Any, error: BaseException | None,
-                duration: float) -> ToolResult:
+        after a timeout); ``in_copy``: this runs in that copy already."""
+        if prep.observed and not in_copy:
+            return prep.context.copy().run(self.finish, prep, value, error, duration, True)
         call = prep.call
         plan = prep.plan
         tool = plan.tool
@@ -590,19 +496,6 @@ def _alias(name: str) -> str | None:
     except Exception:
         return None
     return alias if alias != name else None
-
-
-def _as_list(calls: Iterable[Any]) -> list[Any]:
-    if isinstance(calls, (str, bytes, bytearray)):
-        raise TypeError("execute_tool_calls needs a list of tool calls, got a "
-                        f"{type(calls).__name__}: parse the model's response first")
-    if isinstance(calls, (Mapping, ToolCall)) or (
-            not isinstance(calls, (list, tuple)) and hasattr(calls, "model_dump")):
-        return [calls]  # one call on its own (pydantic SDK objects iterate over their fields)
-    try:
-        return list(calls)
-    except TypeError:
-        return [calls]  # a single call object
 
 
 def _run_awaitable(value: Any) -> tuple[Any, BaseException | None]:
