@@ -1,6 +1,8 @@
 """Call observers compiled into a tool's call plan: what the plan keeps is the observer
-object, its methods looked up per call, and only the observers that watch a call hear of its
-end (with the token their start gave, ``None`` when the start failed)."""
+object, its methods read when the plan is compiled (``refresh_call_plans`` compiles the plans
+again), and only the observers that watch a call hear of its end (with the token their start
+gave, ``None`` when the start failed); an observer without ``call_started`` hears of every
+end, in the plan's order among the others."""
 
 from __future__ import annotations
 
@@ -8,12 +10,13 @@ import asyncio
 from typing import Any
 
 from toolregistry import ToolCall, ToolRegistry, ToolResult
-from toolregistry.plugin import UNOBSERVED, hookimpl
+from toolregistry.plugin import UNOBSERVED, hookimpl, refresh_call_plans
 
 
 def test_an_observer_may_change_its_methods_while_a_plan_holds_it() -> None:
     """A log that starts tracking calls in flight later (the inspector's, when its page
-    opens) turns its observer into another class: the compiled plan follows."""
+    opens) turns its observer into another class and has the plans compiled again: the
+    plan follows."""
     told: list[tuple[str, Any, str | None]] = []
 
     class Quiet:
@@ -42,6 +45,7 @@ def test_an_observer_may_change_its_methods_while_a_plan_holds_it() -> None:
     try:
         assert reg.invoke("one", {}, call_id="a").value == 1
         observer.__class__ = Loud
+        refresh_call_plans(reg)
         assert reg.invoke("one", {}, call_id="b").value == 1
         assert asyncio.run(reg.ainvoke("one", {}, call_id="c")).value == 1
         assert told == [("loud", "loud", "b"), ("loud", "loud", "c")]
@@ -82,3 +86,146 @@ def test_only_the_watching_observers_hear_of_the_end_in_order() -> None:
         assert dict(told) == {"first": 1, "broken": None, "last": 4}
     finally:
         reg.close()
+
+
+class _Ends:
+    """Told of ends only."""
+
+    call_started = None
+
+    def __init__(self, name: str, told: list[tuple[str, Any, Any, str]]) -> None:
+        self.name = name
+        self.told = told
+
+    def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+        self.told.append((self.name, call.id, token, result.outcome))
+
+
+class _Starts(_Ends):
+    def __init__(self, name: str, told: list[tuple[str, Any, Any, str]], start: Any) -> None:
+        super().__init__(name, told)
+        self.start = start
+
+    def call_started(self, call: ToolCall) -> Any:  # type: ignore[override]
+        return self.start
+
+
+def _plugin(name: str, observer: Any) -> Any:
+    class Plugin:
+        @hookimpl
+        def call_observer(self) -> Any:
+            return observer
+
+    Plugin.__name__ = name
+    return Plugin()
+
+
+def test_an_observer_without_call_started_hears_every_end() -> None:
+    """Ends only: every call's end with the token ``None``, those refused before running
+    (arguments that cannot be read, invalid ones, a disabled tool, no such tool) too, on
+    both APIs and in batches."""
+    told: list[tuple[str, Any, Any, str]] = []
+    reg = ToolRegistry(plugins=[_plugin("ends", _Ends("ends", told))], load_plugins=[],
+                       default_timeout="none")
+
+    @reg.register
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @reg.register
+    async def aadd(a: int, b: int) -> int:
+        return a + b
+
+    @reg.register
+    def off() -> int:
+        return 0
+
+    reg.disable("off")
+    try:
+        assert reg.invoke("add", {"a": 1, "b": 2}, call_id="ok").value == 3
+        assert reg.invoke("add", "{not json", call_id="unread").outcome == "malformed_arguments"
+        assert reg.invoke("add", {"a": "x", "b": 2}, call_id="bad").outcome == \
+            "invalid_arguments"
+        assert reg.invoke("off", {}, call_id="off").outcome == "disabled"
+        assert reg.invoke("nope", {}, call_id="nope").outcome == "unknown_tool"
+        assert asyncio.run(reg.ainvoke("aadd", {"a": 1, "b": 1}, call_id="async")).value == 2
+        batch = reg.execute_tool_calls([{"id": "b1", "name": "add",
+                                         "arguments": {"a": 1, "b": 1}},
+                                        {"id": "b2", "name": "add", "arguments": {}}])
+        assert [r.outcome for r in batch] == ["ok", "invalid_arguments"]
+        assert sorted(told[:6]) == sorted([
+            ("ends", "ok", None, "ok"), ("ends", "unread", None, "malformed_arguments"),
+            ("ends", "bad", None, "invalid_arguments"), ("ends", "off", None, "disabled"),
+            ("ends", "nope", None, "unknown_tool"), ("ends", "async", None, "ok")])
+        assert sorted(told[6:]) == [("ends", "b1", None, "ok"),
+                                    ("ends", "b2", None, "invalid_arguments")]
+    finally:
+        reg.close()
+
+
+def test_a_mixed_plan_keeps_the_observers_order() -> None:
+    """Observers told of ends only and observers that start hear of each end in the plan's
+    order, whether the starting ones watch the call, sit it out or fail to start."""
+    told: list[tuple[str, Any, Any, str]] = []
+    watching = _Starts("watching", told, "w")
+    observers = [_Ends("first", told), watching, _Ends("middle", told),
+                 _Starts("quiet", told, UNOBSERVED), _Ends("last", told)]
+    reg = ToolRegistry(plugins=[_plugin(o.name, o) for o in observers], load_plugins=[],
+                       default_timeout="none")
+    reg.register(lambda: 1, name="one")
+    try:
+        assert reg.invoke("one", {}, call_id="a").value == 1
+        order = [name for name, *_ in told]
+        assert sorted(order) == ["first", "last", "middle", "watching"]
+        assert {n: t for n, _, t, _ in told} == {"first": None, "watching": "w",
+                                                   "middle": None, "last": None}
+        plan = [name for name, *_ in told]
+        told.clear()
+        watching.start = UNOBSERVED  # every starting one sits it out: the ends still hear
+        assert reg.invoke("one", {}, call_id="b").value == 1
+        assert [name for name, *_ in told] == [n for n in plan if n != "watching"]
+        told.clear()
+        watching.start = "again"
+        assert reg.invoke("nope", {}, call_id="c").outcome == "unknown_tool"
+        assert asyncio.run(reg.ainvoke("one", {}, call_id="d")).value == 1
+        assert [name for name, *_ in told] == plan + plan  # a stand-in's observers too
+    finally:
+        reg.close()
+
+
+def test_one_starting_observer_among_ends_keeps_the_order() -> None:
+    told: list[tuple[str, Any, Any, str]] = []
+    observers = [_Ends("end", told), _Starts("start", told, "s"), _Ends("tail", told)]
+    reg = ToolRegistry(plugins=[_plugin(o.name, o) for o in observers], load_plugins=[],
+                       default_timeout="none")
+    reg.register(lambda: 1, name="one")
+    try:
+        assert reg.invoke("one", {}, call_id="a").value == 1
+        plan = [(name, token) for name, _, token, _ in told]
+        assert sorted(plan) == [("end", None), ("start", "s"), ("tail", None)]
+        told.clear()
+        assert reg.invoke("one", {}, call_id="b").value == 1
+        assert [(name, token) for name, _, token, _ in told] == plan
+    finally:
+        reg.close()
+
+
+def test_an_observer_that_starts_needing_starts_is_heard_after_a_refresh() -> None:
+    told: list[tuple[str, Any, Any, str]] = []
+    observer = _Ends("log", told)
+    reg = ToolRegistry(plugins=[_plugin("log", observer)], load_plugins=[],
+                       default_timeout="none")
+    reg.register(lambda: 1, name="one")
+    try:
+        assert reg.invoke("one", {}, call_id="a").value == 1
+        observer.__class__ = _Watched
+        refresh_call_plans(reg)
+        assert reg.invoke("one", {}, call_id="b").value == 1
+        assert told == [("log", "a", None, "ok"), ("log", "b", "started b", "ok")]
+    finally:
+        reg.close()
+
+
+class _Watched(_Ends):
+    def call_started(self, call: ToolCall) -> Any:  # type: ignore[override]
+        return f"started {call.id}"

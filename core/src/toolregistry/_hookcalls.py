@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .types import ToolCall, ToolResult
 
 __all__ = ["Asker", "HookCall", "HookCompiler", "ObserverFailed", "ToolHooks", "Watching",
-           "declaration_askers", "observing"]
+           "declaration_askers", "ends_only", "observing"]
 
 HookCall = Callable[..., Any]
 """A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
@@ -155,12 +155,13 @@ class ToolHooks:
 
     ``pre_invoke``, ``authorize``, ``authorized`` and ``post_invoke`` are ``None`` when no
     implementation concerns the tool (such a hook costs one attribute test per call);
-    ``observers`` are the tool's call observers (empty: none); ``runner`` is where its calls
+    ``observers`` are the tool's call observers (empty: none), as :func:`observing` compiles
+    them (``started``, ``finished``, ``ending``); ``runner`` is where its calls
     run (``None``: the registry's own threads and loop).
     """
 
-    __slots__ = ("authorize", "authorized", "failed", "finished", "observers", "post_invoke",
-                 "pre_invoke", "runner", "started")
+    __slots__ = ("authorize", "authorized", "ending", "failed", "finished", "observers",
+                 "post_invoke", "pre_invoke", "runner", "started")
 
     def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None,
                  authorize: HookCall | None = None,
@@ -174,7 +175,7 @@ class ToolHooks:
         self.runner = runner
         self.authorized = authorized
         self.failed = failed
-        self.started, self.finished = observing(observers, failed or _unreported)
+        self.started, self.finished, self.ending = observing(observers, failed or _unreported)
 
     def with_runner(self, runner: Runner) -> ToolHooks:
         """The same hooks, with the tool's calls run by ``runner``."""
@@ -185,8 +186,9 @@ class ToolHooks:
 ObserverFailed = Callable[[Any, str, Exception], None]
 """Told that an observer's method raised: the observer, the method's name, the exception."""
 
-Watching = list[tuple["CallObserver", Any]]
-"""The observers that watch one call, each with the token its ``call_started`` returned."""
+Watching = Sequence[tuple["CallObserver", Any]]
+"""The observers told of one call's end, in the plan's order, each with the token its
+``call_started`` returned (``None`` for an observer told of ends only)."""
 
 
 def _unreported(observer: Any, method: str, exc: Exception) -> None:
@@ -197,32 +199,32 @@ def _nobody(call: ToolCall, result: ToolResult, watching: Watching) -> None:
     """The ``finished`` of a tool without observers."""
 
 
+def ends_only(observer: Any) -> bool:
+    """Whether ``observer`` is told of ends only: its ``call_started`` is ``None`` or absent."""
+    return getattr(observer, "call_started", None) is None
+
+
 def observing(observers: Sequence[CallObserver], failed: ObserverFailed
               ) -> tuple[Callable[[ToolCall], Watching | None] | None,
-                         Callable[[ToolCall, ToolResult, Watching], None]]:
-    """A tool's call observers as two calls, made once per call plan: ``started(call)``
-    (``None`` without observers) tells each observer the call begins and returns those that
-    watch it with their tokens, or ``None`` when every one sat it out (``UNOBSERVED``);
-    ``finished(call, result, watching)`` tells those the call ended.
+                         Callable[[ToolCall, ToolResult, Watching], None], Watching | None]:
+    """A tool's call observers as three parts, made once per call plan: ``started(call)``
+    (``None`` when no observer has a ``call_started``) tells each observer the call begins
+    and returns those told of its end with their tokens -- ``ending`` when every one with a
+    ``call_started`` sat the call out (``UNOBSERVED``); ``finished(call, result, watching)``
+    tells those the call ended; ``ending`` is the observers told of ends only, each with the
+    token ``None`` (``None``: there are none), the same sequence for every call.
 
     An exception is handed to ``failed`` and never fails the call (an observer whose start
-    failed is told of the end with the token ``None``). Methods are looked up per call, so
-    an observer may change them while plans hold it.
+    failed is told of the end with the token ``None``). An observer's methods are read when
+    the plan is compiled: one that changes them has the plans compiled again
+    (``toolregistry.plugin.refresh_call_plans``).
     """
     if not observers:
-        return None, _nobody
-
-    def started(call: ToolCall) -> Watching | None:
-        watching: Watching = []
-        for observer in observers:
-            try:
-                token = observer.call_started(call)
-            except Exception as exc:
-                failed(observer, "call_started", exc)
-                token = None
-            if token is not UNOBSERVED:
-                watching.append((observer, token))
-        return watching or None
+        return None, _nobody, None
+    order = tuple((observer, not ends_only(observer)) for observer in observers)
+    ending: Watching | None = tuple((o, None) for o, starts in order if not starts) or None
+    if len(order) == 1:
+        return _observing_one(observers[0], order[0][1], failed)
 
     def finished(call: ToolCall, result: ToolResult, watching: Watching) -> None:
         for observer, token in watching:
@@ -231,7 +233,73 @@ def observing(observers: Sequence[CallObserver], failed: ObserverFailed
             except Exception as exc:
                 failed(observer, "call_finished", exc)
 
-    return started, finished
+    if ending is not None and len(ending) == len(order):
+        return None, finished, ending
+    starters = [i for i, (_, starts) in enumerate(order) if starts]
+    if len(starters) == 1 and ending is not None:  # one start among ends (a tracer, a log)
+        at = starters[0]
+        first = observers[at]
+        start = first.call_started
+        told = ending
+
+        def started_one(call: ToolCall) -> Watching | None:
+            try:
+                token = start(call)
+            except Exception as exc:
+                failed(first, "call_started", exc)
+                token = None
+            if token is UNOBSERVED:
+                return told
+            return (*told[:at], (first, token), *told[at:])
+
+        return started_one, finished, ending
+
+    def started(call: ToolCall) -> Watching | None:
+        watching: list[tuple[CallObserver, Any]] = []
+        watched = False
+        for observer, starts in order:
+            if not starts:
+                watching.append((observer, None))
+                continue
+            try:
+                token = observer.call_started(call)
+            except Exception as exc:
+                failed(observer, "call_started", exc)
+                token = None
+            if token is not UNOBSERVED:
+                watching.append((observer, token))
+                watched = True
+        return watching if watched else ending
+
+    return started, finished, ending
+
+
+def _observing_one(observer: CallObserver, starts: bool, failed: ObserverFailed
+                   ) -> tuple[Callable[[ToolCall], Watching | None] | None,
+                              Callable[[ToolCall, ToolResult, Watching], None],
+                              Watching | None]:
+    """:func:`observing` for a plan of one observer, its methods bound once."""
+    end = observer.call_finished
+
+    def finished(call: ToolCall, result: ToolResult, watching: Watching) -> None:
+        try:
+            end(call, result, watching[0][1])
+        except Exception as exc:
+            failed(observer, "call_finished", exc)
+
+    if not starts:
+        return None, finished, ((observer, None),)
+    start = observer.call_started
+
+    def started(call: ToolCall) -> Watching | None:
+        try:
+            token = start(call)
+        except Exception as exc:
+            failed(observer, "call_started", exc)
+            token = None
+        return None if token is UNOBSERVED else ((observer, token),)
+
+    return started, finished, None
 
 
 def declaration_askers(impls: Sequence[HookImpl]) -> tuple[Asker, ...]:

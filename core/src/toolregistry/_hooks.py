@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._authorizing import Authorizing
 from ._deciding import Deciding
-from ._hookcalls import HookCompiler, ToolHooks, declaration_askers, observing
+from ._hookcalls import HookCompiler, ToolHooks, declaration_askers, ends_only, observing
 from ._log import log
 from ._results import error_result
 from .errors import ToolRejected
@@ -165,8 +165,8 @@ class Hooks(Authorizing):
         in pluggy's call order (asked one at a time, so one failure costs only its own).
 
         Error policy: an exception is logged (``hook.failed``) and that plugin observes
-        nothing of the tool; an observer without ``call_started`` / ``call_finished`` is
-        refused the same way.
+        nothing of the tool; an observer without ``call_finished``, or whose ``call_started``
+        is neither callable nor ``None`` (told of ends only), is refused the same way.
         """
         observers: list[CallObserver] = []
         for impl in reversed(impls):
@@ -174,10 +174,10 @@ class Hooks(Authorizing):
                 observer = self._call_impl(impl, registry=registry, tool=tool)
                 if observer is None:
                     continue
-                if not (callable(getattr(observer, "call_started", None))
-                        and callable(getattr(observer, "call_finished", None))):
+                if not (callable(getattr(observer, "call_finished", None))
+                        and (ends_only(observer) or callable(observer.call_started))):
                     raise TypeError(f"{type(observer).__name__} is not a CallObserver "
-                                    "(call_started and call_finished)")
+                                    "(call_finished, and call_started or None)")
                 observers.append(observer)
             except Exception as exc:
                 self._failed("call_observer", exc, tool=tool.name, plugin=impl.plugin_name)
@@ -392,15 +392,15 @@ class Hooks(Authorizing):
 
     def calls_started(self, observers: Sequence[CallObserver], call: ToolCall
                       ) -> Watching | None:
-        """Tell ``observers`` a call begins (inside the call's context): those that watch it,
-        with their tokens (``None``: every one sat it out). A call plan's observers are
+        """Tell ``observers`` a call begins (inside the call's context): those told of its
+        end, with their tokens (``None``: none, every one with a start sat it out). A call plan's observers are
         compiled once instead (``ToolHooks.started``); this is for a call without a plan.
 
         Error policy: an exception is logged once per observer (``observer.failed``) and
         ignored (its token is ``None``); observers never fail a call.
         """
-        started = observing(observers, self._observer_failed)[0]
-        return None if started is None else started(call)
+        started, _, ending = observing(observers, self._observer_failed)
+        return ending if started is None else started(call)
 
     def calls_finished(self, observers: Sequence[CallObserver], call: ToolCall,
                        result: ToolResult, watching: Watching | None) -> None:

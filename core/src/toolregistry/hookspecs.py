@@ -102,6 +102,12 @@ class CallObserver(Protocol):
     A call that ends before it starts (it could not be read, names no tool or a disabled one)
     is told with both at once; naming no registered tool, the observer is one given for a
     stand-in ``Tool`` of that name (``provenance.detail == "not registered"``).
+    An observer whose ``call_started`` is ``None`` (or absent) when the tool's call plan is
+    compiled is told of ends only -- ``call_finished(call, result, None)`` for every call,
+    those that end before running included, in the plan's order among the others -- and a
+    call that no other observer starts skips the context work of observed calls: the cheap
+    way to keep a log. To start needing ``call_started`` later, have the plans compiled
+    again (``toolregistry.plugin.refresh_call_plans``).
     Exceptions from either are logged once per observer and never fail the call.
     """
 

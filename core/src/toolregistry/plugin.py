@@ -8,7 +8,8 @@ and the protocols of the objects some hooks return (``CallObserver``, ``BatchObs
 ``Runner``, ``OperationObserver``, ``ApprovalQueue`` / ``ApprovalRecord``; ``UNOBSERVED``,
 what a call observer returns to sit a call out; ``approval_id_of``, the approval id an item of
 a ``resume`` names), ``port_number`` (an argparse type for a command's ``--port``),
-``start_call`` (a call made on one thread, awaited on a loop), ``output_limits`` (the
+``start_call`` (a call made on one thread, awaited on a loop), ``refresh_call_plans`` (the
+call plans compiled again: a call observer changed what it needs), ``output_limits`` (the
 output-size limits a source should respect for a tool), ``ConfigPath`` (the pydantic type of a
 settings option holding a path: relative to the configuration file's folder), and the context
 seams
@@ -132,6 +133,7 @@ __all__ = [
     "output_limits",
     "parse_store_url",
     "port_number",
+    "refresh_call_plans",
     "source_options",
     "sqlite_write_ahead",
     "stand_in",
@@ -154,6 +156,14 @@ def start_call(registry: ToolRegistry, name: str,
     result once, or call its ``cancel()`` when it will not be awaited."""
     return registry._get_executor().start(name, arguments, context=context, timeout=timeout,
                                           call_id=call_id)
+
+
+def refresh_call_plans(registry: ToolRegistry) -> None:
+    """Have ``registry``'s call plans compiled again, each at its tool's next call (the
+    per-tool hooks, call observers among them, asked again): for a call observer that now
+    needs ``call_started`` after being told of ends only, or the other way. Calls under way
+    finish with the plan they started with."""
+    registry._forget_plans((), {})
 
 
 def source_options() -> SourceOptions | None:

@@ -256,34 +256,30 @@ class CallPipeline(Batching):
             self.refused(call, plan)
             return plan
         here = contextvars.copy_context()
-        started = plan.hooks.started
-        if started is None:
-            tokens = None
+        hooks = plan.hooks
+        started = hooks.started
+        if started is None:  # no observer starts: no context to look after
+            tokens = hooks.ending
         else:
             before = here.copy()  # shares the values: compared in constant time when unchanged
             tokens = here.run(started, call)
-        if tokens is None:  # nobody observes it
-            item = self._prepare(plan, call, context, timeout, async_path, here)
-            if observed and isinstance(item, Prepared):
-                item.observed = True
-            return item
-        if here == before:
-            # The observers put nothing in the context (an execution log): the call runs as
-            # an unobserved one would (on the async API without a deadline, no task of its
-            # own), and its observers hear of its end.
-            item = self._prepare(plan, call, context, timeout, async_path, here)
-            if isinstance(item, Prepared):
-                item.observed = observed
-                item.tokens = tokens
-            else:
-                plan.hooks.finished(call, item, tokens)
-            return item
-        item = here.run(self._prepare, plan, call, context, timeout, async_path, here)
+            if tokens is not None and here != before:
+                item = here.run(self._prepare, plan, call, context, timeout, async_path, here)
+                if isinstance(item, Prepared):
+                    item.observed = True
+                    item.tokens = tokens
+                else:  # it ended before running: the observers hear of it now
+                    here.run(hooks.finished, call, item, tokens)
+                return item
+        # Nobody put anything in the context (an execution log, observers told of ends only,
+        # or nobody observes): the call runs as an unobserved one would (on the async API
+        # without a deadline, no task of its own), and its observers hear of its end.
+        item = self._prepare(plan, call, context, timeout, async_path, here)
         if isinstance(item, Prepared):
-            item.observed = True
+            item.observed = observed
             item.tokens = tokens
-        else:  # it ended before running: the observers hear of it now
-            here.run(plan.hooks.finished, call, item, tokens)
+        elif tokens is not None:
+            hooks.finished(call, item, tokens)
         return item
 
     def _prepare(self, plan: CallPlan, call: ToolCall, context: Mapping[str, Any] | None,
