@@ -45,6 +45,10 @@ _INTERNAL = SpanKind.INTERNAL
 # The API loads a provider named in the environment on first use of its getter.
 _TRACER_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _METER_ENV = "OTEL_PYTHON_METER_PROVIDER" in os.environ
+# A call's no-provider check reads the API's globals as they are when it has them and the
+# environment names no provider for its getters to load (else _Switch's methods decide).
+_GLOBALS = (hasattr(_trace_api, "_TRACER_PROVIDER") and hasattr(_metrics_api, "_METER_PROVIDER")
+            and not _TRACER_ENV and not _METER_ENV)
 
 
 class _Switch:
@@ -62,9 +66,10 @@ class _Switch:
     the globals and more than the rest of what the plugin adds to a call
     (``benchmarks/otel_bench.py``, "provider check"). The API has no public, cheaper way to
     ask (its proxy tracer answers a ``start_span`` with a non-recording span, costlier still).
-    The globals are read through ``getattr`` with a default, so an API release without them
-    takes the public getters: correct, only slower (a test names the globals so that such a
-    release is noticed).
+    The globals are read through ``getattr`` with a default here, and as they are by a
+    call's check only when the API had them at import (``_GLOBALS``), so an API release
+    without them takes the public getters: correct, only slower (a test names the globals so
+    that such a release is noticed).
     """
 
     __slots__ = ("instruments", "lock", "meter", "tracer")
@@ -308,10 +313,9 @@ class ToolObserver:
     def call_started(self, call: ToolCall) -> Any:
         tracer = _SWITCH.tracer
         if tracer is None:
-            if getattr(_trace_api, "_TRACER_PROVIDER", _UNKNOWN) is None and not _TRACER_ENV \
-                    and (not self.metrics or (
-                        _SWITCH.instruments is None and not _METER_ENV
-                        and getattr(_metrics_api, "_METER_PROVIDER", _UNKNOWN) is None)):
+            if _GLOBALS and _trace_api._TRACER_PROVIDER is None and (
+                    not self.metrics or (_SWITCH.instruments is None
+                                         and _metrics_api._METER_PROVIDER is None)):
                 # No provider of either kind, read here rather than through _Switch's methods:
                 # what a call of an idle plugin costs.
                 return UNOBSERVED
