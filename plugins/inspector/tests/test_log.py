@@ -110,6 +110,35 @@ def test_timeouts_and_async_calls_are_logged(registry: ToolRegistry) -> None:
     assert log.entries(call_id="a")[0].outcome == "ok"
 
 
+def test_calls_in_flight_show_from_the_next_call_once_watched(registry: ToolRegistry) -> None:
+    """The log hears only of ends until an inspector shows the calls in flight
+    (``watch_running``, when its page opens): then the plans are compiled again and the
+    next call shows while it runs. An entry's time is its call's start either way."""
+    log = execution_log(registry)
+    before = time.time()
+    assert registry.invoke("slow", {"seconds": 0.5}, call_id="quiet").value == "done"
+    started = log.entries(call_id="quiet")[0].time
+    assert before - 0.05 <= started < before + 0.4  # the start, not the end
+    running = log.watch_running()
+    seen: list[Any] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:
+            seen.extend(r["call_id"] for r in running.snapshot())
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        assert registry.invoke("slow", {"seconds": 0.5}, call_id="shown").value == "done"
+    finally:
+        watcher.join()
+    assert seen == ["shown"]
+    assert running.snapshot() == []  # gone when it ended
+    assert [e.call_id for e in log.entries()] == ["quiet", "shown"]
+
+
 def test_filters(registry: ToolRegistry) -> None:
     for i in range(5):
         registry.invoke("add", {"a": i, "b": 1}, call_id=f"add{i}")

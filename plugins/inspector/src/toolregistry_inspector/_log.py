@@ -10,6 +10,7 @@ read or on the writer thread, so logging adds next to nothing to a call.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from attrs import frozen
 
 from toolregistry.plugin import log as events
-from toolregistry.plugin import value_shape
+from toolregistry.plugin import refresh_call_plans, value_shape
 
 from ._filter import _Filter
 from ._live import LiveRows
@@ -201,9 +202,13 @@ class _Shaper:
 
 
 class _Observer:
-    """The registry's call observer: one record per finished call, nothing else."""
+    """The registry's call observer: one record per finished call, nothing else. It is told
+    of ends only (``call_started`` is ``None``): a call's start time is its end less its
+    duration, and the kernel has no start to run for it."""
 
     __slots__ = ("_append", "_live", "_put", "_seq", "running")
+
+    call_started: Callable[[ToolCall], Any] | None = None
 
     def __init__(self, execution_log: ExecutionLog) -> None:
         self._append = execution_log._buffer.append
@@ -213,13 +218,12 @@ class _Observer:
         self._live = writer.live.calls.__setitem__ if writer is not None else None
         self.running: RunningCalls | None = None
 
-    def call_started(self, call: ToolCall) -> Any:
-        return time.time()
-
-    def call_finished(self, call: ToolCall, result: ToolResult, token: float) -> None:
+    def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
+        duration = result.duration
         error = result.error_kind
-        record = (next(self._seq), token, call.name, call.id, call.arguments,
-                  error or ("error" if result.is_error else "ok"), result.duration, call.reason,
+        record = (next(self._seq), time.time() - duration if token is None else token,
+                  call.name, call.id, call.arguments,
+                  error or ("error" if result.is_error else "ok"), duration, call.reason,
                   result if result.is_error else None, result.approval,
                   result.metadata.get("spool") if result.metadata else None, call.format,
                   result.content, call.batch_id, call.trace_id, call.span_id)
@@ -232,8 +236,9 @@ class _Watching(_Observer):
     """The observer while the calls in flight are shown: to an open inspector of this
     process (``running``), or to any process through the shared log (each call is also handed
     to the writer thread, which writes the calls that run a while to the log's ``running``
-    table). The log turns its observer into one (``__class__``), because the call plans the
-    kernel compiled hold that very object; a call with neither pays nothing for it."""
+    table). The log turns its observer into one (``__class__``) and has the call plans, which
+    hold that very object, compiled again (the kernel reads whether an observer has a start
+    when it compiles a plan); a call with neither pays nothing for it."""
 
     __slots__ = ()
 
@@ -246,7 +251,7 @@ class _Watching(_Observer):
         return running
 
     def call_finished(self, call: ToolCall, result: ToolResult, token: Any) -> None:
-        if not isinstance(token, float):  # a call started before the switch has a float
+        if token is not None:  # None: a call of a plan compiled before the switch
             token.ended = True
             if self.running is not None:
                 self.running.finish(token)
@@ -284,6 +289,8 @@ class ExecutionLog:
         self._writer = (_Writer(sink(db), self._shaper, retention_seconds, max_rows,
                                 registry_name) if db is not None else None)
         self.observer = _Observer(self)
+        # Has the registry's call plans compiled again (they hold the observer).
+        self._replan: Callable[[], None] | None = None
         if self._writer is not None:  # other processes see the calls in flight
             self.observer.__class__ = _Watching
 
@@ -314,7 +321,10 @@ class ExecutionLog:
                 from ._running import RunningCalls
 
                 self.observer.running = RunningCalls()
-                self.observer.__class__ = _Watching
+                if type(self.observer) is not _Watching:
+                    self.observer.__class__ = _Watching
+                    if self._replan is not None:
+                        self._replan()
             return self.observer.running
 
     def entry(self, record: _Record) -> LogEntry:
@@ -503,6 +513,7 @@ def get_log(registry: ToolRegistry) -> ExecutionLog | None:
                                     max_rows=settings.log_max_rows,
                                     registry_name=registry.name)
                 made.cancel_calls_with(registry.cancel_call)
+                made._replan = functools.partial(refresh_call_plans, registry)
                 registry.add_closer(made.close)
             state[_STATE_KEY] = made
     result: ExecutionLog | None = state[_STATE_KEY]

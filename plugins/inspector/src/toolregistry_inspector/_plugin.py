@@ -14,12 +14,14 @@ if TYPE_CHECKING:
 
     from toolregistry import Tool, ToolRegistry
     from toolregistry.events import ChangeEvent
-    from toolregistry.plugin import CallObserver
+
+    from ._log import _Observer
 
 
 @hookimpl
-def call_observer(registry: ToolRegistry, tool: Tool) -> CallObserver | None:
-    """The registry's execution log (``None`` when ``log = false``)."""
+def call_observer(registry: ToolRegistry, tool: Tool) -> _Observer | None:
+    """The registry's execution log (``None`` when ``log = false``): told of ends only until
+    calls in flight are shown."""
     from ._log import get_log
 
     found = get_log(registry)
