@@ -263,7 +263,8 @@ class CallPipeline(Batching):
         else:
             before = here.copy()  # shares the values: compared in constant time when unchanged
             tokens = here.run(started, call)
-            if tokens is not None and here != before:
+            # ``ending``: every observer with a start sat it out, changing nothing
+            if tokens is not None and tokens is not hooks.ending and here != before:
                 item = here.run(self._prepare, plan, call, context, timeout, async_path, here)
                 if isinstance(item, Prepared):
                     item.observed = True
