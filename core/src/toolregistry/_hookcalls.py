@@ -236,23 +236,8 @@ def observing(observers: Sequence[CallObserver], failed: ObserverFailed
     if ending is not None and len(ending) == len(order):
         return None, finished, ending
     starters = [i for i, (_, starts) in enumerate(order) if starts]
-    if len(starters) == 1 and ending is not None:  # one start among ends (a tracer, a log)
-        at = starters[0]
-        first = observers[at]
-        start = first.call_started
-        told = ending
-
-        def started_one(call: ToolCall) -> Watching | None:
-            try:
-                token = start(call)
-            except Exception as exc:
-                failed(first, "call_started", exc)
-                token = None
-            if token is UNOBSERVED:
-                return told
-            return (*told[:at], (first, token), *told[at:])
-
-        return started_one, finished, ending
+    if len(starters) == 1:  # one start among ends (a tracer, a log)
+        return _one_start(observers[starters[0]], starters[0], ending, failed), finished, ending
 
     def started(call: ToolCall) -> Watching | None:
         watching: list[tuple[CallObserver, Any]] = []
@@ -289,7 +274,15 @@ def _observing_one(observer: CallObserver, starts: bool, failed: ObserverFailed
 
     if not starts:
         return None, finished, ((observer, None),)
+    return _one_start(observer, 0, None, failed), finished, None
+
+
+def _one_start(observer: CallObserver, at: int, ending: Watching | None,
+               failed: ObserverFailed) -> Callable[[ToolCall], Watching | None]:
+    """The start of a plan whose one observer with a ``call_started`` is ``observer``, at
+    ``at`` in the plan's order among those told of ends only (``ending``)."""
     start = observer.call_started
+    told = ending or ()
 
     def started(call: ToolCall) -> Watching | None:
         try:
@@ -297,9 +290,11 @@ def _observing_one(observer: CallObserver, starts: bool, failed: ObserverFailed
         except Exception as exc:
             failed(observer, "call_started", exc)
             token = None
-        return None if token is UNOBSERVED else ((observer, token),)
+        if token is UNOBSERVED:
+            return ending
+        return (*told[:at], (observer, token), *told[at:])
 
-    return started, finished, None
+    return started
 
 
 def declaration_askers(impls: Sequence[HookImpl]) -> tuple[Asker, ...]:
