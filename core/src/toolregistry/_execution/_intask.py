@@ -43,6 +43,10 @@ class InCallerTask:
             self.error = error
             self.task.cancel()
 
+    def expire(self) -> None:
+        """The deadline's timer: end the call with a timeout."""
+        self.stop(ToolTimeoutError())
+
     def stop_threadsafe(self, error: BaseException) -> bool:
         """:meth:`stop` from any thread; False when the call ended already."""
         if not self.running or self.error is not None:
@@ -64,8 +68,7 @@ async def await_in_caller(fn: Callable[..., Any], args: Any, kwargs: dict[str, A
     here = InCallerTask(task)
     # The timer runs in an empty context (see _async._empty): a cancelled timer stays in the
     # loop's heap until its time, and must not keep the caller's values alive that long.
-    timer = loop.call_at(loop.time() + timeout, here.stop, ToolTimeoutError(),
-                         context=contextvars.Context())
+    timer = loop.call_at(loop.time() + timeout, here.expire, context=contextvars.Context())
     call_id = prep.call.id
     entry = in_flight.add(call_id, prep.plan.tool.name, here)
     try:
