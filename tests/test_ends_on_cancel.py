@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from toolregistry import Tool, ToolRegistry
+from toolregistry import Tool, ToolMetadata, ToolRegistry
 
 RUNS_FOR = 30.0
 
@@ -44,6 +44,28 @@ def test_a_declared_tool_runs_in_the_callers_task(reg: ToolRegistry) -> None:
         return asyncio.current_task()
 
     assert seen == [asyncio.run(main())]
+
+
+def test_a_declared_tool_that_runs_alone_runs_in_the_callers_task_too(
+        reg: ToolRegistry) -> None:
+    seen: list[asyncio.Task[Any] | None] = []
+
+    async def alone() -> str:
+        seen.append(asyncio.current_task())
+        await asyncio.sleep(RUNS_FOR)
+        return "done"
+
+    reg.register(Tool.from_function(alone, metadata=ToolMetadata(is_concurrency_safe=False))
+                 .evolve(ends_on_cancel=True))
+
+    async def main() -> tuple[Any, asyncio.Task[Any] | None]:
+        return await reg.ainvoke("alone", {}, timeout=0.2), asyncio.current_task()
+
+    result, caller = asyncio.run(main())
+    assert result.error_kind == "timeout"
+    assert seen == [caller]
+    # its lock was let go: the next call runs (and times out) too
+    assert asyncio.run(reg.ainvoke("alone", {}, timeout=0.2)).error_kind == "timeout"
 
 
 def test_an_undeclared_tool_has_a_task_of_its_own(reg: ToolRegistry) -> None:

@@ -71,11 +71,10 @@ class AsyncScheduler:
         if not prep.observed:
             if prep.timeout is None:
                 return await fn(*args, **kwargs)  # in this task's context: the caller's values
-            if in_caller and prep.plan.tool.ends_on_cancel:
-                task = asyncio.current_task()
-                if task is not None:
-                    return await await_in_caller(fn, args, kwargs, prep, prep.timeout, task,
-                                                 self.executor.in_flight)
+            task = _in_caller(prep) if in_caller else None
+            if task is not None:
+                return await await_in_caller(fn, args, kwargs, prep, task,
+                                             self.executor.in_flight)
         # The tool's own task, in the call's own context (entered by nothing else).
         coro = fn(*args, **kwargs)
         loop = asyncio.get_running_loop()
@@ -178,9 +177,14 @@ class AsyncScheduler:
         try:
             fn, args, kwargs = self.executor.call_fn(prep)
             if prep.is_async:
-                value = await (self._with_deadline(fn, args, kwargs, prep, True)
-                               if prep.plan.safe
-                               else self.body(fn, args, kwargs, prep, started, True))
+                task = _in_caller(prep)
+                if task is not None and prep.plan.safe:  # no frame of _with_deadline's
+                    value = await await_in_caller(fn, args, kwargs, prep, task,
+                                                  self.executor.in_flight)
+                elif prep.plan.safe:
+                    value = await self._with_deadline(fn, args, kwargs, prep, True)
+                else:
+                    value = await self.body(fn, args, kwargs, prep, started, True)
             else:
                 work, fut = self._pool_work(fn, args, kwargs, prep,
                                             asyncio.get_running_loop(), started)
@@ -467,6 +471,15 @@ class _Handoff:
         fut, loop = self.fut, self.loop
         if fut is not None and loop is not None:
             loop.call_soon_threadsafe(_settle, fut, work)
+
+
+def _in_caller(prep: Prepared) -> asyncio.Task[Any] | None:
+    """The running task, when this call's async tool is to be awaited in it under its
+    deadline (its source declared it ends on cancellation; no observer's context to keep
+    apart; a deadline to keep); else ``None``."""
+    if prep.timeout is None or prep.observed or not prep.plan.tool.ends_on_cancel:
+        return None
+    return asyncio.current_task()
 
 
 def _settle(fut: asyncio.Future[Any], work: Work) -> None:

@@ -59,11 +59,13 @@ class InCallerTask:
 
 
 async def await_in_caller(fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
-                          prep: Prepared, timeout: float, task: asyncio.Task[Any],
-                          in_flight: InFlight) -> Any:
-    """Await ``fn(*args, **kwargs)`` in ``task`` (the running one), for at most ``timeout``
-    seconds; raises :class:`ToolTimeoutError` at the deadline, the ``cancel_call`` error when
+                          prep: Prepared, task: asyncio.Task[Any], in_flight: InFlight
+                          ) -> Any:
+    """Await ``fn(*args, **kwargs)`` in ``task`` (the running one), for at most the call's
+    timeout; raises :class:`ToolTimeoutError` at the deadline, the ``cancel_call`` error when
     cancelled that way, ``CancelledError`` when the caller's task was cancelled otherwise."""
+    timeout = prep.timeout
+    assert timeout is not None
     loop = task.get_loop()
     here = InCallerTask(task)
     # The timer runs in an empty context (see _async._empty): a cancelled timer stays in the
