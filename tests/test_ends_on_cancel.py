@@ -29,6 +29,24 @@ def _declared(reg: ToolRegistry, fn: Callable[..., Awaitable[Any]]) -> None:
     reg.register(Tool.from_function(fn).evolve(ends_on_cancel=True))
 
 
+def _declared_slow(reg: ToolRegistry, started: threading.Event | asyncio.Event | None = None,
+                   stopped: list[str] | None = None) -> None:
+    """A declared tool ``slow`` that would run ``RUNS_FOR`` seconds: sets ``started`` when it
+    runs, appends to ``stopped`` when cancelled."""
+    async def slow() -> str:
+        if started is not None:
+            started.set()
+        try:
+            await asyncio.sleep(RUNS_FOR)
+        except asyncio.CancelledError:
+            if stopped is not None:
+                stopped.append("slow")
+            raise
+        return "done"
+
+    _declared(reg, slow)
+
+
 def test_a_declared_tool_runs_in_the_callers_task(reg: ToolRegistry) -> None:
     seen: list[asyncio.Task[Any] | None] = []
 
@@ -86,16 +104,7 @@ def test_an_undeclared_tool_has_a_task_of_its_own(reg: ToolRegistry) -> None:
 
 def test_a_declared_tool_times_out_and_the_caller_goes_on(reg: ToolRegistry) -> None:
     stopped: list[str] = []
-
-    async def slow() -> str:
-        try:
-            await asyncio.sleep(RUNS_FOR)
-        except asyncio.CancelledError:
-            stopped.append("slow")
-            raise
-        return "done"
-
-    _declared(reg, slow)
+    _declared_slow(reg, stopped=stopped)
 
     async def main() -> tuple[Any, float, int]:
         t0 = time.monotonic()
@@ -129,13 +138,7 @@ def test_a_declared_tool_that_returns_when_cancelled_still_times_out(
 
 def test_cancel_call_ends_a_declared_tool(reg: ToolRegistry) -> None:
     started = threading.Event()
-
-    async def slow() -> str:
-        started.set()
-        await asyncio.sleep(RUNS_FOR)
-        return "done"
-
-    _declared(reg, slow)
+    _declared_slow(reg, started)
     out: list[bool] = []
 
     def cancel() -> None:
@@ -164,13 +167,7 @@ def test_cancel_call_ends_a_declared_tool(reg: ToolRegistry) -> None:
 
 def test_the_callers_own_cancellation_propagates(reg: ToolRegistry) -> None:
     started = asyncio.Event()
-
-    async def slow() -> str:
-        started.set()
-        await asyncio.sleep(RUNS_FOR)
-        return "done"
-
-    _declared(reg, slow)
+    _declared_slow(reg, started)
 
     async def main() -> None:
         task = asyncio.ensure_future(reg.ainvoke("slow", {}, timeout=60))
