@@ -249,6 +249,12 @@ class Tool:
     ``acallable`` is an optional async twin of a sync ``callable`` (same arguments): the async
     API (``ainvoke``, ``aexecute_tool_calls``) awaits it, the sync API calls ``callable`` --
     a tool backed by a remote session or client then never pays a hop between the two worlds.
+
+    ``ends_on_cancel`` is for the source that builds the tool, not a promise from its users:
+    set it when the async callable (``acallable``, else ``callable``) ends promptly once its
+    task is cancelled (it awaits I/O it owns and neither swallows nor outlives the
+    cancellation). The async API then awaits it in the caller's own task under its deadline,
+    cancelling that task at the deadline, instead of giving it a task of its own.
     """
 
     name: str
@@ -263,6 +269,7 @@ class Tool:
     acallable: Callable[..., Any] | None = field(default=None, repr=False)
     context_param: str | None = field(default=None, repr=False)
     signature: Signature | None = field(default=None, repr=False)
+    ends_on_cancel: bool = field(default=False, repr=False)
     _validator: Any = field(default=None, repr=False, alias="_validator")
     _schema_hash: str | None = field(default=None, repr=False, alias="_schema_hash")
 

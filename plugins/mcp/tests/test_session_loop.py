@@ -222,3 +222,23 @@ def test_loop_thread_ends_with_the_last_client(tmp_path: Path, no_orphans: None)
     done = subprocess.run([sys.executable, "-c", LOOP_THREAD_SCRIPT, str(SERVER), str(config)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_a_call_past_the_kernel_deadline_leaves_the_session_usable(registry: ToolRegistry,
+                                                                  spec: Any) -> None:
+    # An MCP tool declares it ends when cancelled: the async API awaits it in the caller's
+    # task, cancels that task at the deadline and takes the cancellation back.
+    async def main() -> tuple[Any, Any, int]:
+        await registry.aregister_from_mcp(spec(), include=["slow", "echo"],
+                                          session_loop="running")
+        assert registry.get_tool("slow").ends_on_cancel  # type: ignore[union-attr]
+        late = await registry.ainvoke("slow", {"seconds": 30}, timeout=0.3)
+        after = await registry.ainvoke("echo", {"text": "still here"})
+        task = asyncio.current_task()
+        assert task is not None
+        return late, after, task.cancelling()
+
+    late, after, cancelling = asyncio.run(main())
+    assert late.error_kind == "timeout"
+    assert not after.is_error and after.text == "still here"
+    assert cancelling == 0

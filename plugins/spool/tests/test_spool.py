@@ -179,6 +179,19 @@ def test_exact_counter_plugged_in(make_registry: MakeRegistry) -> None:
     assert "spool" not in registry.invoke("big", {}).metadata
 
 
+def test_a_short_text_is_spooled_once_the_counter_or_threshold_says_so(
+        make_registry: MakeRegistry) -> None:
+    registry = make_registry()
+    register_big(registry, "a" * 500)  # too short to be over 1000 tokens by any estimate
+    assert "spool" not in registry.invoke("big", {}).metadata
+    ts.set_token_counter(registry, lambda text: 5000)
+    assert registry.invoke("big", {}).metadata["spool"]["tokens"] == 5000
+    ts.set_token_counter(registry, None)
+    assert "spool" not in registry.invoke("big", {}).metadata
+    ts.configure(registry, threshold_tokens=100)
+    assert "spool" in registry.invoke("big", {}).metadata
+
+
 def test_counter_from_configuration(make_registry: MakeRegistry) -> None:
     registry = make_registry(token_counter="builtins:len")  # one "token" per character
     register_big(registry, "a" * 1500)

@@ -20,6 +20,7 @@ from toolregistry._log import log
 from toolregistry.errors import ToolCallError, ToolCancelled, ToolTimeoutError
 from toolregistry.types import ToolResult
 
+from ._intask import await_in_caller
 from ._policies import group_order
 from ._sync import pool_work, segments
 from ._threads import SPREAD_AFTER, in_pool
@@ -51,23 +52,29 @@ class AsyncScheduler:
 
     # -- async tools, on whichever loop runs this -----------------------------------------
     async def body(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
-                   prep: Prepared, started: float) -> Any:
+                   prep: Prepared, started: float, in_caller: bool = False) -> Any:
         """Await an async tool under its deadline (and its per-tool lock when it must run
         alone); returns on time even when the tool ignores cancellation (it is then left to
-        finish in the background)."""
+        finish in the background). ``in_caller``: the running task is the caller's own (the
+        async API), where a tool that ends on cancellation is awaited."""
         if prep.plan.safe:
-            return await self._with_deadline(fn, args, kwargs, prep)
+            return await self._with_deadline(fn, args, kwargs, prep, in_caller)
         lock = await self.executor.locks.acquire_async(prep.plan.tool.name, prep.timeout,
                                                        started)
         try:
-            return await self._with_deadline(fn, args, kwargs, prep)
+            return await self._with_deadline(fn, args, kwargs, prep, in_caller)
         finally:
             lock.release()
 
     async def _with_deadline(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any],
-                             prep: Prepared) -> Any:
-        if prep.timeout is None and not prep.observed:
-            return await fn(*args, **kwargs)  # in this task's context: the caller's values
+                             prep: Prepared, in_caller: bool = False) -> Any:
+        if not prep.observed:
+            if prep.timeout is None:
+                return await fn(*args, **kwargs)  # in this task's context: the caller's values
+            task = _in_caller(prep) if in_caller else None
+            if task is not None:
+                return await await_in_caller(fn, args, kwargs, prep, task,
+                                             self.executor.in_flight)
         # The tool's own task, in the call's own context (entered by nothing else).
         coro = fn(*args, **kwargs)
         loop = asyncio.get_running_loop()
@@ -170,8 +177,14 @@ class AsyncScheduler:
         try:
             fn, args, kwargs = self.executor.call_fn(prep)
             if prep.is_async:
-                value = await (self._with_deadline(fn, args, kwargs, prep) if prep.plan.safe
-                               else self.body(fn, args, kwargs, prep, started))
+                task = _in_caller(prep)
+                if task is not None and prep.plan.safe:  # no frame of _with_deadline's
+                    value = await await_in_caller(fn, args, kwargs, prep, task,
+                                                  self.executor.in_flight)
+                elif prep.plan.safe:
+                    value = await self._with_deadline(fn, args, kwargs, prep, True)
+                else:
+                    value = await self.body(fn, args, kwargs, prep, started, True)
             else:
                 work, fut = self._pool_work(fn, args, kwargs, prep,
                                             asyncio.get_running_loop(), started)
@@ -458,6 +471,15 @@ class _Handoff:
         fut, loop = self.fut, self.loop
         if fut is not None and loop is not None:
             loop.call_soon_threadsafe(_settle, fut, work)
+
+
+def _in_caller(prep: Prepared) -> asyncio.Task[Any] | None:
+    """The running task, when this call's async tool is to be awaited in it under its
+    deadline (its source declared it ends on cancellation; no observer's context to keep
+    apart; a deadline to keep); else ``None``."""
+    if prep.timeout is None or prep.observed or not prep.plan.tool.ends_on_cancel:
+        return None
+    return asyncio.current_task()
 
 
 def _settle(fut: asyncio.Future[Any], work: Work) -> None:

@@ -2,7 +2,8 @@
 
 For each call whose caller waits under a deadline, the kernel keeps what that caller waits on,
 by call id: the worker pool's job (a sync call on a worker), the watchdog's entry (a sync call
-run inline) or the future an async tool's task is awaited through. Cancelling wakes the
+run inline), the future an async tool's task is awaited through, or the caller's own task
+when the tool is awaited there. Cancelling wakes the
 waiting caller at once with an error result of kind ``"cancelled"`` naming the reason, the way
 the deadline would have; the tool is stopped as after a deadline (an async tool's task is
 cancelled; a sync tool is interrupted where Python can, else left to finish on its worker,
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolregistry import _watchdog
 from toolregistry.errors import ToolCallError
+
+from ._intask import InCallerTask
 
 if TYPE_CHECKING:
     from ._executor import Executor
@@ -58,6 +61,8 @@ class InFlight:
         error = cancelled_error(name, reason)
         if isinstance(handle, asyncio.Future):
             return _wake(handle, error)
+        if isinstance(handle, InCallerTask):
+            return handle.stop_threadsafe(error)
         if isinstance(handle, _watchdog.InlineDeadline):
             return _watchdog.cancel(handle, error)
         pool = self.executor.pool_or_none

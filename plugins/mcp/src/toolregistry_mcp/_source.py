@@ -251,6 +251,9 @@ class MCPSource:
             # async API awaits it (no worker thread in between).
             callable=self._callable(tool.name),
             acallable=self._acallable(tool.name),
+            # Cancelling it cancels the request (a notification to the server) and returns
+            # at once: the async API awaits it in the caller's task, with no task of its own.
+            ends_on_cancel=True,
             context_param=_CONTEXT,
             metadata=metadata,
             provenance=Provenance(kind="mcp", detail=self.client.display,

@@ -74,6 +74,9 @@ def post_invoke(registry: ToolRegistry, tool: Tool, call: ToolCall, result: Tool
     if flag is None and not spooler.settings.all_tools:
         return replaced
     current = replaced if replaced is not None else result
+    content = current.content
+    if type(content) is str and len(content) <= spooler.short_chars:
+        return replaced  # too short to be over the threshold: nothing to look at
     try:
         spooled = spooler.spool(registry, current)
     except Exception as exc:

@@ -89,11 +89,28 @@ class Spooler:
         self._shared = shared
         self._indexes: OrderedDict[tuple[str, int], LineIndex] = OrderedDict()
         self.reader_name: str | None = None
-        self.counter: TokenCounter | None = None
+        self._counter: TokenCounter | None = None
+        self.short_chars = -1
         self.settings = settings
         self.store = self._make_store(settings)
-        if settings.token_counter:
-            self.counter = _load_counter(settings.token_counter)
+        self.counter = _load_counter(settings.token_counter) if settings.token_counter else None
+
+    @property
+    def counter(self) -> TokenCounter | None:
+        """The exact token counter (``None``: the estimate)."""
+        return self._counter
+
+    @counter.setter
+    def counter(self, counter: TokenCounter | None) -> None:
+        self._counter = counter
+        self.short_chars = self._short_chars()
+
+    def _short_chars(self) -> int:
+        """The length up to which a text cannot be over the threshold whatever it holds
+        (-1 with an exact counter, which counts every text)."""
+        if self._counter is not None:
+            return -1
+        return int(self.settings.threshold_tokens / MAX_TOKENS_PER_CHAR)
 
     # -- configuration ---------------------------------------------------------------------
     def configure(self, options: Mapping[str, Any]) -> SpoolSettings:
@@ -120,6 +137,7 @@ class Spooler:
             if new.token_counter != self.settings.token_counter:
                 self.counter = _load_counter(new.token_counter) if new.token_counter else None
             self.settings = new
+            self.short_chars = self._short_chars()
         return new
 
     def _make_store(self, settings: SpoolSettings) -> SpoolStore:
@@ -161,7 +179,7 @@ class Spooler:
         nbytes: int | None = None
         if counter is not None:
             tokens: int | None = int(counter(text))
-        elif chars * MAX_TOKENS_PER_CHAR <= threshold:
+        elif chars <= self.short_chars:
             return None  # cannot be over: not even encoded
         elif text.isascii():  # O(1): the estimate needs no pass over the text
             nbytes = chars
