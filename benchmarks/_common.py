@@ -209,6 +209,16 @@ def emit_result(result: dict[str, Any]) -> None:
     print(RESULT_MARK + json.dumps(result), flush=True)
 
 
+def run_script(worker: Callable[..., dict[str, Any]], main: Callable[[list[str]], int]) -> None:
+    """A benchmark script's entry point: run as a worker (``--worker``) it measures one side
+    and prints the result for its parent; otherwise ``main`` runs the whole benchmark."""
+    args = worker_args(sys.argv[1:])
+    if args is not None:
+        emit_result(worker(*args))
+    else:
+        sys.exit(main(sys.argv[1:]))
+
+
 def interleave(sides: Sequence[str], repeats: int, run: Callable[[str, int], None]) -> None:
     """Call ``run(side, round)`` round-robin; the starting side rotates with the round."""
     for r in range(repeats):

@@ -189,8 +189,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    worker = c.worker_args(sys.argv[1:])
-    if worker is not None:
-        c.emit_result(_worker(*worker))
-    else:
-        sys.exit(main(sys.argv[1:]))
+    c.run_script(_worker, main)
