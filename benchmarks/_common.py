@@ -428,6 +428,19 @@ class Row:
             return "?"
 
 
+def print_grid(title: str, header: Sequence[str], body: Sequence[Sequence[Any]]) -> None:
+    """``title``, then ``body`` under ``header`` in left-aligned columns between rules."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
+    line = "  ".join("-" * w for w in widths)
+    print(title)
+    print(line)
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print(line)
+    for r in body:
+        print("  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip())
+    print(line)
+
+
 def print_table(title: str, rows: Sequence[Row], sides: Sequence[str]) -> None:
     header = ["metric", *sides, "ours/0.19", "target", "result"]
     body = []
@@ -441,16 +454,8 @@ def print_table(title: str, rows: Sequence[Row], sides: Sequence[str]) -> None:
             row.target,
             row.verdict(),
         ])
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
-    line = "  ".join("-" * w for w in widths)
     print()
-    print(title)
-    print(line)
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print(line)
-    for r in body:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
-    print(line)
+    print_grid(title, header, body)
     for row in rows:
         if row.note:
             print(f"  {row.metric}: {row.note}")

@@ -234,15 +234,9 @@ def main(argv: list[str]) -> int:
                      c.fmt_seconds(median_of("async", side)),
                      "" if side == KERNEL else _us(_paired(samples, "async", side,
                                                            lambda a, b: a - b))])
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
-    line = "  ".join("-" * w for w in widths)
-    print("\nidle_bench: per plugin, what it adds per call (median of paired differences)")
-    print(line)
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print(line)
-    for row in body:
-        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())
-    print(line)
+    print()
+    c.print_grid("idle_bench: per plugin, what it adds per call (median of paired differences)",
+                 header, body)
 
     rows = []
     for api in ("sync", "async"):
