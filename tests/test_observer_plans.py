@@ -207,3 +207,107 @@ def test_one_starting_observer_among_ends_keeps_the_order() -> None:
         assert [(name, token) for name, _, token, _ in told] == plan
     finally:
         reg.close()
+
+
+class _Gated(_Starts):
+    """Has a start, and a gate that says whether it wants the next call."""
+
+    def __init__(self, name: str, told: list[tuple[str, Any, Any, str]], wants: Any) -> None:
+        super().__init__(name, told, name)
+        self.wants = wants
+        self.asked = 0
+        self.started = 0
+
+    def wants_calls(self) -> bool:
+        self.asked += 1
+        if isinstance(self.wants, Exception):
+            raise self.wants
+        return bool(self.wants)
+
+    def call_started(self, call: ToolCall) -> Any:  # type: ignore[override]
+        self.started += 1
+        return self.name if self.wants else UNOBSERVED
+
+
+def test_a_gate_that_wants_no_call_skips_the_start_and_the_context() -> None:
+    """``wants_calls`` is asked before each call, outside its context: while it says no, the
+    observer is neither started nor told of the end (as if it had returned ``UNOBSERVED``),
+    the tool runs in the caller's context as an unobserved call does, and the observers told
+    of ends only still hear of every end. Once it says yes, the next call is started."""
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="caller")
+    seen: list[str] = []
+    told: list[tuple[str, Any, Any, str]] = []
+    gated = _Gated("gated", told, False)
+    reg = ToolRegistry(plugins=[_plugin("gated", gated), _plugin("ends", _Ends("ends", told))],
+                       load_plugins=[], default_timeout="none")
+
+    def one() -> int:
+        seen.append(var.get())
+        var.set("tool")  # an unobserved sync call runs in a copy of the caller's context
+        return 1
+
+    reg.register(one)
+    try:
+        assert reg.invoke("one", {}, call_id="a").value == 1
+        assert asyncio.run(reg.ainvoke("one", {}, call_id="b")).value == 1
+        assert reg.invoke("one", {"x": 1}, call_id="c").outcome == "invalid_arguments"
+        assert (gated.asked, gated.started) == (3, 0)
+        assert told == [("ends", "a", None, "ok"), ("ends", "b", None, "ok"),
+                        ("ends", "c", None, "invalid_arguments")]
+        told.clear()
+        gated.wants = True
+        assert reg.invoke("one", {}, call_id="d").value == 1
+        assert sorted(t[:3] for t in told) == [("ends", "d", None), ("gated", "d", "gated")]
+        assert gated.started == 1 and var.get() == "caller"
+    finally:
+        reg.close()
+
+
+def test_a_gate_is_a_hint_observers_without_one_and_failures_open_it() -> None:
+    """With another observer that has a start but no gate, every call starts both (the gated
+    one decides in ``call_started``); a gate that raises is logged and counts as wanting the
+    call; of two gates, one that wants the call starts both."""
+    from structlog.testing import capture_logs
+
+    told: list[tuple[str, Any, Any, str]] = []
+    gated = _Gated("gated", told, False)
+    plain = _Starts("plain", told, "plain")
+    reg = ToolRegistry(plugins=[_plugin("gated", gated), _plugin("plain", plain)],
+                       load_plugins=[], default_timeout="none")
+    reg.register(lambda: 1, name="one")
+    try:
+        assert reg.invoke("one", {}, call_id="a").value == 1
+        assert gated.started == 1 and [t[0] for t in told] == ["plain"]
+    finally:
+        reg.close()
+
+    told.clear()
+    broken = _Gated("broken", told, RuntimeError("gate down"))
+    reg = ToolRegistry(plugins=[_plugin("broken", broken)], load_plugins=[],
+                       default_timeout="none")
+    reg.register(lambda: 1, name="one")
+    try:
+        with capture_logs() as logs:
+            assert reg.invoke("one", {}, call_id="b").value == 1
+        failed = [e for e in logs if e["event"] == "observer.failed"]
+        assert len(failed) == 1 and "wants_calls" in str(failed[0])
+        assert broken.started == 1  # started: it decides for itself (here: UNOBSERVED)
+    finally:
+        reg.close()
+
+    told.clear()
+    no, yes = _Gated("no", told, False), _Gated("yes", told, True)
+    reg = ToolRegistry(plugins=[_plugin("no", no), _plugin("yes", yes)], load_plugins=[],
+                       default_timeout="none")
+    reg.register(lambda: 1, name="one")
+    try:
+        assert reg.invoke("one", {}, call_id="c").value == 1
+        assert (no.started, yes.started) == (1, 1) and [t[0] for t in told] == ["yes"]
+        yes.wants = False
+        assert reg.invoke("one", {}, call_id="d").value == 1
+        assert (no.started, yes.started) == (1, 1)  # neither wanted it: neither started
+        assert no.asked >= 1 and yes.asked == 2
+    finally:
+        reg.close()

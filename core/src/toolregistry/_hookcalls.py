@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .types import ToolCall, ToolResult
 
 __all__ = ["Asker", "HookCall", "HookCompiler", "ObserverFailed", "ToolHooks", "Watching",
-           "declaration_askers", "ends_only", "observing"]
+           "declaration_askers", "ends_only", "gating", "observing"]
 
 HookCall = Callable[..., Any]
 """A compiled hook call: takes the hook's keyword arguments, returns what pluggy would."""
@@ -156,12 +156,13 @@ class ToolHooks:
     ``pre_invoke``, ``authorize``, ``authorized`` and ``post_invoke`` are ``None`` when no
     implementation concerns the tool (such a hook costs one attribute test per call);
     ``observers`` are the tool's call observers (empty: none), as :func:`observing` compiles
-    them (``started``, ``finished``, ``ending``); ``runner`` is where its calls
-    run (``None``: the registry's own threads and loop).
+    them (``started``, ``finished``, ``ending``), with ``gate``, asked before ``started``
+    (:func:`gating`; ``None``: none, always start), and ``gate_failed``, told when ``gate``
+    raised; ``runner`` is where its calls run (``None``: the registry's own threads and loop).
     """
 
-    __slots__ = ("authorize", "authorized", "ending", "failed", "finished", "observers",
-                 "post_invoke", "pre_invoke", "runner", "started")
+    __slots__ = ("authorize", "authorized", "ending", "failed", "finished", "gate",
+                 "gate_failed", "observers", "post_invoke", "pre_invoke", "runner", "started")
 
     def __init__(self, pre_invoke: HookCall | None, post_invoke: HookCall | None,
                  authorize: HookCall | None = None,
@@ -176,6 +177,7 @@ class ToolHooks:
         self.authorized = authorized
         self.failed = failed
         self.started, self.finished, self.ending = observing(observers, failed or _unreported)
+        self.gate, self.gate_failed = gating(observers, failed or _unreported)
 
     def with_runner(self, runner: Runner) -> ToolHooks:
         """The same hooks, with the tool's calls run by ``runner``."""
@@ -257,6 +259,47 @@ def observing(observers: Sequence[CallObserver], failed: ObserverFailed
         return watching if watched else ending
 
     return started, finished, ending
+
+
+def gating(observers: Sequence[CallObserver], failed: ObserverFailed
+           ) -> tuple[Callable[[], Any] | None, Callable[[Exception], None]]:
+    """The gate of a tool's call observers, asked before their starts, outside the call's
+    context: ``gate()`` is falsy when no observer with a ``call_started`` wants the call
+    (each has a ``wants_calls`` that said so), and the call then skips their starts and the
+    context work, as if each had returned ``UNOBSERVED``. ``None`` when some observer with a
+    ``call_started`` has no ``wants_calls`` (it is always started), or none has a start.
+    ``gate_failed(exc)`` reports an exception of a single observer's gate (the gate is then
+    open: the observer is started and decides); a gate of several reports its own.
+    """
+    starters = [o for o in observers if not ends_only(o)]
+    found = [getattr(o, "wants_calls", None) for o in starters]
+    wants: list[Callable[[], Any]] = [w for w in found if callable(w)]
+    if not starters or len(wants) < len(starters):
+        return None, _unreported_gate
+    if len(starters) == 1:
+        observer = starters[0]
+
+        def gate_failed(exc: Exception) -> None:
+            failed(observer, "wants_calls", exc)
+
+        return wants[0], gate_failed
+    pairs = tuple(zip(starters, wants, strict=True))
+
+    def gate() -> bool:
+        for observer, want in pairs:
+            try:
+                if want():
+                    return True
+            except Exception as exc:
+                failed(observer, "wants_calls", exc)
+                return True
+        return False
+
+    return gate, _unreported_gate
+
+
+def _unreported_gate(exc: Exception) -> None:
+    """The ``gate_failed`` of observers without a gate, or of a gate that reports its own."""
 
 
 def _observing_one(observer: CallObserver, starts: bool, failed: ObserverFailed

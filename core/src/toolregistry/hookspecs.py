@@ -108,7 +108,13 @@ class CallObserver(Protocol):
     call that no other observer starts skips the context work of observed calls: the cheap
     way to keep a log. To start needing ``call_started`` later, have the plans compiled
     again (``toolregistry.plugin.refresh_call_plans``).
-    Exceptions from either are logged once per observer and never fail the call.
+    An observer that is often idle (a tracer with no tracer provider installed yet) may also
+    have ``wants_calls()``: asked before each call, outside the call's context, and
+    falsy when ``call_started`` would return :data:`UNOBSERVED`. When every observer with a
+    ``call_started`` has one and none wants the call, the kernel skips their starts and the
+    context work (a hint: ``call_started`` must still decide for itself when it is called).
+    Exceptions from any of them are logged once per observer and never fail the call (a
+    ``wants_calls`` that raised counts as wanting the call).
     """
 
     def call_started(self, call: ToolCall) -> Any:

@@ -258,6 +258,12 @@ class CallPipeline(Batching):
         here = contextvars.copy_context()
         hooks = plan.hooks
         started = hooks.started
+        if started is not None and hooks.gate is not None:
+            try:  # asked first: none of the observers with a start wants the call
+                if not hooks.gate():
+                    started = None
+            except Exception as exc:
+                hooks.gate_failed(exc)
         if started is None:  # no observer starts: no context to look after
             tokens = hooks.ending
         else:
