@@ -391,6 +391,8 @@ out = {"value": reg.invoke("add", {"a": 1, "b": 2}).value,
        "batch": [r.value for r in reg.execute_tool_calls(batch)],
        "tracer": _telemetry._SWITCH.tracer is not None,
        "instruments": _telemetry._SWITCH.instruments is not None}
+gate = reg._get_executor().pipeline._plans["add"].hooks.gate  # asked before each call
+out["wanted"] = bool(gate())
 if out["tracer"]:  # a provider named in the environment was loaded by the first call
     out["provider"] = type(trace.get_tracer_provider()).__module__
 else:  # none yet: one set now is used from the next call on
@@ -402,6 +404,7 @@ else:  # none yet: one set now is used from the next call on
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
+    out["wanted after"] = bool(gate())
     reg.invoke("add", {"a": 1, "b": 2})
     reg.execute_tool_calls(batch)
     out["spans"] = [s.name for s in exporter.get_finished_spans()]
@@ -428,11 +431,12 @@ def test_without_a_provider_nothing_is_recorded_until_one_is_set(environment: st
     out = json.loads(done.stdout.strip().splitlines()[-1])
     if environment == "none":
         assert out == {"value": 3, "batch": [4], "tracer": False, "instruments": False,
+                       "wanted": False, "wanted after": True,
                        "spans": ["execute_tool add", "execute_tool add", "execute_tool_batch"],
                        "instruments after": False}
     else:
         assert out == {"value": 3, "batch": [4], "tracer": True, "instruments": False,
-                       "provider": "opentelemetry.sdk.trace"}
+                       "wanted": True, "provider": "opentelemetry.sdk.trace"}
 
 
 def test_the_private_fast_path_names_still_exist() -> None:

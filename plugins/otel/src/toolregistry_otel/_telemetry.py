@@ -275,8 +275,9 @@ class ToolObserver:
 
     What does not change between calls is made here once: the span name, the span's
     attributes but the call id, the metric attributes per outcome, the tool's set of running
-    calls. Without a provider ``call_started`` answers ``UNOBSERVED`` and the kernel skips the
-    rest of the observer's work for the call. With one, per call: one provider check, one dict
+    calls. Without a provider ``wants_calls`` says so before the call (the kernel then neither
+    starts the observer nor copies the call's context for it), and ``call_started``, when
+    asked, answers ``UNOBSERVED``. With one, per call: one provider check, one dict
     copy, the SDK's span (made current in the call's own context, which the kernel copied for
     it and drops after it: nothing to detach), and at the end one histogram record of the
     kernel's measured duration.
@@ -309,6 +310,15 @@ class ToolObserver:
                         if self.metrics else set())
         self.ok_attributes = {**self.metric_attributes, "toolregistry.outcome": "ok"}
         self.outcome_attributes: dict[str, dict[str, str]] = {}  # the error kinds, made once
+
+    def wants_calls(self) -> bool:
+        """Whether a provider may be installed: the no-provider check of ``call_started``,
+        asked by the kernel before the call (a provider set later is used from the next
+        call on)."""
+        if _SWITCH.tracer is not None or not _GLOBALS or _trace_api._TRACER_PROVIDER is not None:
+            return True
+        return self.metrics and (_SWITCH.instruments is not None
+                                 or _metrics_api._METER_PROVIDER is not None)
 
     def call_started(self, call: ToolCall) -> Any:
         tracer = _SWITCH.tracer
