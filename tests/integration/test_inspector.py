@@ -33,10 +33,11 @@ def test_the_log_has_the_reason_and_the_spool_handle() -> None:
 
     registry.register(dump)
     try:
+        log = execution_log(registry)
         result = registry.invoke("dump", {"lines": 20_000, "toolcall_reason": "read it all"},
                                  call_id="d1")
         assert result.ok
-        entry = execution_log(registry).last()
+        entry = log.last()
         assert entry is not None and entry.call_id == "d1"
         assert entry.reason == "read it all"
         assert entry.arguments == {"lines": "<int>"}  # the reason is not an argument

@@ -26,6 +26,7 @@ def test_approve_with_edited_arguments_and_deny_in_the_browser(tmp_path: Path, c
         """Send a mail."""
         return f"sent to {to}: {body}"
 
+    log = execution_log(registry)  # logged from here on, the held calls included
     results = registry.execute_tool_calls([
         {"id": "m1", "name": "send_mail", "arguments": {"to": "ceo@example.com", "body": "hi"}},
         {"id": "m2", "name": "send_mail", "arguments": {"to": "all@example.com", "body": "yo"}},
@@ -62,7 +63,6 @@ def test_approve_with_edited_arguments_and_deny_in_the_browser(tmp_path: Path, c
         assert resumed[0].ok and resumed[0].text.endswith("sent to cfo@example.com: hi")
         assert resumed[0].metadata["approval"]["approver"] == "inspector"
         assert resumed[1].error_kind == "denied" and "not to everyone" in resumed[1].text
-        log = execution_log(registry)
         assert [e.outcome for e in log.entries(call_id="m1")][-1] == "ok"
         assert log.entries(call_id="m1")[0].outcome == "approval_required"
     finally:

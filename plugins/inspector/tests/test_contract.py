@@ -15,8 +15,9 @@ class TestInspectorContract(PluginContract):
     plugin_name = "inspector"
 
     def test_calls_are_logged(self, contract_registry: ToolRegistry) -> None:
+        log = toolregistry_inspector.execution_log(contract_registry)
         contract_registry.invoke("add", {"a": 1, "b": 2}, call_id="c1")
-        entry = toolregistry_inspector.execution_log(contract_registry).last()
+        entry = log.last()
         assert entry is not None and (entry.tool, entry.call_id, entry.outcome) == (
             "add", "c1", "ok")
 

@@ -65,6 +65,7 @@ def registry(tmp_path: Path) -> Any:
     def mail(to: str, body: str) -> str:
         return "sent"
 
+    execution_log(reg)  # a use: the log records from here on
     yield reg
     reg.close()
 
@@ -160,7 +161,7 @@ def test_filters(registry: ToolRegistry) -> None:
 
 
 def test_the_ring_buffer_keeps_the_last_calls(tmp_path: Path) -> None:
-    reg = ToolRegistry(config=_config(tmp_path, "log-size = 3\n"))
+    reg = ToolRegistry(config=_config(tmp_path, "log = true\nlog-size = 3\n"))
     reg.register(lambda x: x, name="echo")
     try:
         for i in range(10):
@@ -200,8 +201,9 @@ def test_redaction_and_full_arguments(tmp_path: Path) -> None:
         return text
 
     try:
+        log = execution_log(reg)
         reg.invoke("note", {"text": "x" * 100, "tags": ["a", "b"]}, call_id="n")
-        entry = execution_log(reg).last()
+        entry = log.last()
         assert entry is not None and entry.arguments["tags"] == ["a", "b"]
         assert entry.arguments["text"].startswith('"xxxxxxxxxxxxxxxxxxx')
         assert entry.arguments["text"].endswith("… (102 chars)")
@@ -218,6 +220,57 @@ def test_bad_settings_are_named(tmp_path: Path) -> None:
         ExecutionLog(0)
     with pytest.raises(ValueError, match="arguments must be 'redacted' or 'full'"):
         ExecutionLog(10, arguments="all")  # type: ignore[arg-type]
+
+
+def test_by_default_the_log_records_from_its_first_use(tmp_path: Path) -> None:
+    """``log = "on-use"`` (the default): an installed inspector nobody asked for observes
+    nothing (the tool's call plan has no observer of it); from the first use on, every call
+    is logged, those of tools already called included. ``log = true`` records from the start,
+    as does a log that is also written to a file (other processes read it)."""
+    from toolregistry_inspector._log import _Observer
+
+    def observers(reg: ToolRegistry) -> list[Any]:
+        executor = reg._get_executor()
+        return [o for o in executor.pipeline._plans["one"].hooks.observers
+                if isinstance(o, _Observer)]
+
+    reg = ToolRegistry(config=_config(tmp_path, ""))
+    reg.register(lambda: 1, name="one")
+    try:
+        before = time.time()
+        assert reg.invoke("one", {}, call_id="unseen").ok
+        assert observers(reg) == []
+        assert "log" not in reg.plugin_state("inspector")
+        log = execution_log(reg)
+        assert before <= log.since <= time.time()
+        assert reg.invoke("one", {}, call_id="seen").ok
+        assert [e.call_id for e in log.entries()] == ["seen"]
+        assert observers(reg) == [log.observer]
+        assert reg.invoke("nope", {}, call_id="unknown").error_kind == "unknown_tool"
+        assert [e.call_id for e in log.entries()] == ["seen", "unknown"]
+    finally:
+        reg.close()
+    for body in ("log = true\n", 'log-db = "calls.sqlite"\n'):
+        reg = ToolRegistry(config=_config(tmp_path, body))
+        reg.register(lambda: 1, name="one")
+        try:
+            assert reg.invoke("one", {}, call_id="first").ok
+            assert [e.call_id for e in execution_log(reg).entries()] == ["first"], body
+        finally:
+            reg.close()
+    # An inspector on a registry is a use: the calls from its start on are logged.
+    from toolregistry_inspector import create_app
+
+    reg = ToolRegistry(config=_config(tmp_path, ""))
+    reg.register(lambda: 1, name="one")
+    try:
+        create_app(reg, token="a-long-token")
+        assert reg.invoke("one", {}, call_id="after").ok
+        assert [e.call_id for e in execution_log(reg).entries()] == ["after"]
+    finally:
+        reg.close()
+    with pytest.raises(Exception, match="log"):
+        ToolRegistry(config=_config(tmp_path, 'log = "sometimes"\n'))
 
 
 def test_the_log_can_be_turned_off(tmp_path: Path) -> None:

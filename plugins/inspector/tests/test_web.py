@@ -126,6 +126,8 @@ def test_actions_need_the_csrf_token(served: Any) -> None:
         assert not_object.status_code == 400 and "must be a JSON object" in not_object.text
         log = client.get("/api/log", params={"after": entry.seq}).json()["entries"]
         assert [e["tool"] for e in log] == ["math-add"]
+        page = client.get("/log").text  # the memory log says since when it records
+        assert "The calls of this process since" in page and "when the log started" in page
 
 
 def test_read_only_mode_refuses_actions() -> None:

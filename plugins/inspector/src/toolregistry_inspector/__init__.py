@@ -1,8 +1,9 @@
-"""toolregistry-inspector: an execution log of every call a registry runs, and a local web
+"""toolregistry-inspector: an execution log of the calls a registry runs, and a local web
 UI over the registry.
 
 ``execution_log(registry)`` is the registry's log (a ring buffer of the last calls, optionally
-written to an SQLite file that ``toolregistry log`` and ``query_log`` read);
+written to an SQLite file that ``toolregistry log`` and ``query_log`` read), recording from
+its first use unless configured to record from the start;
 ``[tool.toolregistry.plugins.inspector]`` configures it. ``serve(registry)`` (or
 ``toolregistry inspect``) opens the web UI on loopback; ``create_app(registry)`` is its ASGI
 app. See ``docs/inspector.md``.
@@ -52,7 +53,8 @@ __all__ = [
 
 
 def execution_log(registry: ToolRegistry) -> ExecutionLog:
-    """The execution log of ``registry`` (made on first use from its configuration).
+    """The execution log of ``registry`` (made on first use from its configuration): asking
+    for it starts it, and every call that ends from then on is logged.
 
     Raises ``ValueError`` when the configuration turned the log off (``log = false``).
     """

@@ -262,7 +262,10 @@ class _Watching(_Observer):
 class ExecutionLog:
     """The calls of one registry, newest last: ``execution_log(registry)``.
 
-    Memory holds the last ``size`` calls; with ``db`` (an SQLite file, or a store URL: a
+    It records the calls that end from its making on (``since``: when, epoch seconds); the
+    plugin makes a registry's log on its first use, or with the registry when it records
+    from the start (see ``InspectorSettings.log``). Memory holds the last ``size`` calls;
+    with ``db`` (an SQLite file, or a store URL: a
     PostgreSQL database every worker and host writes to) they are also written there (by a
     background thread; ``flush()`` waits for it), where ``query_log(db)`` and
     ``toolregistry log`` read them from any process.
@@ -280,6 +283,7 @@ class ExecutionLog:
             raise ValueError("max_field_chars must be an integer of at least 64, got "
                              f"{max_field_chars!r}")
         self.size = size
+        self.since = time.time()
         self.arguments: ArgumentMode = arguments
         self.max_value_chars = max_value_chars
         self.max_field_chars = max_field_chars
@@ -495,11 +499,34 @@ def log_store(registry: ToolRegistry, settings: InspectorSettings) -> StoreURL |
 
 def get_log(registry: ToolRegistry) -> ExecutionLog | None:
     """The registry's execution log, made on first use from its configuration (``None`` when
-    ``log = false``)."""
+    ``log = false``): a use, from which on it records every call."""
     state = registry.plugin_state(PLUGIN_NAME)
     if _STATE_KEY in state:
         found: ExecutionLog | None = state[_STATE_KEY]
         return found
+    made = _made_log(registry, state)
+    if made is not None:  # the calls from now on are logged (the plans hold the observer)
+        refresh_call_plans(registry)
+    return made
+
+
+def recording_log(registry: ToolRegistry) -> ExecutionLog | None:
+    """The registry's execution log if it records (what the ``call_observer`` hook gives the
+    kernel): once used, or from the start with ``log = true`` or when it is also written to
+    a file or the store (other processes read it); else ``None``, and nothing is made."""
+    state = registry.plugin_state(PLUGIN_NAME)
+    if _STATE_KEY in state:
+        found: ExecutionLog | None = state[_STATE_KEY]
+        return found
+    settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
+    if settings.log is True or (settings.log == "on-use"
+                                and log_store(registry, settings) is not None):
+        return _made_log(registry, state)
+    return None
+
+
+def _made_log(registry: ToolRegistry, state: dict[str, Any]) -> ExecutionLog | None:
+    """The registry's log, made from its configuration unless another thread made it."""
     with _create_lock:
         if _STATE_KEY not in state:
             settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)

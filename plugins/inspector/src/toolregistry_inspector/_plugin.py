@@ -20,11 +20,12 @@ if TYPE_CHECKING:
 
 @hookimpl
 def call_observer(registry: ToolRegistry, tool: Tool) -> _Observer | None:
-    """The registry's execution log (``None`` when ``log = false``): told of ends only until
-    calls in flight are shown."""
-    from ._log import get_log
+    """The registry's execution log, while it records (``None`` before its first use with
+    ``log = "on-use"``, and with ``log = false``): told of ends only until calls in flight are
+    shown."""
+    from ._log import recording_log
 
-    found = get_log(registry)
+    found = recording_log(registry)
     return found.observer if found is not None else None
 
 

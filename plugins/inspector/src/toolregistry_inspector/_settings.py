@@ -14,7 +14,10 @@ PLUGIN_NAME = "inspector"
 class InspectorSettings(BaseModel):
     """Options of the inspector plugin (TOML keys use dashes: ``log-size``).
 
-    ``log``: keep an execution log of every call (``False``: the plugin observes nothing).
+    ``log``: keep an execution log of the calls: ``"on-use"`` (default) from the moment
+    something in this process asks for it (``execution_log(registry)``, an inspector on the
+    registry), or from the start when it is also written to a file or the store; ``True``:
+    every call from the registry's start; ``False``: the plugin observes nothing.
     ``log_size``: how many calls the in-memory ring buffer keeps (oldest dropped first).
     ``log_db``: an SQLite file (or a store URL) the log is also written to (by a background
     thread), which ``toolregistry log`` reads from another process; default: the kernel's
@@ -28,7 +31,7 @@ class InspectorSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    log: bool = True
+    log: bool | Literal["on-use"] = "on-use"
     log_size: int = Field(default=10_000, ge=1, le=10_000_000)
     log_db: ConfigPath | None = None
     log_retention_seconds: float = Field(default=7 * 86_400.0, gt=0)

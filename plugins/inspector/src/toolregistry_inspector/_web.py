@@ -307,6 +307,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         return render(request, "log.html", status=400 if error else 200, entries=entries,
                       log_on=log is not None,
                       db=None if log is None else (log.db or log.store),
+                      since=None if log is None else log.since,
                       filters={k: q.get(k, "") for k in ("tool", "outcome", "since", "until")},
                       last=max((e.seq for e in entries), default=0), error=error,
                       live=before is None and "until" not in window, older=older,
