@@ -12,7 +12,10 @@ plugins add. Each worker process makes these registries side by side:
 
 * ``kernel only``: ``ToolRegistry(load_plugins=[])``;
 * ``every plugin``: every installed plugin loaded (the default);
-* ``kernel + NAME``: ``load_plugins=[NAME]``, one per plugin the default loads.
+* ``kernel + NAME``: ``load_plugins=[NAME]``, one per plugin the default loads;
+* ``every plugin, log in use``: every plugin, and the inspector's execution log asked for
+  (``execution_log(registry)``), so that it records every call: a plugin at work, not idle,
+  shown for comparison (the target is judged on ``every plugin``).
 
 and times, per round, a batch of ``registry.invoke("add", ...)`` on each (the sides
 interleaved, the first one rotating per round), then the same with ``await
@@ -48,6 +51,7 @@ import _common as c
 SCRIPT = Path(__file__).resolve()
 KERNEL = "kernel only"
 EVERY = "every plugin"
+IN_USE = "every plugin, log in use"
 ARGS = {"a": 1, "b": 2}
 
 
@@ -87,6 +91,12 @@ def _registries() -> dict[str, Any]:
     sides = {KERNEL: make(load_plugins=[]), EVERY: every}
     for name in loaded:
         sides[f"kernel + {name}"] = make(load_plugins=[name])
+    if "inspector" in loaded:  # not idle: what a log in use costs, for comparison
+        from toolregistry_inspector import execution_log
+
+        in_use = make()
+        execution_log(in_use)
+        sides[IN_USE] = in_use
     return sides
 
 

@@ -91,7 +91,7 @@ def log_overhead(root: Path, rounds: int, calls: int) -> list[tuple[str, float, 
         "log off": _registry(root / "off", "log = false\n"),
         "no-op observer (kernel seam)": _registry(root / "noop", "log = false\n",
                                                   (_NoopPlugin(),)),
-        "log in memory": _registry(root / "mem", ""),
+        "log in memory": _registry(root / "mem", "log = true\n"),
         "log + SQLite file": _registry(root / "db", 'log-db = "calls.sqlite"\n'),
     }
     times: dict[str, list[float]] = {k: [] for k in sides}
