@@ -61,24 +61,29 @@ class _Unreadable(Exception):
 def _scan(group: str) -> list[EntryPoint]:
     found: list[EntryPoint] = []
     seen: set[str] = set()
+    section = f"[{group}]"
     for entry in dict.fromkeys(sys.path):
         where = entry or "."
         if not os.path.isdir(where):
             if os.path.exists(where):
                 raise _Unreadable(where)
             continue
-        for folder in sorted(os.listdir(where)):
-            if not folder.endswith((".dist-info", ".egg-info")):
-                continue
+        # one directory listing that also says which entries are folders (no stat each)
+        with os.scandir(where) as listing:
+            folders = sorted((e.name, e.path, e.is_dir()) for e in listing
+                             if e.name.endswith((".dist-info", ".egg-info")))
+        for folder, path, is_dir in folders:
             key = _normalized(folder.rsplit(".", 1)[0].split("-", 1)[0])
             if key in seen:
                 continue
             seen.add(key)
-            path = os.path.join(where, folder)
-            if not os.path.isdir(path):
+            if not is_dir:
                 raise _Unreadable(path)
-            text = _read(os.path.join(path, "entry_points.txt"))
-            if text is None or f"[{group}]" not in text.replace(" ", ""):
+            points = os.path.join(path, "entry_points.txt")
+            if not os.access(points, os.F_OK):  # most distributions have none
+                continue
+            text = _read(points)
+            if text is None or section not in text.replace(" ", ""):
                 continue
             name, version = _name_version(path)
             found.extend(EntryPoint(n, v, name, version) for n, v in _group(text, group))
