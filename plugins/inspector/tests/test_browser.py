@@ -466,6 +466,35 @@ def test_every_page_is_live_over_one_event_stream(browsing: Any, live_app: Any,
     assert errors == [], errors
 
 
+def test_a_call_that_ends_before_the_stream_connects_still_shows(browsing: Any,
+                                                                  live_app: Any) -> None:
+    """A tool page's event stream starts after the newest call as the page was made: a call
+    that ends between the page and its stream's connection (held back here) still refreshes
+    the tool's recent calls."""
+    from playwright.sync_api import expect
+
+    registry, server = live_app
+    with browsing() as (page, errors):
+        page.goto(server.url)
+        base = _session_base(page)
+        registry.invoke("forecast", {"city": "Oslo"}, call_id="early-1")
+        held: list[Any] = []
+        page.route("**/api/events*", lambda route: held.append(route))
+        page.goto(base + "/tools/forecast")
+        expect(page.locator("#recent")).to_contain_text("early-1")
+        for _ in range(200):  # until the page asked for its stream
+            if held:
+                break
+            page.wait_for_timeout(25)
+        assert held, "the page opened no event stream"
+        registry.invoke("forecast", {"city": "Bergen"}, call_id="early-2")
+        for route in held:
+            route.continue_()
+        page.unroute("**/api/events*")
+        expect(page.locator("#recent")).to_contain_text("early-2", timeout=10_000)
+    assert errors == [], errors
+
+
 @pytest.fixture
 def busy_app(tmp_path: Path) -> Iterator[tuple[ToolRegistry, InspectorServer, Path]]:
     """450 logged calls in a log-db, the first 100 of them two hours old."""

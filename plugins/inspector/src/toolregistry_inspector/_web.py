@@ -191,7 +191,7 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                       row=_views.tool_row(registry, tool), formats=views,
                       fields=_views.form_fields(tool.parameters),
                       api_formats=registry.formats.names("messages"),
-                      recent=await _recent(name), result=result,
+                      recent=await _recent(name), newest=await _newest(), result=result,
                       tags=sorted(str(getattr(t, "value", t)) for t in tool.metadata.tags)
                       + sorted(tool.metadata.custom_tags),
                       disabled_reason=registry.disabled_reason(name), **extra)
@@ -201,6 +201,13 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
         if log is None:
             return []
         return list(reversed(await _read(log, tool=name, limit=10)))
+
+    async def _newest() -> int:
+        """The newest call's ``seq`` as a page is made: its event stream starts after it, so
+        a call that ends before the stream connects is not missed."""
+        log = get_log(registry)
+        newest = await _read(log, limit=1) if log is not None else []
+        return newest[-1].seq if newest else 0
 
     async def _read(log: Any, **filters: Any) -> list[Any]:
         try:

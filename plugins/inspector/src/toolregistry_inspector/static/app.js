@@ -105,16 +105,20 @@ function livePage() {
   const page = document.body.dataset.page;
   const table = document.getElementById("log-table");
   const params = new URLSearchParams();
+  const recent = document.getElementById("recent");
   if (table) {
     if (table.dataset.live === "false") return;  // an older page of the log stays still
     params.set("after", table.dataset.last || "0");
     if (table.dataset.tool) params.set("tool", table.dataset.tool);
     if (table.dataset.outcome) params.set("outcome", table.dataset.outcome);
+  } else if (recent && recent.dataset.last) {
+    // from the newest call as the page was made: one that ended before the stream
+    // connected still refreshes the tool's recent calls
+    params.set("after", recent.dataset.last);
   }
   const stream = new EventSource(document.body.dataset.base + "/api/events?" + params);
   window.addEventListener("pagehide", () => stream.close());
   liveLog(stream);
-  const recent = document.getElementById("recent");
   stream.addEventListener("call", (event) => {
     if (recent && JSON.parse(event.data).tool === recent.dataset.tool) refreshSoon("recent");
     if (page === "stats") refreshSoon("main");
