@@ -495,6 +495,44 @@ def test_a_call_that_ends_before_the_stream_connects_still_shows(browsing: Any,
     assert errors == [], errors
 
 
+def test_a_copy_of_the_page_answered_late_never_replaces_a_newer_one(browsing: Any,
+                                                                     live_app: Any) -> None:
+    """A live part refreshes from a fresh copy of its page; on a slow server two fetches may
+    overlap, and the older one, answered last, must not bring back what the newer one
+    replaced (here: the first copy is held back and answered after the second)."""
+    from playwright.sync_api import expect
+
+    registry, server = live_app
+    with browsing() as (page, errors):
+        page.goto(server.url)
+        base = _session_base(page)
+        page.goto(base + "/tools/forecast")
+        held: list[tuple[Any, Any]] = []
+
+        def hold_the_first(route: Any) -> None:
+            if held:
+                route.continue_()
+            else:  # the copy as it is now, answered later
+                held.append((route, route.fetch()))
+
+        page.route("**/tools/forecast", hold_the_first)
+        registry.invoke("forecast", {"city": "Oslo"}, call_id="late-1")
+        for _ in range(400):  # the refresh of the first call asks for a copy
+            if held:
+                break
+            page.wait_for_timeout(25)
+        assert held, "no refresh was asked for"
+        registry.invoke("forecast", {"city": "Bergen"}, call_id="late-2")
+        recent = page.locator("#recent")
+        expect(recent).to_contain_text("late-2", timeout=10_000)
+        route, stale = held[0]
+        route.fulfill(response=stale)
+        page.wait_for_timeout(1500)
+        expect(recent).to_contain_text("late-2")
+        page.unroute("**/tools/forecast")
+    assert errors == [], errors
+
+
 @pytest.fixture
 def busy_app(tmp_path: Path) -> Iterator[tuple[ToolRegistry, InspectorServer, Path]]:
     """450 logged calls in a log-db, the first 100 of them two hours old."""

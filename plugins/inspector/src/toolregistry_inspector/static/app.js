@@ -80,15 +80,20 @@ function liveLog(stream) {
 }
 
 // Replace the element of id `id` by the one of a fresh copy of this page, unless the
-// person is typing in it.
+// person is typing in it. Fetches may overlap on a slow server: only the latest one asked for
+// is shown, so that an older copy answered late never replaces a newer one.
+const asked = {};
 async function refresh(id) {
   const here = document.getElementById(id);
   if (!here) return;
   const active = document.activeElement;
   if (active && here.contains(active) && active.matches("input, select, textarea")) return;
+  const ticket = (asked[id] = (asked[id] || 0) + 1);
   const response = await fetch(window.location.href, { credentials: "same-origin" });
   if (!response.ok) return;
-  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  const text = await response.text();
+  if (asked[id] !== ticket) return;  // a newer copy was asked for meanwhile
+  const fresh = new DOMParser().parseFromString(text, "text/html");
   const there = fresh.getElementById(id);
   if (there) here.replaceChildren(...there.childNodes);
 }
