@@ -80,9 +80,11 @@ function liveLog(stream) {
 }
 
 // Replace the element of id `id` by the one of a fresh copy of this page, unless the
-// person is typing in it. Fetches may overlap on a slow server: only the latest one asked for
-// is shown, so that an older copy answered late never replaces a newer one.
+// person is typing in it. Fetches may overlap on a slow server and be answered out of order:
+// a copy older than the one shown is dropped (each is shown when it comes, so a server slower
+// than the refreshes still updates the page).
 const asked = {};
+const shown = {};
 async function refresh(id) {
   const here = document.getElementById(id);
   if (!here) return;
@@ -92,7 +94,8 @@ async function refresh(id) {
   const response = await fetch(window.location.href, { credentials: "same-origin" });
   if (!response.ok) return;
   const text = await response.text();
-  if (asked[id] !== ticket) return;  // a newer copy was asked for meanwhile
+  if (ticket < (shown[id] || 0)) return;  // a newer copy is shown already
+  shown[id] = ticket;
   const fresh = new DOMParser().parseFromString(text, "text/html");
   const there = fresh.getElementById(id);
   if (there) here.replaceChildren(...there.childNodes);
