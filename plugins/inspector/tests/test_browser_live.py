@@ -201,6 +201,45 @@ def test_running_calls_show_progress_and_the_inspectors_own_can_be_cancelled(
     assert errors == [] and watcher_errors == [], (errors, watcher_errors)
 
 
+def test_a_call_that_ends_before_the_stream_connects_leaves_the_running_page(
+        browsing: Any, running_app: Any) -> None:
+    """The running page shows a call; the call ends before the page's event stream connects
+    (held back here): the stream's first look still tells the page, which refreshes, and the
+    row goes (else it would stay, the calls in flight no longer changing)."""
+    from playwright.sync_api import expect
+
+    registry, server, release = running_app
+    with browsing() as (watcher, errors):
+        watcher.goto(server.url)
+        base = _base(watcher)
+        held: list[Any] = []
+        watcher.route("**/api/events*", lambda route: held.append(route))
+        answers: list[Any] = []
+        app_call = threading.Thread(target=lambda: answers.append(
+            registry.invoke("crunch", {"steps": 10}, call_id="gone-1")))
+        app_call.start()
+        rows = watcher.locator("#running-table tbody tr")
+        for _ in range(100):  # until the page shows the call (no stream: by reloading)
+            watcher.goto(base + "/running")
+            if rows.count() == 1:
+                break
+            watcher.wait_for_timeout(100)
+        expect(rows.first).to_contain_text("gone-1")
+        assert registry.cancel_call("gone-1", "ended before the stream")
+        app_call.join(30)
+        assert answers and answers[0].error_kind == "cancelled"
+        for _ in range(100):
+            if held:
+                break
+            watcher.wait_for_timeout(25)
+        for route in held:
+            route.continue_()
+        watcher.unroute("**/api/events*")
+        expect(watcher.locator("#running-none")).to_be_visible(timeout=WAIT)
+        release.set()
+    assert errors == [], errors
+
+
 def _wav() -> bytes:
     """A real WAV file: a tenth of a second of silence."""
     out = io.BytesIO()

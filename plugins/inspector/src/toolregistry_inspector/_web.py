@@ -401,7 +401,9 @@ def create_app(registry: ToolRegistry, *, token: str | None = None, read_only: b
                 newest = await _read(log, limit=1)
                 last = newest[-1].seq if newest else 0
             seen = await run_in_threadpool(_page_state)
-            running = "[]"
+            # unknown: the first look always says what runs, so a page made before its
+            # stream connected learns of the calls that ended meanwhile
+            running = ""
             ends = time.monotonic() + STREAM_SECONDS
             while time.monotonic() < ends and not closing.is_set():
                 batch: list[Any] = []
