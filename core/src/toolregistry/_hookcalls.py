@@ -73,7 +73,7 @@ def _wrapped(impls: Sequence[HookImpl], firstresult: bool) -> HookCall:
                   for impl in reversed(impls))
     if len(order) == 1:  # a wrapper alone (a plain one alone is called directly)
         (fn, pick, _), = order
-        return _wrapper_alone(fn, pick, None if firstresult else [])
+        return _wrapper_alone(fn, pick, firstresult)
 
     def call(**kwargs: Any) -> Any:
         results: list[Any] = []
@@ -125,9 +125,9 @@ def _wrapped(impls: Sequence[HookImpl], firstresult: bool) -> HookCall:
 
 
 def _wrapper_alone(fn: Callable[..., Any], pick: Callable[[Mapping[str, Any]], tuple[Any, ...]],
-                   inner: Any) -> HookCall:
-    """:func:`_wrapped` for one wrapper: it gets ``inner``, what no plain implementation
-    gives (``None``, or an empty list for a hook that is not first-result)."""
+                   firstresult: bool) -> HookCall:
+    """:func:`_wrapped` for one wrapper: it gets what no plain implementation gives
+    (``None`` for a first-result hook, else a new empty list)."""
     def call(**kwargs: Any) -> Any:
         gen = fn(*pick(kwargs))
         try:
@@ -135,7 +135,7 @@ def _wrapper_alone(fn: Callable[..., Any], pick: Callable[[Mapping[str, Any]], t
         except StopIteration:
             _misbehaved(gen, "did not yield")
         try:
-            gen.send(inner if inner is None else [])
+            gen.send(None if firstresult else [])
             gen.close()
         except StopIteration as stop:
             return stop.value

@@ -393,8 +393,9 @@ class Hooks(Authorizing):
     def calls_started(self, observers: Sequence[CallObserver], call: ToolCall
                       ) -> Watching | None:
         """Tell ``observers`` a call begins (inside the call's context): those told of its
-        end, with their tokens (``None``: none, every one with a start sat it out). A call plan's observers are
-        compiled once instead (``ToolHooks.started``); this is for a call without a plan.
+        end, with their tokens (``None``: none, every one with a start sat it out). A call
+        plan's observers are compiled once instead (``ToolHooks.started``); this is for a
+        call without a plan.
 
         Error policy: an exception is logged once per observer (``observer.failed``) and
         ignored (its token is ``None``); observers never fail a call.

@@ -181,10 +181,10 @@ class AsyncScheduler:
                 if task is not None and prep.plan.safe:  # no frame of _with_deadline's
                     value = await await_in_caller(fn, args, kwargs, prep, task,
                                                   self.executor.in_flight)
-                elif prep.plan.safe:
-                    value = await self._with_deadline(fn, args, kwargs, prep, True)
+                elif prep.plan.safe:  # its own task (no caller's task to await it in)
+                    value = await self._with_deadline(fn, args, kwargs, prep)
                 else:
-                    value = await self.body(fn, args, kwargs, prep, started, True)
+                    value = await self.body(fn, args, kwargs, prep, started, task is not None)
             else:
                 work, fut = self._pool_work(fn, args, kwargs, prep,
                                             asyncio.get_running_loop(), started)
