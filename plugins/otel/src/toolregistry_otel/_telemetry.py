@@ -323,11 +323,8 @@ class ToolObserver:
     def call_started(self, call: ToolCall) -> Any:
         tracer = _SWITCH.tracer
         if tracer is None:
-            if _GLOBALS and _trace_api._TRACER_PROVIDER is None and (
-                    not self.metrics or (_SWITCH.instruments is None
-                                         and _metrics_api._METER_PROVIDER is None)):
-                # No provider of either kind, read here rather than through _Switch's methods:
-                # what a call of an idle plugin costs.
+            if not self.wants_calls():  # no provider: asked here too for a call without
+                # a plan, which the kernel's gate does not see
                 return UNOBSERVED
             tracer = _SWITCH.tracing()
         instruments = None
