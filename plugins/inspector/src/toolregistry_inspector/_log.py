@@ -501,13 +501,10 @@ def get_log(registry: ToolRegistry) -> ExecutionLog | None:
     """The registry's execution log, made on first use from its configuration (``None`` when
     ``log = false``): a use, from which on it records every call."""
     state = registry.plugin_state(PLUGIN_NAME)
-    if _STATE_KEY in state:
-        found: ExecutionLog | None = state[_STATE_KEY]
-        return found
-    made = _made_log(registry, state)
-    if made is not None:  # the calls from now on are logged (the plans hold the observer)
-        refresh_call_plans(registry)
-    return made
+    if _STATE_KEY not in state and _made_log(registry, state) is not None:
+        refresh_call_plans(registry)  # the calls from now on are logged (plans hold the observer)
+    found: ExecutionLog | None = state[_STATE_KEY]
+    return found
 
 
 def recording_log(registry: ToolRegistry) -> ExecutionLog | None:
@@ -515,21 +512,23 @@ def recording_log(registry: ToolRegistry) -> ExecutionLog | None:
     kernel): once used, or from the start with ``log = true`` or when it is also written to
     a file or the store (other processes read it); else ``None``, and nothing is made."""
     state = registry.plugin_state(PLUGIN_NAME)
-    if _STATE_KEY in state:
-        found: ExecutionLog | None = state[_STATE_KEY]
-        return found
-    settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
-    if settings.log is True or (settings.log == "on-use"
-                                and log_store(registry, settings) is not None):
-        return _made_log(registry, state)
-    return None
+    if _STATE_KEY not in state:
+        settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
+        if settings.log == "on-use" and log_store(registry, settings) is None:
+            return None  # not used yet, and nothing outside this process reads it
+        _made_log(registry, state, settings)
+    found: ExecutionLog | None = state[_STATE_KEY]
+    return found
 
 
-def _made_log(registry: ToolRegistry, state: dict[str, Any]) -> ExecutionLog | None:
-    """The registry's log, made from its configuration unless another thread made it."""
+def _made_log(registry: ToolRegistry, state: dict[str, Any],
+              settings: InspectorSettings | None = None) -> ExecutionLog | None:
+    """The registry's log, made from its configuration (``settings`` when read already)
+    unless another thread made it."""
     with _create_lock:
         if _STATE_KEY not in state:
-            settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
+            if settings is None:
+                settings = registry.plugin_settings(PLUGIN_NAME, InspectorSettings)
             made = None
             if settings.log:
                 made = ExecutionLog(settings.log_size, db=log_store(registry, settings),
